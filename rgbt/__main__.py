@@ -1,0 +1,3 @@
+from rgbt.cli import main
+
+raise SystemExit(main())

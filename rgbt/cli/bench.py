@@ -1,0 +1,55 @@
+"""``rgbt bench NAME``: performance harnesses; numbers go to BENCHMARKS.md.
+
+Each benchmark lives in ``rgbt.bench.NAME`` and defines ``add_arguments(parser)``
+and ``run(args) -> dict``. The result always carries a ``machine`` description.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+
+from rgbt.cli.output import print_json, to_json
+
+BENCHES: dict[str, str] = {
+    "preprocess": "thermal percentile, normalize+CLAHE, RGB-T rectification",
+    "sim": "simulator real-time factor and MCAP write rate",
+    "seg": "segmentation backends and stage: FPS and latency tiers",
+    "sync": "trigger-grid restamping error, drops, mis-associations",
+    "graph": "ROS 2 sensor graph at full rate: drops and hop latency",
+}
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser("bench", help="performance benchmarks (numbers for BENCHMARKS.md)")
+    bench_sub = parser.add_subparsers(dest="bench", metavar="NAME")
+    for name, help_text in BENCHES.items():
+        try:
+            module = importlib.import_module(f"rgbt.bench.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"rgbt.bench.{name}":
+                raise
+            continue
+        p = bench_sub.add_parser(name, help=help_text)
+        p.add_argument("--json", action="store_true", help="print the result as JSON")
+        p.add_argument("--out", help="also write the JSON result to this file")
+        module.add_arguments(p)
+        p.set_defaults(func=_runner(module))
+
+
+def _runner(module):  # type: ignore[no-untyped-def]
+    def run(args: argparse.Namespace) -> int:
+        from rgbt.bench.machine import describe_machine
+
+        result = module.run(args)
+        result.setdefault("machine", describe_machine())
+        if args.out:
+            with open(args.out, "w") as fh:
+                fh.write(to_json(result) + "\n")
+        if args.json:
+            print_json(result)
+        else:
+            module.print_result(result) if hasattr(module, "print_result") else print_json(result)
+        return 0
+
+    return run

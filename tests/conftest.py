@@ -1,0 +1,72 @@
+"""Shared test fixtures: the reference data, the CLI, and a loopback-only ROS 2 environment."""
+
+from __future__ import annotations
+
+import os
+import uuid
+from pathlib import Path
+
+import pytest
+
+from helpers import run_rgbt
+from rgbt.paths import REPO_ROOT, data_dir as _data_dir
+
+# Every ROS 2 process the tests start stays on loopback (DESIGN.md §5).
+os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
+os.environ.setdefault("FASTRTPS_DEFAULT_PROFILES_FILE", str(REPO_ROOT / "launch" / "fastdds_loopback.xml"))
+
+
+@pytest.fixture(scope="session")
+def data_dir() -> Path:
+    """``../shared/data`` (or ``RGBT_DATA``); tests needing it skip with the reason when absent."""
+    path = _data_dir()
+    if not path.is_dir():
+        pytest.skip(f"reference data not found at {path} (set RGBT_DATA)")
+    return path
+
+
+@pytest.fixture(scope="session")
+def cart_dir(data_dir: Path) -> Path:
+    return data_dir / "cart"
+
+
+@pytest.fixture(scope="session")
+def fixtures_dir(data_dir: Path) -> Path:
+    return data_dir / "fixtures"
+
+
+@pytest.fixture
+def rgbt_cli():
+    return run_rgbt
+
+
+@pytest.fixture
+def ros_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict:
+    """Environment for real rclpy + Fast DDS processes: loopback only, fresh domain, temp ROS_HOME.
+
+    Cleans the ``/dev/shm/fastrtps_*`` files created while the test ran.
+    """
+    before = set(_shm_files())
+    env = {
+        "ROS_AUTOMATIC_DISCOVERY_RANGE": "LOCALHOST",
+        "FASTRTPS_DEFAULT_PROFILES_FILE": str(REPO_ROOT / "launch" / "fastdds_loopback.xml"),
+        "ROS_DOMAIN_ID": str(10 + uuid.uuid4().int % 90),
+        "ROS_HOME": str(tmp_path / "ros_home"),
+        "ROS_LOG_DIR": str(tmp_path / "ros_log"),
+        "RMW_IMPLEMENTATION": "rmw_fastrtps_cpp",
+    }
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    yield env
+    for name in set(_shm_files()) - before:
+        try:
+            os.unlink(os.path.join("/dev/shm", name))
+        except OSError:
+            pass
+
+
+def _shm_files() -> list[str]:
+    try:
+        return [n for n in os.listdir("/dev/shm") if n.startswith(("fastrtps_", "sem.fastrtps_"))]
+    except OSError:
+        return []
