@@ -23,6 +23,18 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=_cmd_ate)
 
+    p = vio_sub.add_parser("export", help="write estimator configs (VINS-Fusion, OpenVINS, ORB-SLAM3) from the stack")
+    p.add_argument("estimator", choices=["vins", "openvins", "orbslam3"])
+    p.add_argument("--stack", default=None, help="stack YAML (default calib/stack.yaml)")
+    p.add_argument("--camera", default="thermal", help="camera name in the stack (thermal, color, mono)")
+    p.add_argument("--out", required=True, help="output directory")
+    p.add_argument("--rate", type=float, default=20.0, help="feed frame rate in Hz the configs assume")
+    p.add_argument("--topic", default=None, help="image topic of the mono8 feed")
+    p.add_argument("--imu-noise", default="vio", choices=["vio", "datasheet"], help="IMU noise values to write")
+    p.add_argument("--no-imu", action="store_true", help="ORB-SLAM3: monocular settings without the IMU block")
+    p.add_argument("--json", action="store_true", help="print the written paths as JSON")
+    p.set_defaults(func=_cmd_export)
+
     def _help(args: argparse.Namespace) -> int:
         parser.print_help()
         return 2
@@ -44,4 +56,19 @@ def _cmd_ate(args: argparse.Namespace) -> int:
 
         print_table(f"ATE ({args.align}) {Path(args.est).name} vs {Path(args.ref).name}", ["metric", "value"],
                     [(k, v) for k, v in data.items()])
+    return 0
+
+
+def _cmd_export(args: argparse.Namespace) -> int:
+    from rgbt.stack import load_stack
+    from rgbt.vio.config import ExportOptions, export
+
+    stack = load_stack(args.stack)
+    opts = ExportOptions(camera=args.camera, image_topic=args.topic, rate_hz=args.rate, imu_noise=args.imu_noise)
+    paths = export(stack, args.estimator, args.out, opts, inertial=not args.no_imu)
+    if args.json:
+        print_json({"estimator": args.estimator, "camera": args.camera, "files": [str(p) for p in paths]})
+    else:
+        for path in paths:
+            print(path)
     return 0
