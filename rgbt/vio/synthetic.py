@@ -84,7 +84,7 @@ class Flight:
     """
 
     altitude_m: float = 40.0
-    radius_m: float = 30.0
+    radius_m: float = 25.0
     period_s: float = 60.0
     pitch_deg: float = 60.0
     T_imu_cam: np.ndarray = field(default_factory=lambda: np.eye(4))
