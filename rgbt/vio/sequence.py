@@ -62,7 +62,7 @@ def synthetic_sequence(duration_s: float = 20.0, rate_hz: float = 20.0, imu_rate
 
     ``ffc_at_s``: times at which the frame freezes for 0.4 s (FFC), as the Boson does.
     """
-    from rgbt.vio.synthetic import Flight, PlaneScene, forward_down_camera, ground_texture
+    from rgbt.vio.synthetic import Flight, PlaneScene, canopy_layer, forward_down_camera, ground_texture
 
     T_imu_cam = forward_down_camera(pitch_deg)
     flight = Flight(pitch_deg=pitch_deg, T_imu_cam=T_imu_cam)
@@ -80,7 +80,9 @@ def synthetic_sequence(duration_s: float = 20.0, rate_hz: float = 20.0, imu_rate
 
     def frames() -> Iterator[tuple[int, np.ndarray, bool]]:
         if "scene" not in scene_cache:
-            scene_cache["scene"] = PlaneScene(ground_texture(4096, seed, thermal=True), 0.05)
+            tex = ground_texture(4096, seed, thermal=True)
+            layers = [(*canopy_layer(tex, seed), 6.0), (*canopy_layer(tex, seed + 1, cover=0.1), 14.0)]
+            scene_cache["scene"] = PlaneScene(tex, 0.05, layers)
         scene = scene_cache["scene"]
         frozen: np.ndarray | None = None
         for k in range(int(duration_s * rate_hz) + 1):

@@ -46,23 +46,57 @@ def ground_texture(size_px: int = 4096, seed: int = 0, thermal: bool = True) -> 
     return (20 + 215 * img).astype(np.uint8)
 
 
+def canopy_layer(texture: np.ndarray, seed: int, cover: float = 0.25) -> tuple[np.ndarray, np.ndarray]:
+    """Raised patches (roofs, tree crowns) for a layer above the ground: (texture, 0/1 uint8 mask).
+
+    A single plane is a degenerate scene for monocular initialisation (the two homography
+    decompositions explain it equally well, and ORB-SLAM3 may pick the mirrored one); raised layers
+    give the parallax real terrain has.
+    """
+    rng = np.random.default_rng(seed + 1000)
+    size = texture.shape[0]
+    mask = np.zeros(texture.shape[:2], np.uint8)
+    n = int(cover * size * size / (np.pi * (size / 60) ** 2))
+    for _ in range(n):
+        c = tuple(map(int, rng.integers(0, size, 2)))
+        r = int(rng.uniform(size / 200, size / 50))
+        if rng.random() < 0.5:
+            cv2.circle(mask, c, r, 1, -1)
+        else:
+            cv2.rectangle(mask, (c[0] - r, c[1] - r // 2), (c[0] + r, c[1] + r // 2), 1, -1)
+    shift = np.roll(np.roll(texture, size // 3, axis=0), size // 5, axis=1)
+    offset = (texture.max() - texture.min()) * 0.15
+    layer = np.clip(shift.astype(np.float32) + offset, 0, np.iinfo(texture.dtype).max).astype(texture.dtype)
+    return layer, mask
+
+
 @dataclass
 class PlaneScene:
-    """The textured plane z = 0 (world, z up), centred at the origin, ``metres_per_px`` per texel."""
+    """The textured plane z = 0 (world, z up), centred at the origin, ``metres_per_px`` per texel,
+    plus optional raised ``layers`` ``(texture, mask, height_m)`` drawn where their mask is set."""
 
     texture: np.ndarray
     metres_per_px: float = 0.1
+    layers: list = field(default_factory=list)
+
+    def _homography(self, K: np.ndarray, T_cam_world: np.ndarray, z: float) -> np.ndarray:
+        h, w = self.texture.shape[:2]
+        s = self.metres_per_px
+        A = np.array([[s, 0, -s * w / 2], [0, s, -s * h / 2], [0, 0, 1.0]])  # texel -> (X, Y, 1)
+        P = np.c_[T_cam_world[:3, 0], T_cam_world[:3, 1], T_cam_world[:3, 2] * z + T_cam_world[:3, 3]]
+        return K @ P @ A
 
     def render(self, K: np.ndarray, T_world_cam: np.ndarray, width: int, height: int) -> np.ndarray:
         """The image a pinhole camera ``K`` at ``T_world_cam`` sees (same dtype as the texture)."""
         T_cam_world = np.linalg.inv(T_world_cam)
-        h, w = self.texture.shape[:2]
-        s = self.metres_per_px
-        A = np.array([[s, 0, -s * w / 2], [0, s, -s * h / 2], [0, 0, 1.0]])  # texel -> (X, Y, 1)
-        P = np.c_[T_cam_world[:3, 0], T_cam_world[:3, 1], T_cam_world[:3, 3]]
-        H = K @ P @ A
-        return cv2.warpPerspective(self.texture, H, (width, height), flags=cv2.INTER_LINEAR,
-                                   borderMode=cv2.BORDER_REFLECT)
+        img = cv2.warpPerspective(self.texture, self._homography(K, T_cam_world, 0.0), (width, height),
+                                  flags=cv2.INTER_LINEAR, borderMode=cv2.BORDER_REFLECT)
+        for tex, mask, z in sorted(self.layers, key=lambda layer: layer[2]):
+            H = self._homography(K, T_cam_world, z)
+            top = cv2.warpPerspective(tex, H, (width, height), flags=cv2.INTER_LINEAR, borderMode=cv2.BORDER_REFLECT)
+            m = cv2.warpPerspective(mask, H, (width, height), flags=cv2.INTER_NEAREST, borderMode=cv2.BORDER_REFLECT)
+            np.copyto(img, top, where=m.astype(bool))
+        return img
 
 
 def _rot_z(a: float) -> np.ndarray:
@@ -88,13 +122,15 @@ class Flight:
     period_s: float = 60.0
     pitch_deg: float = 60.0
     T_imu_cam: np.ndarray = field(default_factory=lambda: np.eye(4))
+    #: start inside a turn with vertical motion: accelerations of ~0.5-1 m/s^2 from the first second
+    phase_s: float = 12.0
 
     def position(self, t: np.ndarray) -> np.ndarray:
         w = 2 * np.pi / self.period_s
-        t = np.asarray(t, dtype=np.float64)
+        t = np.asarray(t, dtype=np.float64) + self.phase_s
         return np.stack([self.radius_m * np.sin(w * t) + 0.15 * self.radius_m * np.sin(3.1 * w * t),
                          0.6 * self.radius_m * np.sin(2 * w * t),
-                         self.altitude_m + 2.0 * np.sin(1.7 * w * t)], axis=-1)
+                         self.altitude_m + 4.0 * np.sin(4.0 * w * t)], axis=-1)
 
     def R_world_imu(self, t: float) -> np.ndarray:
         dt = 1e-3
