@@ -99,8 +99,10 @@ def _spread_points(uv, count=6):
     return uv[order[np.linspace(0, len(order) - 1, count).astype(int)]]
 
 
-@pytest.mark.parametrize("dtype,amp", [(np.uint16, 40000), (np.float32, 1.0)], ids=["uint16", "float32"])
-def test_fixed_point_remap_moves_dots_where_points_go(rect, dtype, amp):
+@pytest.mark.parametrize("dtype,amp,fmt", [(np.uint16, 40000, "auto"), (np.float32, 1.0, "auto"),
+                                            (np.uint16, 40000, "fixed")], ids=["uint16", "float32", "uint16-fixed"])
+def test_remap_moves_dots_where_points_go(stack, dtype, amp, fmt):
+    rect = RgbtRectifier.from_stack(stack, options=RectifyOptions(map_format=fmt))
     _, uv0, uv1 = _scene(rect, seed=2)
     dots0, dots1 = _spread_points(uv0), _spread_points(uv1)
     color = _render(rect.native_sizes[0], dots0, np.uint8, 250, channels=3)
@@ -135,7 +137,7 @@ def test_thermal_to_color_infinite_depth_and_plane(rect):
     # at 8 m the parallax of the 2.5 cm baseline is ~2 px: the infinite-depth warp misses it
     got_inf = np.array([_centroid(rect.thermal_to_color(thermal), w) for w in want])
     assert np.abs(got_inf - want).max() > 1.0
-    assert rect.warp_maps(1) is rect.warp_maps(1)  # maps computed once per depth
+    assert rect.warp_table(1) is rect.warp_table(1)  # maps computed once per depth
 
 
 def test_alpha_one_keeps_whole_images(stack):
@@ -199,4 +201,4 @@ def test_bad_inputs(stack, rect):
     with pytest.raises(ConfigError, match="thermal and a colour"):
         RgbtRectifier.from_stack(stack, "thermal_mono").thermal_to_color(np.zeros((512, 640), np.uint16))
     with pytest.raises(ValueError):
-        rect.warp_maps(1, depth_m=-1.0)
+        rect.warp_table(1, depth_m=-1.0)
