@@ -78,12 +78,13 @@ def export_camera_info(stack: Stack, out_dir: str | Path) -> list[Path]:
     return out
 
 
-def export_kalibr(stack: Stack, out_dir: str | Path, *, opencv_header: bool = False) -> list[Path]:
-    """``camchain-imucam.yaml`` (all cameras), ``imu.yaml`` and ``camchain-<pair>.yaml`` per pair."""
+def export_kalibr(stack: Stack, out_dir: str | Path, *, opencv_header: bool = False, vio: bool = False) -> list[Path]:
+    """``camchain-imucam.yaml`` (all cameras), ``imu.yaml`` and ``camchain-<pair>.yaml`` per pair.
+    ``vio``: the imucam chain and IMU file carry the VIO calibrations / noise instead."""
     out_dir = Path(out_dir)
-    paths = [write_camchain(kalibr_imucam_from_stack(stack), out_dir / "camchain-imucam.yaml",
+    paths = [write_camchain(kalibr_imucam_from_stack(stack, vio=vio), out_dir / "camchain-imucam.yaml",
                             opencv_header=opencv_header),
-             write_imu(kalibr_imu_from_stack(stack), out_dir / "imu.yaml", opencv_header=opencv_header)]
+             write_imu(kalibr_imu_from_stack(stack, vio=vio), out_dir / "imu.yaml", opencv_header=opencv_header)]
     for pair in stack.pairs:
         paths.append(write_camchain(kalibr_camchain_from_pair(stack, pair), out_dir / f"camchain-{pair}.yaml",
                                     opencv_header=opencv_header))

@@ -37,6 +37,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     exp.add_argument("--out", type=Path, required=True, help="output folder")
     exp.add_argument("--opencv-header", action="store_true",
                      help="kalibr: start files with %%YAML:1.0 (needed by OpenVINS' cv::FileStorage)")
+    exp.add_argument("--vio", action="store_true",
+                     help="kalibr: use the VIO calibrations and IMU noise (what CART gave VINS-Fusion)")
     exp.set_defaults(func=_export)
 
     chk = sub.add_parser("check", help="validate the stack and report cross-source inconsistencies")
@@ -110,7 +112,7 @@ def _export(args: argparse.Namespace) -> int:
     if args.format == "camera-info":
         paths = export_camera_info(stack, args.out)
     else:
-        paths = export_kalibr(stack, args.out, opencv_header=args.opencv_header)
+        paths = export_kalibr(stack, args.out, opencv_header=args.opencv_header, vio=args.vio)
     for path in paths:
         print(f"wrote {path}")
     return 0

@@ -86,6 +86,16 @@ def test_exported_imucam_carries_inverse(tmp_path: Path):
                                        "camchain-thermal_mono.yaml"}
 
 
+def test_vio_export_uses_vio_calibration(tmp_path: Path):
+    stack = load_stack()
+    export_kalibr(stack, tmp_path, vio=True)
+    chain = read_camchain(tmp_path / "camchain-imucam.yaml")
+    vio = stack.cameras["thermal"].vio_calibration()
+    assert chain.cameras[0].intrinsics == [vio.intrinsics.fx, vio.intrinsics.fy, vio.intrinsics.cx, vio.intrinsics.cy]
+    assert chain.cameras[0].distortion_coeffs == vio.distortion.coeffs
+    assert read_imu(tmp_path / "imu.yaml").accelerometer_noise_density == stack.imu.vio_noise.acc_n
+
+
 def test_exports_reproduce_cart_files(cart_calib_dir: Path, tmp_path: Path):
     stack = load_stack()
     for pair, name in (("color_thermal", "color_thermal_10x10_calib.yaml"),
