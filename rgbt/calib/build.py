@@ -13,8 +13,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-import numpy as np
-
 from rgbt.calib.camera_info import read_camera_info
 from rgbt.calib.kalibr import KalibrChain, KalibrImu, read_camchain, read_imu
 from rgbt.calib.vins import read_vins_config, read_vins_pinhole

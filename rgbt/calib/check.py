@@ -86,7 +86,8 @@ def _check_pair_intrinsics(stack: Stack, key: str, opt: CheckOptions) -> list[Fi
         msg = (f"{cam.name}: pair canvas intrinsics vs the camera's own (offset ({ox:g}, {oy:g})): "
                f"focal differs {df * 100:.2f} %, principal point {dc:.2f} px")
         if not fits:
-            msg += f"; the {cam.width}x{cam.height} image at that offset does not fit the {pair.width}x{pair.height} canvas"
+            msg += (f"; the {cam.width}x{cam.height} image at that offset does not fit the "
+                    f"{pair.width}x{pair.height} canvas")
         out.append(Finding("warning" if bad or not fits else "ok", "pair intrinsics vs camera", key, msg,
                            {"focal_rel_diff": df, "principal_diff_px": dc, "fits_canvas": fits}))
     return out

@@ -67,7 +67,8 @@ def _show(args: argparse.Namespace) -> int:
     for name, cam in stack.cameras.items():
         i = cam.intrinsics
         T = cam.T_imu_cam_matrix()
-        rows.append([name, _fmt([i.fx, i.fy, i.cx, i.cy], 6), f"{cam.distortion.model} {_fmt(cam.distortion.coeffs, 3)}",
+        dist = f"{cam.distortion.model} {_fmt(cam.distortion.coeffs, 3)}"
+        rows.append([name, _fmt([i.fx, i.fy, i.cx, i.cy], 6), dist,
                      _fmt((T[:3, 3] * 100).tolist(), 3), f"{cam.td_s * 1e3:.2f}"])
     print_table(f"{title}: camera calibration", ["camera", "fx fy cx cy (px)", "distortion", "t_imu_cam (cm)",
                                                  "td (ms)"], rows)

@@ -330,7 +330,9 @@ class RgbtRectifier:
     def warp_table(self, src: int, depth_m: Optional[float] = None) -> RemapTable:
         """Maps sampling camera ``src``'s native image at every pixel of the other camera's
         native (distorted) image, for scene points at ``depth_m`` along the destination's optical axis
-        (``inf``: the infinite homography). Cached per (src, depth)."""
+        (``inf``: the infinite homography). Built on first use (~0.5-1 s: every destination pixel is
+        undistorted iteratively) and cached per (src, depth); call it at start-up to keep that off
+        the first frame."""
         depth = self.options.depth_m if depth_m is None else float(depth_m)
         if not depth > 0:
             raise ValueError(f"depth_m must be > 0 (inf allowed), got {depth}")

@@ -6,7 +6,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import yaml
 
 from rgbt.calib.build import stack_from_cart, stack_from_kalibr
 from rgbt.calib.camera_info import read_camera_info

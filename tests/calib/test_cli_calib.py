@@ -57,7 +57,8 @@ def test_bad_files_exit_2_with_key(tmp_path: Path, cart_dir: Path):
     for f in (cart_dir / "vins_configs").iterdir():
         (calib / f.name).write_text(f.read_text())
     text = (calib / "color_thermal_10x10_calib.yaml").read_text()
-    (calib / "color_thermal_10x10_calib.yaml").write_text(text.replace("resolution: [960, 600]", "resolution: [960]", 1))
+    text = text.replace("resolution: [960, 600]", "resolution: [960]", 1)
+    (calib / "color_thermal_10x10_calib.yaml").write_text(text)
     proc = run_rgbt("calib", "import-cart", str(calib), "--out", str(tmp_path / "o.yaml"), check=False)
     assert proc.returncode == 2
     assert "color_thermal_10x10_calib.yaml: cam0.resolution" in proc.stderr and "2 integers" in proc.stderr
