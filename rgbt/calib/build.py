@@ -161,7 +161,8 @@ def stack_from_kalibr(imucam: str | Path | KalibrChain, imu: str | Path | Kalibr
     source = str(imucam) if not isinstance(imucam, KalibrChain) else "<kalibr chain>"
     chain = imucam if isinstance(imucam, KalibrChain) else read_camchain(imucam)
     if not chain.has_imu():
-        raise ConfigError(source, "camN.T_cam_imu", None, "T_cam_imu for every camera (an imu-camera chain)")
+        first = next(i for i, cam in enumerate(chain.cameras) if cam.T_cam_imu is None)
+        raise ConfigError(source, f"cam{first}.T_cam_imu", None, "T_cam_imu for every camera (an imu-camera chain)")
     names = names or [f"cam{i}" for i in range(len(chain.cameras))]
     if len(names) != len(chain.cameras):
         raise ConfigError(source, "<root>", names, f"{len(chain.cameras)} camera names")

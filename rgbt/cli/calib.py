@@ -31,6 +31,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                                                               "(default: calib/stack.yaml)")
     imp.set_defaults(func=_import_cart)
 
+    imk = sub.add_parser("import-kalibr", help="build a stack YAML from a Kalibr imu-camera chain",
+                         description="Cameras from a Kalibr camchain-imucam file (T_imu_cam = inverse T_cam_imu, "
+                                     "td = timeshift_cam_imu); IMU noise from --imu; the rest from --base.")
+    imk.add_argument("chain", type=Path, help="Kalibr camchain-imucam YAML")
+    imk.add_argument("--imu", type=Path, default=None, help="Kalibr imu.yaml (noise densities, rate, topic)")
+    imk.add_argument("--names", default=None, help="comma-separated camera names (default cam0,cam1,...)")
+    imk.add_argument("--rate", type=float, default=20.0, help="camera frame rate, Hz (not in Kalibr files)")
+    imk.add_argument("--out", type=Path, required=True, help="stack YAML to write")
+    imk.add_argument("--base", type=Path, default=None, help="stack giving the other fields (default: calib/stack.yaml)")
+    imk.set_defaults(func=_import_kalibr)
+
     exp = sub.add_parser("export", help="write camera_info or Kalibr files from the stack")
     exp.add_argument("format", choices=["camera-info", "kalibr"])
     exp.add_argument("--stack", type=Path, default=None, help="stack YAML (default: calib/stack.yaml)")
@@ -102,6 +113,19 @@ def _import_cart(args: argparse.Namespace) -> int:
     dump_stack(stack, args.out)
     print(f"wrote {args.out} (stack {stack.name!r}: cameras {', '.join(stack.cameras)}; "
           f"pairs {', '.join(stack.pairs)})")
+    return 0
+
+
+def _import_kalibr(args: argparse.Namespace) -> int:
+    from rgbt.calib.build import stack_from_kalibr
+    from rgbt.stack import dump_stack, load_stack
+
+    base = load_stack(args.base) if args.base else None
+    names = [n.strip() for n in args.names.split(",")] if args.names else None
+    stack = stack_from_kalibr(args.chain, args.imu, base=base, names=names, rate_hz=args.rate)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    dump_stack(stack, args.out)
+    print(f"wrote {args.out} (cameras {', '.join(stack.cameras)}; pairs {', '.join(stack.pairs)})")
     return 0
 
 

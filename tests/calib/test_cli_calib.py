@@ -45,6 +45,19 @@ def test_import_cart_then_export_and_check(cart_dir: Path, tmp_path: Path):
     assert "WARNING" in text and "7.61 cm" in text
 
 
+def test_import_kalibr(openvins_chain: Path, cart_dir: Path, tmp_path: Path):
+    out = tmp_path / "ov.yaml"
+    run_rgbt("calib", "import-kalibr", str(openvins_chain), "--names", "left,right", "--rate", "30", "--out", str(out))
+    stack = load_stack(out)
+    assert set(stack.cameras) == {"left", "right"} and stack.cameras["left"].rate_hz == 30.0
+    assert stack.cameras["right"].td_s == -0.016591431247074982
+    report = json.loads(run_rgbt("calib", "check", "--stack", str(out), "--json").stdout)
+    assert report["warnings"] == 0
+    proc = run_rgbt("calib", "import-kalibr", str(cart_dir / "calibrations" / "color_thermal_10x10_calib.yaml"),
+                    "--out", str(tmp_path / "x.yaml"), check=False)
+    assert proc.returncode == 2 and "cam0.T_cam_imu" in proc.stderr
+
+
 def test_bad_files_exit_2_with_key(tmp_path: Path, cart_dir: Path):
     bad = tmp_path / "stack.yaml"
     bad.write_text(DEFAULT_STACK.read_text().replace("width: 640", "width: -640"))
