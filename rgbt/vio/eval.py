@@ -144,6 +144,13 @@ def evaluate_sequence(seq: Sequence, opts: EvalOptions, show_progress: bool = Fa
 
     from rgbt.bench.timing import summarize_ms
 
+    if opts.estimator != "orbslam3":  # fail before any work: VINS / OpenVINS need ROS 2 + the bridge
+        from rgbt.vio.runners import require_installed
+
+        require_installed(opts.estimator)
+        raise EvaluationError(f"{opts.estimator} is installed, but replaying a bag into it needs the ROS 2 VIO "
+                              "bridge (rgbt.ros), which this command does not start yet; use "
+                              "`rgbt vio estimators` for the exact command line")
     gt_cam = seq.ground_truth_camera()
     result = VioEvalResult(seq.name, seq.synthetic, {**asdict(opts), "align": opts.align}, meta=dict(seq.meta))
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
