@@ -111,13 +111,16 @@ def bag_sequence(bag_path: str | Path, stack_path: str | Path | None = None, cam
     ``t_trigger + td_s``, like the real offset). Calibration: the camera's own intrinsics and distortion
     for simulated bags (what the simulator rendered with), the stack's ``vio`` override for real ones.
     """
-    from rgbt.bag.reader import open_bag
     from rgbt.eval.trajectory import load_trajectory
     from rgbt.stack import load_stack
 
     bag_path = Path(bag_path)
     if not bag_path.exists():
         raise EvaluationError(f"{bag_path}: bag not found")
+    try:
+        from rgbt.bag.reader import open_bag
+    except ImportError as exc:
+        raise EvaluationError(f"reading {bag_path} needs rgbt.bag (contract C2), missing in this checkout: {exc}") from exc
     stack = load_stack(stack_path)
     if camera not in stack.cameras:
         raise EvaluationError(f"camera {camera!r} not in the stack: expected one of {sorted(stack.cameras)}")
