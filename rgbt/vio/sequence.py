@@ -57,7 +57,8 @@ class Sequence:
 
 def synthetic_sequence(duration_s: float = 20.0, rate_hz: float = 20.0, imu_rate_hz: float = 200.0,
                        seed: int = 0, width: int = 640, height: int = 512, fx: float = 513.0,
-                       pitch_deg: float = 60.0, ffc_at_s: tuple[float, ...] = ()) -> Sequence:
+                       pitch_deg: float = 60.0, ffc_at_s: tuple[float, ...] = (), period_s: float = 60.0,
+                       altitude_m: float = 40.0) -> Sequence:
     """A SYNTHETIC thermal sequence over the procedural plane (exact poses and IMU).
 
     ``ffc_at_s``: times at which the frame freezes for 0.4 s (FFC), as the Boson does.
@@ -65,7 +66,8 @@ def synthetic_sequence(duration_s: float = 20.0, rate_hz: float = 20.0, imu_rate
     from rgbt.vio.synthetic import Flight, PlaneScene, canopy_layer, forward_down_camera, ground_texture
 
     T_imu_cam = forward_down_camera(pitch_deg)
-    flight = Flight(pitch_deg=pitch_deg, T_imu_cam=T_imu_cam)
+    flight = Flight(pitch_deg=pitch_deg, T_imu_cam=T_imu_cam, period_s=period_s, altitude_m=altitude_m,
+                    phase_s=12.0 * period_s / 60.0)
     K = np.array([[fx, 0, width / 2 - 0.5], [0, fx, height / 2 - 0.5], [0, 0, 1.0]])
     cam = CameraModel("synthetic_thermal", width, height, K, np.zeros(4), T_imu_cam, 0.0)
     t0 = 1_700_000_000_000_000_000  # an epoch-like start, to exercise int-ns handling
