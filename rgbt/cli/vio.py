@@ -117,7 +117,12 @@ def _add_sequence_args(p: argparse.ArgumentParser) -> None:
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("--bag", action="append", help="simulated bag (rgbt simulate --out DIR), repeatable for ablation")
     src.add_argument("--synthetic", type=float, metavar="SECONDS",
-                     help="the built-in SYNTHETIC plane sequence of this length (bring-up, tests)")
+                     help="the built-in SYNTHETIC loop sequence of this length (bring-up, tests)")
+    src.add_argument("--trajectory", action="append", metavar="TUM",
+                     help="SYNTHETIC thermal rendered along a real trajectory (e.g. CART ground truth), repeatable")
+    p.add_argument("--start", type=float, default=0.0, help="--trajectory: start offset in s")
+    p.add_argument("--duration", type=float, default=45.0, help="--trajectory: duration in s")
+    p.add_argument("--altitude", type=float, default=35.0, help="--trajectory: metres above the trajectory's heights")
     p.add_argument("--stack", default=None, help="stack YAML (default calib/stack.yaml)")
     p.add_argument("--camera", default="thermal", help="camera of the stack to feed")
     p.add_argument("--rate", type=float, default=20.0, help="feed rate in Hz")
@@ -133,6 +138,11 @@ def _sequences(args: argparse.Namespace) -> list:
     if args.synthetic is not None:
         ffc = tuple(float(x) for x in args.ffc_at.split(",") if x.strip())
         return [synthetic_sequence(args.synthetic, rate_hz=args.rate, seed=args.seed, ffc_at_s=ffc)]
+    if args.trajectory:
+        from rgbt.vio.sequence import cart_trajectory_sequence
+
+        return [cart_trajectory_sequence(t, start_s=args.start, duration_s=args.duration, altitude_m=args.altitude,
+                                         rate_hz=args.rate, seed=args.seed) for t in args.trajectory]
     return [bag_sequence(b, stack_path=args.stack, camera=args.camera) for b in args.bag]
 
 
@@ -169,10 +179,10 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     from rgbt.vio.eval import EvalOptions, evaluate_sequence
     from rgbt.vio.report import markdown_table, plot_run
 
-    if args.bag and len(args.bag) > 1:
+    if len(args.bag or []) > 1 or len(args.trajectory or []) > 1:
         from rgbt.errors import EvaluationError
 
-        raise EvaluationError("vio eval takes one --bag (use vio ablation for several)")
+        raise EvaluationError("vio eval takes one sequence (use vio ablation for several)")
     seq = _sequences(args)[0]
     opts = EvalOptions(estimator=args.estimator, inertial=args.inertial, runs=args.runs, rate_hz=args.rate,
                        normalization=args.normalization, primary_align=args.align,

@@ -59,15 +59,64 @@ def synthetic_sequence(duration_s: float = 20.0, rate_hz: float = 20.0, imu_rate
                        seed: int = 0, width: int = 640, height: int = 512, fx: float = 513.0,
                        pitch_deg: float = 60.0, ffc_at_s: tuple[float, ...] = (), period_s: float = 60.0,
                        altitude_m: float = 40.0) -> Sequence:
-    """A SYNTHETIC thermal sequence over the procedural plane (exact poses and IMU).
+    """A SYNTHETIC thermal sequence over the procedural plane (exact poses and IMU) along an analytic
+    loop (see :class:`rgbt.vio.synthetic.Flight`).
 
     ``ffc_at_s``: times at which the frame freezes for 0.4 s (FFC), as the Boson does.
     """
-    from rgbt.vio.synthetic import Flight, PlaneScene, canopy_layer, forward_down_camera, ground_texture
+    from rgbt.vio.synthetic import Flight, forward_down_camera
 
     T_imu_cam = forward_down_camera(pitch_deg)
     flight = Flight(pitch_deg=pitch_deg, T_imu_cam=T_imu_cam, period_s=period_s, altitude_m=altitude_m,
                     phase_s=12.0 * period_s / 60.0)
+    name = f"synthetic-loop-{duration_s:g}s-seed{seed}"
+    return _render_sequence(name, flight, duration_s, rate_hz, imu_rate_hz, seed, width, height, fx, T_imu_cam,
+                            ffc_at_s, metres_per_px=0.05)
+
+
+def cart_trajectory_sequence(tum_path: str | Path, start_s: float = 0.0, duration_s: float = 45.0,
+                             altitude_m: float = 35.0, rate_hz: float = 20.0, imu_rate_hz: float = 200.0,
+                             seed: int = 0, pitch_deg: float = 60.0, ffc_every_s: float = 20.0,
+                             drift_counts: float = 300.0) -> Sequence:
+    """A SYNTHETIC thermal sequence flown along a real trajectory (CART RTK ground truth, TUM).
+
+    The camera looks ``pitch_deg`` down along the heading, ``altitude_m`` above the trajectory's
+    own heights. Thermal effects that matter to normalization: FFC every ``ffc_every_s`` (0.4 s
+    frozen frame, then a small offset step) and a slow global drift of ``drift_counts`` (sensor
+    self-heating, sun), so per-frame and fixed-range normalizations see realistic changes.
+    """
+    from rgbt.eval.trajectory import load_trajectory
+    from rgbt.vio.synthetic import TrajectoryFlight, forward_down_camera
+
+    traj = load_trajectory(tum_path, "tum")
+    T_imu_cam = forward_down_camera(pitch_deg)
+    try:
+        flight = TrajectoryFlight(traj.t_s, traj.positions, start_s, duration_s, altitude_m=altitude_m,
+                                  pitch_deg=pitch_deg, T_imu_cam=T_imu_cam)
+    except ValueError as exc:
+        raise EvaluationError(f"{tum_path}: {exc}") from exc
+    ffc = tuple(float(x) for x in np.arange(ffc_every_s / 2, duration_s, ffc_every_s)) if ffc_every_s > 0 else ()
+    p = flight.position(np.linspace(0, duration_s, 200))
+    span = float(np.max(np.ptp(p[:, :2], axis=0)))
+    reach = altitude_m / np.tan(np.deg2rad(max(pitch_deg - 27.0, 10.0)))  # far edge of the view
+    mpp = max(0.05, (span + 2 * reach + 20.0) / 4096)
+    name = f"{Path(tum_path).stem}@{start_s:g}+{duration_s:g}s"
+    seq = _render_sequence(name, flight, duration_s, rate_hz, imu_rate_hz, seed, 640, 512, 513.0, T_imu_cam, ffc,
+                           metres_per_px=mpp, centre_xy=p[:, :2].mean(axis=0), drift_counts=drift_counts)
+    seq.meta.update(trajectory=str(tum_path), start_s=start_s, altitude_m=altitude_m, path_m=float(
+        np.linalg.norm(np.diff(p, axis=0), axis=1).sum()))
+    return seq
+
+
+def _render_sequence(name: str, flight, duration_s: float, rate_hz: float, imu_rate_hz: float, seed: int,  # type: ignore[no-untyped-def]
+                     width: int, height: int, fx: float, T_imu_cam: np.ndarray, ffc_at_s: tuple,
+                     metres_per_px: float, centre_xy: np.ndarray | None = None, drift_counts: float = 0.0) -> Sequence:
+    from rgbt.vio.synthetic import PlaneScene, canopy_layer, ground_texture
+
+    if centre_xy is not None:  # the texture is centred at the world origin: shift the flight instead
+        shift = np.array([centre_xy[0], centre_xy[1], 0.0])
+    else:
+        shift = np.zeros(3)
     K = np.array([[fx, 0, width / 2 - 0.5], [0, fx, height / 2 - 0.5], [0, 0, 1.0]])
     cam = CameraModel("synthetic_thermal", width, height, K, np.zeros(4), T_imu_cam, 0.0)
     t0 = 1_700_000_000_000_000_000  # an epoch-like start, to exercise int-ns handling
@@ -84,9 +133,10 @@ def synthetic_sequence(duration_s: float = 20.0, rate_hz: float = 20.0, imu_rate
         if "scene" not in scene_cache:
             tex = ground_texture(4096, seed, thermal=True)
             layers = [(*canopy_layer(tex, seed), 6.0), (*canopy_layer(tex, seed + 1, cover=0.1), 14.0)]
-            scene_cache["scene"] = PlaneScene(tex, 0.05, layers)
+            scene_cache["scene"] = PlaneScene(tex, metres_per_px, layers)
         scene = scene_cache["scene"]
         frozen: np.ndarray | None = None
+        offset = 0.0
         for k in range(int(duration_s * rate_hz) + 1):
             t = t0 + int(round(k * 1e9 / rate_hz))
             ts = (t - t0) / 1e9
@@ -94,13 +144,19 @@ def synthetic_sequence(duration_s: float = 20.0, rate_hz: float = 20.0, imu_rate
             if in_ffc and frozen is not None:
                 yield t, frozen, True
                 continue
-            img = scene.render(K, flight.T_world_cam(ts), width, height)
+            offset = 40.0 * sum(1 for a in ffc_at_s if ts >= a + 0.4)  # FFC re-references the offsets
+            T = flight.T_world_cam(ts)
+            T = T.copy()
+            T[:3, 3] -= shift
+            img = scene.render(K, T, width, height)
+            if drift_counts or offset:
+                img = np.clip(img.astype(np.float32) + offset + drift_counts * np.sin(2 * np.pi * ts / 40.0),
+                              0, 65535).astype(np.uint16)
             frozen = img
             yield t, img, False
 
-    return Sequence(f"synthetic-plane-{duration_s:g}s-seed{seed}", cam, frames,
-                    ImuData(t_imu, gyro, acc), gt, synthetic=True,
-                    meta={"synthetic": True, "rate_hz": rate_hz, "seed": seed})
+    return Sequence(name, cam, frames, ImuData(t_imu, gyro, acc), gt, synthetic=True,
+                    meta={"synthetic": True, "rate_hz": rate_hz, "seed": seed, "ffc_at_s": list(ffc_at_s)})
 
 
 def bag_sequence(bag_path: str | Path, stack_path: str | Path | None = None, camera: str = "thermal",

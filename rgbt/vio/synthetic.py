@@ -172,3 +172,62 @@ def forward_down_camera(pitch_deg: float) -> np.ndarray:
     T = np.eye(4)
     T[:3, :3] = R
     return T
+
+
+class TrajectoryFlight:
+    """A flight along a real trajectory (e.g. CART's RTK ground truth, positions only), same interface
+    as :class:`Flight`: positions smoothed (Gaussian, ``smooth_s``) and resampled at 200 Hz, lifted by
+    ``altitude_m``; heading along the horizontal velocity (held while hovering below 0.5 m/s).
+    Time 0 is ``start_s`` into the trajectory.
+    """
+
+    def __init__(self, t_s: np.ndarray, xyz: np.ndarray, start_s: float, duration_s: float, altitude_m: float = 35.0,
+                 smooth_s: float = 0.6, pitch_deg: float = 60.0, T_imu_cam: np.ndarray | None = None) -> None:
+        t_s = np.asarray(t_s, float) - float(t_s[0])
+        if start_s < 0 or start_s + duration_s > t_s[-1]:
+            raise ValueError(f"window [{start_s}, {start_s + duration_s}] s outside the trajectory (0..{t_s[-1]:.1f} s)")
+        self.pitch_deg = pitch_deg
+        self.T_imu_cam = np.eye(4) if T_imu_cam is None else T_imu_cam
+        margin = 5.0
+        dt = 0.005
+        grid = np.arange(max(0.0, start_s - margin), min(t_s[-1], start_s + duration_s + margin), dt)
+        raw = np.stack([np.interp(grid, t_s, xyz[:, i]) for i in range(3)], axis=1)
+        sigma = smooth_s / dt
+        k = np.arange(-int(4 * sigma), int(4 * sigma) + 1)
+        kernel = np.exp(-0.5 * (k / sigma) ** 2)
+        kernel /= kernel.sum()
+        pad = len(k) // 2
+        padded = np.pad(raw, ((pad, pad), (0, 0)), mode="edge")
+        smooth = np.stack([np.convolve(padded[:, i], kernel, mode="valid") for i in range(3)], axis=1)
+        smooth[:, 2] += altitude_m
+        self._t = grid - start_s
+        self._p = smooth
+        vel = np.gradient(smooth, dt, axis=0)
+        speed = np.linalg.norm(vel[:, :2], axis=1)
+        yaw = np.arctan2(vel[:, 1], vel[:, 0])
+        for i in range(1, len(yaw)):  # hold the heading while hovering
+            if speed[i] < 0.5:
+                yaw[i] = yaw[i - 1]
+        yaw = np.unwrap(yaw)
+        kernel_yaw = np.exp(-0.5 * (np.arange(-200, 201) / 60.0) ** 2)
+        kernel_yaw /= kernel_yaw.sum()
+        self._yaw = np.convolve(np.pad(yaw, (200, 200), mode="edge"), kernel_yaw, mode="valid")
+        self.duration_s = duration_s
+
+    def position(self, t: np.ndarray) -> np.ndarray:
+        t = np.asarray(t, dtype=np.float64)
+        return np.stack([np.interp(t, self._t, self._p[:, i]) for i in range(3)], axis=-1)
+
+    def R_world_imu(self, t: float) -> np.ndarray:
+        return _rot_z(float(np.interp(t, self._t, self._yaw)))
+
+    def T_world_imu(self, t: float) -> np.ndarray:
+        T = np.eye(4)
+        T[:3, :3] = self.R_world_imu(t)
+        T[:3, 3] = self.position(t)
+        return T
+
+    def T_world_cam(self, t: float) -> np.ndarray:
+        return self.T_world_imu(t) @ self.T_imu_cam
+
+    imu = Flight.imu
