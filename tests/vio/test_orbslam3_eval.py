@@ -43,3 +43,21 @@ def test_vio_eval_monocular_synthetic(small_vocab, tmp_path):
 def test_vio_eval_bad_bag(tmp_path):
     proc = run_rgbt("vio", "eval", "--bag", tmp_path / "missing", "--runs", "1", "--json", check=False)
     assert proc.returncode == 2 and "not found" in proc.stderr
+
+
+@pytest.mark.slow
+def test_vio_eval_over_real_cart_trajectory(small_vocab, cart_dir, tmp_path):
+    """SYNTHETIC thermal rendered along CART's CastaicLake RTK trajectory (25-33 s: the drone is
+    already moving, 2-4 m/s), 3 runs. The 45 s version is the benchmark in docs/notes/vio.md."""
+    traj = cart_dir / "ground_truth" / "CastaicLake_2022-12-20-11-40-28.txt"
+    proc = run_rgbt("vio", "eval", "--trajectory", traj, "--start", "25", "--duration", "8", "--runs", "3",
+                    "--normalization", "percentile", "--vocab", small_vocab, "--json", "--no-progress")
+    data = json.loads(proc.stdout)
+    assert len(data["runs"]) == 3 and data["synthetic"] is True
+    assert data["meta"]["trajectory"].endswith("CastaicLake_2022-12-20-11-40-28.txt")
+    # Limits: ORB-SLAM3 needs ~1 s of translation to initialise; measured 0.1-0.2 m Sim3 ATE on
+    # 45 s of this flight. Over 8 s (~25 m) we require 60 % tracked and Sim3 ATE below 1 m: a
+    # failed or mis-scaled track (homography flip, lost map) gives several metres.
+    assert data["tracked_fraction"] >= 0.6
+    assert data["ate_rmse"]["median"] is not None and data["ate_rmse"]["median"] < 1.0
+    assert data["ate_full_rmse"]["median"] is not None
