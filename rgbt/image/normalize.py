@@ -365,8 +365,11 @@ def clip_histograms(hist: np.ndarray, clim: int) -> np.ndarray:
             under = h < clim
             n_under = under.sum(axis=1)
             step = np.maximum(1, n_under // np.maximum(n_excess, 1))
-            on_stride = (positions[None, :] >= index) & ((positions[None, :] - index) % step[:, None] == 0)
-            sel = under & on_stride & active[:, None]
+            if (step[active] == 1).all():  # the common case: every bin from ``index`` on
+                sel = under & (positions >= index)[None, :] & active[:, None]
+            else:
+                on_stride = (positions[None, :] >= index) & ((positions[None, :] - index) % step[:, None] == 0)
+                sel = under & on_stride & active[:, None]
             h += sel
             n_excess -= sel.sum(axis=1)
         alive &= (n_excess > 0) & (n_excess != before)
