@@ -341,18 +341,19 @@ def clip_histograms(hist: np.ndarray, clim: int) -> np.ndarray:
     ``clim``, and what is left is handed out one count at a time to bins still under ``clim``
     with skimage's stride rule, until none is left (or a full pass changes nothing).
     """
-    h = hist.astype(np.int64, copy=True)
+    h = hist.astype(np.int32)
     nb = h.shape[1]
-    over = h > clim
-    n_excess = np.where(over, h - clim, 0).sum(axis=1)
+    excess = h - clim
+    np.maximum(excess, 0, out=excess)
+    n_excess = excess.sum(axis=1)
     np.minimum(h, clim, out=h)
     bin_incr = n_excess // nb
     upper = (clim - bin_incr)[:, None]
     low = h < upper
-    n_excess -= low.sum(axis=1) * bin_incr
-    h += low * bin_incr[:, None]
+    n_excess -= np.count_nonzero(low, axis=1) * bin_incr
+    h += low * bin_incr[:, None].astype(np.int32)
     mid = (h >= upper) & (h < clim)
-    n_excess += np.where(mid, h, 0).sum(axis=1) - mid.sum(axis=1) * clim
+    n_excess += (h * mid).sum(axis=1) - np.count_nonzero(mid, axis=1) * clim
     h[mid] = clim
     positions = np.arange(nb)
     alive = n_excess > 0
@@ -362,18 +363,20 @@ def clip_histograms(hist: np.ndarray, clim: int) -> np.ndarray:
             active = alive & (n_excess > 0)
             if not active.any():
                 break
-            under = h < clim
-            n_under = under.sum(axis=1)
-            step = np.maximum(1, n_under // np.maximum(n_excess, 1))
-            if (step[active] == 1).all():  # the common case: every bin from ``index`` on
-                sel = under & (positions >= index)[None, :] & active[:, None]
+            rows = np.flatnonzero(active)
+            hr = h[rows]
+            under = hr < clim
+            n_under = np.count_nonzero(under, axis=1)
+            step = np.maximum(1, n_under // n_excess[rows])
+            if (step == 1).all():
+                under[:, :index] = False
             else:
-                on_stride = (positions[None, :] >= index) & ((positions[None, :] - index) % step[:, None] == 0)
-                sel = under & on_stride & active[:, None]
-            h += sel
-            n_excess -= sel.sum(axis=1)
+                under &= (positions[None, :] >= index) & ((positions[None, :] - index) % step[:, None] == 0)
+            hr += under
+            h[rows] = hr
+            n_excess[rows] -= np.count_nonzero(under, axis=1)
         alive &= (n_excess > 0) & (n_excess != before)
-    return h
+    return h.astype(np.int64)
 
 
 # --------------------------------------------------------------------------- normalizer
@@ -381,7 +384,8 @@ class Normalizer:
     """Per-frame normalization (CART): percentile rescale to [0,1], then optional CLAHE; float32.
 
     ``Normalizer(NormalizeOptions())(frame)`` equals the CART reference within the parity
-    reported in ``docs/notes/image.md``. The CLAHE geometry is cached per frame shape.
+    reported in ``docs/notes/image.md``. The CLAHE geometry and buffers are cached per frame
+    shape, so one instance must not be shared between threads (make one per thread).
     """
 
     def __init__(self, options: NormalizeOptions | None = None) -> None:

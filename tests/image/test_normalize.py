@@ -108,7 +108,7 @@ def test_parity_real_flir_frame(flir_counts):
 
 
 @pytest.mark.parametrize("case", ["crop_600x500", "crop_477x333", "resize_320x256", "resize_1280x1024",
-                                  "crop_100x64", "float32"])
+                                  "crop_100x64", "float32", "uint8"])
 def test_parity_real_frame_other_sizes(flir_counts, case):
     frames = {
         "crop_600x500": flir_counts[:500, :600],
@@ -117,6 +117,7 @@ def test_parity_real_frame_other_sizes(flir_counts, case):
         "resize_1280x1024": cv2.resize(flir_counts, (1280, 1024), interpolation=cv2.INTER_LINEAR),
         "crop_100x64": flir_counts[200:264, 300:400],
         "float32": flir_counts.astype(np.float32),
+        "uint8": ((flir_counts - flir_counts.min()) * 2).astype(np.uint8),
     }
     mean, mx = _parity(frames[case])
     assert mean <= MEAN_TOL and mx <= MAX_TOL, (case, mean, mx)
@@ -134,6 +135,17 @@ def test_parity_other_percentiles(flir_counts):
     out = Normalizer(NormalizeOptions(low=5, high=95))(flir_counts)
     d = np.abs(out - cart_reference(flir_counts, 5, 95))
     assert d.mean() <= MEAN_TOL and d.max() <= MAX_TOL
+
+
+@pytest.mark.parametrize("clip_limit,nbins", [(0.03, 128), (0.005, 256), (0.0, 64)])
+def test_parity_other_clahe_settings(flir_counts, clip_limit, nbins):
+    from skimage.exposure import equalize_adapthist
+
+    lo, hi = np.percentile(flir_counts, [1, 99])
+    ref = equalize_adapthist(np.clip((flir_counts - lo) / (hi - lo), 0, 1), clip_limit=clip_limit, nbins=nbins)
+    out = Normalizer(NormalizeOptions(clip_limit=clip_limit, nbins=nbins))(flir_counts)
+    d = np.abs(out - ref)
+    assert d.mean() <= 1e-3 and d.max() <= 1e-3, (d.mean(), d.max())
 
 
 def test_linear_mode_matches_formula(flir_counts):
