@@ -209,20 +209,26 @@ def rescale(frame: np.ndarray, lo: float, hi: float) -> np.ndarray:
         raise ImageError(f"rescale: bounds must satisfy hi > lo, got lo={lo!r}, hi={hi!r}")
     scale = 1.0 / (hi - lo)
     if frame.dtype.kind == "u":
-        return _unit_lut(frame.dtype, lo, scale)[frame]
+        return np.take(_unit_lut(frame.dtype, lo, scale), frame)
     out = frame.astype(np.float64)
     out = np.nan_to_num((out - lo) * scale, nan=0.0, posinf=0.0, neginf=0.0)
     return np.clip(out, 0.0, 1.0).astype(np.float32)
 
 
 def _unit_lut(dtype: np.dtype, lo: float, scale: float) -> np.ndarray:
-    """float32 LUT value -> clip((value - lo) * scale, 0, 1), for every integer value of ``dtype``."""
+    """float32 LUT value -> clip((value - lo) * scale, 0, 1), for every integer value of ``dtype``.
+
+    Only the values between the bounds are computed; below is 0, above is 1.
+    """
     size = 65536 if dtype == np.uint16 else 256
-    lut = np.arange(size, dtype=np.float64)
-    lut -= lo
-    lut *= scale
-    np.clip(lut, 0.0, 1.0, out=lut)
-    return lut.astype(np.float32)
+    a = int(min(max(math.floor(lo), 0), size))
+    b = int(min(max(math.ceil(lo + 1.0 / scale) + 1, a), size))
+    lut = np.empty(size, dtype=np.float32)
+    lut[:a] = 0.0
+    lut[b:] = 1.0
+    values = (np.arange(a, b, dtype=np.float64) - lo) * scale
+    lut[a:b] = np.clip(values, 0.0, 1.0)
+    return lut
 
 
 def _skimage_bins(unit: np.ndarray, nbins: int) -> np.ndarray:
