@@ -134,7 +134,8 @@ def percentile_bounds(frame: np.ndarray, low: float = 1.0, high: float = 99.0,
     if frame.dtype.kind == "u":
         lo, hi = percentiles_from_histogram(histogram(frame), (low, high), method)
         return lo, hi
-    finite = frame[np.isfinite(frame)] if not np.isfinite(frame).all() else frame
+    ok = np.isfinite(frame)
+    finite = frame if ok.all() else frame[ok]
     if finite.size == 0:
         raise ImageError(f"frame: all {frame.size} pixels are NaN or infinite")
     if method not in PERCENTILE_METHODS:

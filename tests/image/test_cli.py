@@ -56,6 +56,11 @@ def test_normalize_fff_and_npy_inputs(fff_path, flir_counts, tmp_path):
     out2 = tmp_path / "flir2.npy"
     run_rgbt("image", "normalize", npy_in, out2)
     assert np.array_equal(np.load(out2), img)
+    tiff_in = tmp_path / "counts16.tiff"
+    assert cv2.imwrite(str(tiff_in), flir_counts)
+    out3 = tmp_path / "flir3.npy"
+    run_rgbt("image", "normalize", tiff_in, out3)
+    assert np.array_equal(np.load(out3), img)
 
 
 def test_temperature_json(fff_path, flir_counts):
