@@ -532,7 +532,9 @@ class TemporalNormalizer:
         self._bounds: tuple[float, float] | None = None
         self._frozen_run = 0
 
-    def __call__(self, frame: np.ndarray, t_ns: int) -> NormalizedFrame:
+    def __call__(self, frame: np.ndarray, t_ns: int, ffc: bool = False) -> NormalizedFrame:
+        """Normalize one frame stamped ``t_ns`` (int ns, increasing); ``ffc=True`` when the driver
+        already knows the frame is frozen by a flat-field correction (reported frozen either way)."""
         frame = check_frame(frame)
         if not isinstance(t_ns, (int, np.integer)):
             raise ImageError(f"t_ns: expected integer nanoseconds, got {type(t_ns).__name__}")
@@ -549,6 +551,7 @@ class TemporalNormalizer:
         if self._prev is not None:
             mad = _mean_abs_diff(frame, self._prev)
             frozen = mad <= o.frozen_mad
+        frozen = frozen or bool(ffc)
         raw = self._normalizer.bounds(frame)
         if self._bounds is None:
             bounds = raw

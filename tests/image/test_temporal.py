@@ -60,6 +60,16 @@ def test_near_identical_frame_counts_as_frozen():
     assert not temporal(c, 33_000_000).frozen
 
 
+def test_driver_ffc_flag_holds_bounds():
+    rng = np.random.default_rng(1)
+    a = (1000 + rng.normal(0, 20, (64, 64))).astype(np.uint16)
+    b = a + 300  # a real change, but the driver says the frame is an FFC frame
+    temporal = TemporalNormalizer()
+    first = temporal(a, 0)
+    out = temporal(b, 16_000_000, ffc=True)
+    assert out.frozen and out.bounds == first.bounds and out.mad > 100
+
+
 def test_smoothing_follows_time_constant():
     a = np.tile(np.arange(0, 1000, 10, dtype=np.uint16), (16, 1))
     b = a + 500
