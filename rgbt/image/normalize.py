@@ -78,15 +78,36 @@ def _check_percentiles(low: float, high: float) -> None:
 # --------------------------------------------------------------------------- percentiles
 def histogram(frame: np.ndarray) -> np.ndarray:
     """Counts per value of an integer frame (length 65536 for uint16, 256 for uint8), int64."""
+    offset, counts = compact_histogram(frame)
+    full = np.zeros(65536 if frame.dtype == np.uint16 else 256, dtype=np.int64)
+    full[offset:offset + counts.size] = counts
+    return full
+
+
+def compact_histogram(frame: np.ndarray) -> tuple[int, np.ndarray]:
+    """``(vmin, counts)``: ``counts[i]`` pixels have the value ``vmin + i`` (int64), ``vmin..vmax``.
+
+    One ``cv2.calcHist`` with one-count-wide bins over the frame's own range (exact: the bin
+    index is ``value - vmin`` with a scale of exactly 1; float32 counts are exact below 2**24
+    pixels, larger frames use ``np.bincount``). About 3x faster than ``np.bincount`` over all
+    65536 values.
+    """
     frame = check_frame(frame)
     if frame.dtype.kind != "u":
         raise ImageError(f"histogram: integer frame expected, got dtype {frame.dtype}")
-    size = 65536 if frame.dtype == np.uint16 else 256
-    return np.bincount(frame.ravel(), minlength=size)
+    if frame.size >= 2**24:
+        counts = np.bincount(frame.ravel())
+        nz = np.flatnonzero(counts)
+        return int(nz[0]), counts[nz[0]:nz[-1] + 1]
+    vmin, vmax, _, _ = cv2.minMaxLoc(frame)
+    vmin, vmax = int(vmin), int(vmax)
+    counts = cv2.calcHist([np.ascontiguousarray(frame)], [0], None, [vmax - vmin + 1], [vmin, vmax + 1])
+    return vmin, counts.ravel().astype(np.int64)
 
 
-def percentiles_from_histogram(hist: np.ndarray, qs: Sequence[float], method: str = "linear") -> list[float]:
-    """Exact percentiles of the values whose counts are ``hist`` (value ``v`` has ``hist[v]`` pixels).
+def percentiles_from_histogram(hist: np.ndarray, qs: Sequence[float], method: str = "linear",
+                               offset: int = 0) -> list[float]:
+    """Exact percentiles of the values whose counts are ``hist`` (value ``offset + v`` has ``hist[v]`` pixels).
 
     Convention (numpy's, for ``n`` sorted values ``x[0..n-1]``): the percentile ``q`` sits at
     the fractional rank ``h = (n - 1) * q / 100``; ``"linear"`` returns
@@ -108,7 +129,7 @@ def percentiles_from_histogram(hist: np.ndarray, qs: Sequence[float], method: st
         frac = h - k
         k1 = min(k + 1, n - 1)
         x0, x1 = np.searchsorted(cdf, [k, k1], side="right")
-        x0, x1 = float(x0), float(x1)
+        x0, x1 = float(x0 + offset), float(x1 + offset)
         if method == "linear":
             out.append(x0 + frac * (x1 - x0) if frac > 0 else x0)
         elif method == "lower":
@@ -132,7 +153,8 @@ def percentile_bounds(frame: np.ndarray, low: float = 1.0, high: float = 99.0,
     frame = check_frame(frame)
     _check_percentiles(low, high)
     if frame.dtype.kind == "u":
-        lo, hi = percentiles_from_histogram(histogram(frame), (low, high), method)
+        offset, counts = compact_histogram(frame)
+        lo, hi = percentiles_from_histogram(counts, (low, high), method, offset=offset)
         return lo, hi
     ok = np.isfinite(frame)
     finite = frame if ok.all() else frame[ok]

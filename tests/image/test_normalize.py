@@ -8,8 +8,8 @@ import pytest
 
 from rgbt.errors import ImageError
 from rgbt.image.normalize import (PERCENTILE_METHODS, Clahe, NormalizeOptions, Normalizer, clip_histograms,
-                                  histogram, normalize, percentile_bounds, percentiles_from_histogram, rescale,
-                                  to_uint8)
+                                  compact_histogram, histogram, normalize, percentile_bounds,
+                                  percentiles_from_histogram, rescale, to_uint8)
 from rgbt.image.synthetic import SyntheticSceneOptions, SyntheticThermal
 
 MEAN_TOL, MAX_TOL = 0.01, 0.06  # issue 2 acceptance, [0,1] scale
@@ -41,6 +41,14 @@ def test_percentiles_equal_numpy_exactly(method):
         ours = percentiles_from_histogram(histogram(frame), qs, method=method)
         ref = np.percentile(frame, qs, method=method)
         assert ours == [float(v) for v in ref], (frame.shape, frame.dtype, method)
+        assert percentile_bounds(frame, 1.0, 99.0, method) == tuple(np.percentile(frame, [1.0, 99.0], method=method))
+
+
+def test_histogram_equals_bincount():
+    for frame in _random_frames():
+        assert np.array_equal(histogram(frame), np.bincount(frame.ravel(), minlength=histogram(frame).size))
+        offset, counts = compact_histogram(frame)
+        assert offset == frame.min() and counts.size == int(frame.max()) - int(frame.min()) + 1
 
 
 def test_percentile_bounds_float_and_nan():
