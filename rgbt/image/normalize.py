@@ -194,8 +194,8 @@ class NormalizeOptions:
         _check_percentiles(self.low, self.high)
         if not 0.0 <= self.clip_limit <= 1.0:
             raise ImageError(f"clip_limit: got {self.clip_limit!r}, expected 0 <= clip_limit <= 1")
-        if self.tiles_per_dim < 1:
-            raise ImageError(f"tiles_per_dim: got {self.tiles_per_dim!r}, expected >= 1")
+        if not 1 <= self.tiles_per_dim <= 64:
+            raise ImageError(f"tiles_per_dim: got {self.tiles_per_dim!r}, expected 1..64")
         if not 2 <= self.nbins <= 256:
             raise ImageError(f"nbins: got {self.nbins!r}, expected 2..256")
         if self.min_range is not None and not self.min_range > 0:
@@ -311,17 +311,20 @@ class Clahe:
         self._map_y = np.ascontiguousarray(np.broadcast_to(ty[:, None], (h, w)))
         self._tx = tx
         self._map_x = np.empty((h, w), dtype=np.float32)
+        # tile number of every pixel of the end-padded image, for one 2-D (bin, tile) histogram
+        rows = np.arange(ny * kh) // kh
+        cols = np.arange(nx * kw) // kw
+        index_dtype = np.uint8 if ny * nx <= 256 else np.uint16
+        self._tile_index = (rows[:, None] * nx + cols[None, :]).astype(index_dtype)
 
     def tile_histograms(self, bins: np.ndarray) -> np.ndarray:
         """(ny * nx, nbins) int64 histograms of the skimage tiles (reflect padding at the end)."""
-        (kh, kw), (ny, nx), (ph, pw) = self._k, self._grid, self._pad
+        (ny, nx), (ph, pw) = self._grid, self._pad
         padded = cv2.copyMakeBorder(bins, 0, ph, 0, pw, cv2.BORDER_REFLECT_101) if (ph or pw) else bins
-        hist = np.empty((ny * nx, self.nbins), dtype=np.int64)
-        for i in range(ny):
-            for j in range(nx):
-                tile = padded[i * kh:(i + 1) * kh, j * kw:(j + 1) * kw]
-                hist[i * nx + j] = cv2.calcHist([tile], [0], None, [self.nbins], [0, self.nbins]).ravel()
-        return hist
+        n_tiles = ny * nx
+        hist = cv2.calcHist([padded, self._tile_index], [0, 1], None, [self.nbins, n_tiles],
+                            [0, self.nbins, 0, n_tiles])
+        return hist.reshape(self.nbins, n_tiles).T.astype(np.int64)
 
     def maps(self, hist: np.ndarray) -> np.ndarray:
         """Clipped, equalized tile maps in skimage's 14-bit units (int64, tiles x nbins)."""
