@@ -33,13 +33,19 @@ def register_msg(typestore: Typestore, msgtype: str, msg_text: str) -> None:
     typestore.register(get_types_from_msg(msg_text, msgtype))
 
 
-@lru_cache(maxsize=1)
-def ros2_typestore() -> Typestore:
-    """The shared ROS 2 Jazzy typestore with :data:`CUSTOM_MSGS` registered (treat as read-only)."""
+def new_ros2_typestore() -> Typestore:
+    """A fresh ROS 2 Jazzy typestore with :data:`CUSTOM_MSGS` registered (safe to extend)."""
     store = get_typestore(Stores.ROS2_JAZZY)
     for name, text in CUSTOM_MSGS.items():
         register_msg(store, name, text)
     return store
+
+
+@lru_cache(maxsize=1)
+def ros2_typestore() -> Typestore:
+    """The shared ROS 2 Jazzy + rgbt typestore (treat as read-only; extend a
+    :func:`new_ros2_typestore` instead)."""
+    return new_ros2_typestore()
 
 
 @lru_cache(maxsize=1)
