@@ -324,11 +324,24 @@ class BagReader:
     def _offset_hint(self, exc: Exception, last_t: int | None) -> str:
         if m := _OFFSET_RE.search(str(exc)):
             return f" (offset {m.group(1)})"
-        chunks = getattr(self._reader, "chunk_infos", None)
-        if chunks and last_t is not None:
-            nxt = [c for c in chunks if c.end_time >= last_t]
-            if nxt:
-                return f" (in the chunk at offset {nxt[0].pos})"
+        # ROS 1: find the damaged chunk by decompressing the candidates (only on this error path)
+        infos = getattr(self._reader, "chunk_infos", None)
+        headers = getattr(self._reader, "chunks", None)
+        if infos and headers:
+            candidates = [c for c in infos if last_t is None or c.end_time >= last_t]
+            with self.path.open("rb") as bio:
+                for info in candidates:
+                    head = headers.get(info.pos)
+                    if head is None:
+                        continue
+                    try:
+                        bio.seek(head.datapos)
+                        data = bio.read(head.datasize)
+                        if len(data) < head.datasize:
+                            raise ValueError("short")
+                        head.decompressor(data)
+                    except Exception:  # noqa: BLE001 - this is the damaged chunk
+                        return f" (damaged chunk record at offset {info.pos}, data at {head.datapos})"
         return ""
 
 
