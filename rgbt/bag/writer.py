@@ -24,7 +24,7 @@ import os
 import threading
 import time
 from collections import defaultdict
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from io import BytesIO, StringIO
 from pathlib import Path
 from typing import Any, Literal
@@ -575,11 +575,6 @@ class BagWriter:
         raise BagError(f"{where}: write failed: {exc.strerror or exc} (errno {exc.errno}); "
                        f"bag closed cleanly with {kept} messages in {len(self._files)} file(s), "
                        f"{lost} message(s) not written{note}") from exc
-
-
-def options_dict(writer: BagWriter) -> dict[str, Any]:
-    """The writer's options as a plain dict (for reports)."""
-    return asdict(writer.options)
 
 
 #: The CART stack's raw streams: topic, type, encoding, width, height, rate (Hz)
