@@ -144,9 +144,16 @@ class McapFile(McapWriter):
         stock = path.parent / f"{path.parent.name}.mcap"
         if stock.exists():
             stock.unlink()  # a header-only leftover of an interrupted start
-        super().__init__(path.parent, compression)
-        self.bio.close()
-        os.replace(stock, path)
+        try:
+            super().__init__(path.parent, compression)
+            self.bio.close()
+            os.replace(stock, path)
+        except BaseException:
+            if getattr(self, "bio", None) is not None:
+                self.bio.close()
+            stock.unlink(missing_ok=True)
+            path.unlink(missing_ok=True)
+            raise
         self.path = path
         self.bio = _RawFile(path)  # type: ignore[assignment]
         self.committed: list[_ChunkRecord] = []
@@ -234,6 +241,8 @@ class McapFile(McapWriter):
     def finish_after_error(self, metadata_text_fn: Any) -> int:
         """Finish a file whose last write failed: roll back, then write the summary, dropping
         trailing chunks until it fits. Returns the number of messages lost."""
+        if self.finished:  # the summary is written; only the fsync after it failed
+            return 0
         lost = self.rollback()
         while True:
             try:
@@ -316,8 +325,11 @@ class BagWriter:
         self._files: list[_FileInfo] = []
         self._file: McapFile | None = None
         self._file_first_t: int | None = None
-        self._open_file()
-        self._write_metadata()  # lists no file yet: marks the directory as a bag being recorded
+        try:
+            self._open_file()
+            self._write_metadata()  # lists no file yet: marks the directory as a bag being recorded
+        except OSError as exc:
+            raise BagError(f"{self.path}: cannot start the bag: {exc.strerror or exc}") from exc
 
     # -- public API ----------------------------------------------------------------------------
     def add_topic(self, name: str, msgtype: str, qos_profiles: str | list[Qos] = "", *,
@@ -437,10 +449,7 @@ class BagWriter:
     def _open_file(self) -> None:
         mode = CompressionMode.STORAGE if self.options.compression == "zstd" else CompressionMode.NONE
         path = self.path / self._file_name(len(self._files))
-        try:
-            self._file = McapFile(path, mode)
-        except OSError as exc:
-            raise BagError(f"{path}: cannot create file: {exc.strerror}") from exc
+        self._file = McapFile(path, mode)  # an OSError here is handled by the caller
         self._file_first_t = None
         for topic in self._topics.values():
             self._add_connection(topic)
@@ -565,7 +574,8 @@ class BagWriter:
                 self._record_finished(file)
             else:
                 self._file = None
-                note = f"; {file.path.name} has no messages left and is not listed"
+                file.path.unlink(missing_ok=True)
+                note = f"; removed {file.path.name}, which had no whole chunk"
         try:
             self._write_metadata()
         except OSError as exc2:

@@ -119,3 +119,31 @@ def test_disk_full_drops_trailing_chunks_to_fit_summary(tmp_path: Path, monkeypa
     assert kept + lost == i + 1 and lost > 1  # more than the failed message: chunks were dropped
     assert all(scan_mcap(f).finished for f in (tmp_path / "nospc").glob("*.mcap"))
     assert _numbers(tmp_path / "nospc") == list(range(kept))
+
+
+def test_close_from_a_signal_handler_mid_stream(tmp_path: Path) -> None:
+    """A handler that calls close() whenever the signal lands (possibly inside write()): every write
+    that returned is in the finished bag, nothing after it, and the next write says closed."""
+    import pytest
+
+    from rgbt.bag import BagWriter
+    from rgbt.bag.types import ros2_typestore
+    from rgbt.errors import BagError
+
+    String = ros2_typestore().types["std_msgs/msg/String"]
+    w = BagWriter(tmp_path / "alarm", chunk_size_bytes=20_000, split_size_bytes=100_000, fsync=False)
+    w.add_topic("/n", "std_msgs/msg/String")
+    old = signal.signal(signal.SIGALRM, lambda *_: w.close())
+    n = 0
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 0.05)
+        with pytest.raises(BagError, match="closed"):
+            while n < 10_000_000:
+                w.write_msg("/n", 1_000 + n, String(f"{n:08d}" + "z" * 500))
+                n += 1
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, old)
+    assert w.closed and n > 0
+    assert all(scan_mcap(f).finished for f in (tmp_path / "alarm").glob("*.mcap"))
+    assert _numbers(tmp_path / "alarm") == list(range(n))
