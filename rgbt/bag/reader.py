@@ -116,8 +116,14 @@ class BagReader:
         else:
             raise BagError(f"{path}: not a bag: expected a ROS 1 .bag file, a ROS 2 bag directory "
                            "(with metadata.yaml), or a .mcap / .db3 file")
-        self._build_typestore()
-        self._summarize()
+        try:
+            self._build_typestore()
+            self._summarize()
+        except Exception as exc:
+            self.close()
+            if isinstance(exc, BagError):
+                raise
+            raise BagError(f"{path}: cannot summarize bag: {exc}") from exc
 
     def close(self) -> None:
         if self._reader is not None:
@@ -384,10 +390,10 @@ def _types_from_msgdef(conn: Connection, msgtype: str) -> dict[str, Any]:
 
 
 def _storage_id(path: Path) -> str:
-    from ruamel.yaml import YAML
+    import yaml
 
     try:
-        meta = YAML(typ="safe").load((path / "metadata.yaml").read_text())
+        meta = yaml.safe_load((path / "metadata.yaml").read_text())
         return str(meta["rosbag2_bagfile_information"]["storage_identifier"])
     except Exception:  # noqa: BLE001
         return ""
@@ -395,7 +401,7 @@ def _storage_id(path: Path) -> str:
 
 def _mcap_custom_data(path: Path) -> dict[str, str]:
     """Find the ``rosbag2`` metadata record (opcode 0x0C) and read its custom_data."""
-    from ruamel.yaml import YAML
+    import yaml
 
     from rgbt.bag.mcapscan import MAGIC
 
@@ -422,7 +428,7 @@ def _mcap_custom_data(path: Path) -> dict[str, str]:
                     off += 4 + v
                 if name == "rosbag2" and "serialized_metadata" in entries:
                     try:
-                        meta = YAML(typ="safe").load(entries["serialized_metadata"]) or {}
+                        meta = yaml.safe_load(entries["serialized_metadata"]) or {}
                     except Exception:  # noqa: BLE001
                         return {}
                     meta = meta.get("rosbag2_bagfile_information", meta)

@@ -129,7 +129,7 @@ def _write_rate(args: argparse.Namespace) -> int:
     else:
         print(f"MCAP write ({res['path']}, {args.compression}, allocator tuned: {res['allocator_tuned']}): {res['mb_s']:.0f} MB/s = {res['ratio']:.2f} x the "
               f"full stack's raw rate ({res['data_rate_mb_s']:.1f} MB/s); runs "
-              + ", ".join(f"{x:.0f}" for x in res["runs_mb_s"]))
+              + ", ".join(f"{x:.0f}" for x in res["runs_mb_s"]) + f"; read back {res['read_mb_s']:.0f} MB/s")
     return 0
 
 
