@@ -293,8 +293,6 @@ class BagReader:
             for conn, t_ns, raw in self._raw_messages(conns, start_ns, end_ns):
                 last_t = t_ns
                 yield Record(renames.get(conn.topic, conn.topic), conn.msgtype, t_ns, raw, conn.topic, self)
-        except BagError:
-            raise
         except Exception as exc:  # noqa: BLE001 - damaged data found while iterating
             where = f"after log time {last_t} ns" if last_t is not None else "before the first message"
             offset = self._offset_hint(exc, last_t)
@@ -318,9 +316,8 @@ class BagReader:
         for storage in storages:
             sconns = [x for x in storage.connections if (x.topic, x.msgtype) in wanted]
             if sconns:
-                sources.append(((wanted[(x.topic, x.msgtype)], t, d)
-                                for x, t, d in storage.messages(sconns, start, stop)))
-        merged = heapq.merge(*sources, key=lambda m: m[1])
+                sources.append(_named_source(storage, sconns, wanted, start, stop))
+        merged = (m for m in heapq.merge(*sources, key=lambda m: m[1]) if m[0] is not None)
         if directory.metadata.compression_mode == "message":
             from rosbags.rosbag2.writer import zstd
 
@@ -349,6 +346,23 @@ class BagReader:
                     except Exception:  # noqa: BLE001 - this is the damaged chunk
                         return f" (damaged chunk record at offset {info.pos}, data at {head.datapos})"
         return ""
+
+
+def _named_source(storage: Any, sconns: list[Connection], wanted: dict[tuple[str, str], Connection],
+                  start: int | None, stop: int | None) -> Iterator[tuple[Connection | None, int, bytes]]:
+    """Messages of one storage file; a read error names that file.
+
+    Starts with a ``(None, first log time, b"")`` placeholder so that merging files by time reads a
+    file only when its turn comes (split files follow each other in time).
+    """
+    first = int(getattr(getattr(storage, "metadata", None), "start_time", 0) or 0)
+    yield None, first, b""
+    try:
+        for x, t, d in storage.messages(sconns, start, stop):
+            yield wanted[(x.topic, x.msgtype)], t, d
+    except Exception as exc:  # noqa: BLE001 - damaged data in this file
+        name = Path(str(getattr(storage, "path", "?"))).name
+        raise BagError(f"{name}: {exc}") from exc
 
 
 def _closure(store: Typestore, msgtype: str) -> dict[str, Any]:
