@@ -32,7 +32,8 @@ def register(subparsers: Any) -> None:
         p.add_argument("--duration", type=float, default=-1.0, metavar="S",
                        help="duration, s; -1 = to the end (like rosbag play -u; CART's bag_durr)")
         p.add_argument("--cart-renames", action="store_true",
-                       help="apply CART's topic renames (e.g. /flir_boson/image -> /boson/thermal/image_raw)")
+                       help="apply CART's topic renamer: /flir_boson/image -> /boson/thermal/image_raw, "
+                            "/camera/image_raw -> /eo/color/image_raw, ... (and drop the topic it deleted)")
         p.add_argument("--rename", action="append", metavar="/OLD:=/NEW", help="rename a topic (repeatable)")
         p.add_argument("--topic", action="append", metavar="NAME", help="keep only this topic (repeatable)")
         p.add_argument("--drop-topic", action="append", metavar="NAME", help="leave this topic out (repeatable)")
@@ -88,14 +89,15 @@ def _convert(args: argparse.Namespace) -> int:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
     from rgbt.bag.convert import ConvertOptions, convert_bag, ensure_new
-    from rgbt.bag.renames import CART_RENAMES, parse_renames
+    from rgbt.bag.renames import CART_DROP_TOPICS, CART_RENAMES, parse_renames
     from rgbt.cli.output import print_json
 
     renames = dict(CART_RENAMES) if args.cart_renames else {}
     renames.update(parse_renames(args.rename))
+    drops = list(args.drop_topic or []) + (sorted(CART_DROP_TOPICS) if args.cart_renames else [])
     if args.split_size_mb is not None and args.split_size_mb <= 0:
         raise BagError(f"--split-size-mb {args.split_size_mb}: expected > 0")
-    opts = ConvertOptions(renames=renames, topics=args.topic, drop_topics=list(args.drop_topic or []),
+    opts = ConvertOptions(renames=renames, topics=args.topic, drop_topics=drops,
                           start_s=args.start, duration_s=args.duration, compression=args.compression,
                           split_size_bytes=int(args.split_size_mb * 1e6) if args.split_size_mb else None,
                           split_duration_ns=int(args.split_duration * 1e9) if args.split_duration else None)

@@ -82,3 +82,26 @@ def test_cli_convert_ros2_sqlite3_to_mcap(bags_dir: Path, tmp_path: Path) -> Non
     with open_bag(bags_dir / "ros2_talker_sqlite3") as a, open_bag(out) as b:
         assert [bytes(r.raw) for r in a.messages()] == [bytes(r.raw) for r in b.messages()]
         assert [r.msg.data for r in b.messages(topics=["/topic"])] == [f"Hello, world! {n}" for n in range(10)]
+
+
+def test_cli_cart_renames_images(tmp_path: Path) -> None:
+    """A bag with CART's older topic names comes out with the stack's names and identical pixels."""
+    from rgbt.bag import BagWriter, image_to_numpy, numpy_to_image_msg
+    from rgbt.bag.renames import CART_DROP_TOPICS
+
+    rng = np.random.default_rng(5)
+    thermal = rng.integers(0, 2**14, (512, 640), dtype=np.uint16)
+    color = rng.integers(0, 256, (600, 960, 3), dtype=np.uint8)
+    with BagWriter(tmp_path / "old") as w:
+        for topic in ("/flir_boson/image", "/camera/image_raw", *sorted(CART_DROP_TOPICS)):
+            w.add_topic(topic, "sensor_msgs/msg/Image")
+        for k in range(3):
+            w.write_msg("/flir_boson/image", 10 + k, numpy_to_image_msg(thermal + k, 10 + k, "boson", "mono16"))
+            w.write_msg("/camera/image_raw", 11 + k, numpy_to_image_msg(color, 11 + k, "eo", "rgb8"))
+            w.write_msg(sorted(CART_DROP_TOPICS)[0], 12 + k, numpy_to_image_msg(thermal, 12 + k, "x", "mono16"))
+    run_rgbt("bag", "convert", tmp_path / "old", tmp_path / "new", "--cart-renames")
+    with open_bag(tmp_path / "new") as bag:
+        assert set(bag.topics) == {"/boson/thermal/image_raw", "/eo/color/image_raw"}
+        thermals = [image_to_numpy(r.msg) for r in bag.messages(topics=["/boson/thermal/image_raw"])]
+        assert all(np.array_equal(t, thermal + k) for k, t in enumerate(thermals)) and len(thermals) == 3
+        assert all(np.array_equal(image_to_numpy(r.msg), color) for r in bag.messages(topics=["/eo/color/image_raw"]))
