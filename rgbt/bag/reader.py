@@ -109,7 +109,7 @@ class BagReader:
             raise BagError(f"{path}: no such file or directory")
         if path.is_dir():
             self._open_ros2_dir()
-        elif path.suffix == ".bag":
+        elif path.suffix == ".bag" or path.name.endswith(".bag.active"):
             self._open_ros1()
         elif path.suffix in (".mcap", ".db3"):
             self._open_ros2(path)

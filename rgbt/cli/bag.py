@@ -65,7 +65,12 @@ def _info(args: argparse.Namespace) -> int:
     from rgbt.bag.info import bag_info
     from rgbt.cli.output import print_json
 
-    info = bag_info(args.path, scan=not args.no_scan)
+    from rich.progress import Progress, SpinnerColumn, TextColumn
+
+    with Progress(SpinnerColumn(), TextColumn("scanning message times: {task.completed} messages"),
+                  transient=True, console=_stderr_console()) as bar:
+        task = bar.add_task("scan", total=None)
+        info = bag_info(args.path, scan=not args.no_scan, progress=lambda n: bar.update(task, completed=n))
     if args.json:
         print_json(info)
         return 0

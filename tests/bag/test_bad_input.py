@@ -150,3 +150,15 @@ def test_corrupt_chunk_in_a_split_mcap_bag_names_the_file(tmp_path: Path) -> Non
             for rec in bag.messages():
                 seen.append(int(rec.msg.data[:8]))
         assert seen == list(range(len(seen))) and len(seen) > 0  # the first file's messages came through
+
+
+def test_unindexed_ros1_bag_is_explained(ros1_bag: Path, tmp_path: Path) -> None:
+    """A ROS 1 recording that was never closed (``.bag.active``, index_pos = 0)."""
+    bad = _copy(ros1_bag, tmp_path / "rec.bag.active")
+    data = bad.read_bytes()
+    pos = data.index(b"index_pos=", 0, 4096) + len(b"index_pos=")
+    with bad.open("r+b") as fh:
+        fh.seek(pos)
+        fh.write(b"\0" * 8)
+    with pytest.raises(BagError, match=r"rec\.bag\.active: .*not indexed \(index_pos = 0"):
+        open_bag(bad)
