@@ -478,8 +478,9 @@ def _ros1_diagnosis(path: Path) -> str:
         if index_pos is None:
             return "bag header record has no index_pos field"
         if index_pos == 0:
-            return "bag is not indexed (index_pos = 0: the recording was interrupted; run `rosbag reindex`)"
+            return (f"bag is not indexed (index_pos = 0: the recording was interrupted); salvage it with "
+                    f"`rgbt bag reindex {path} OUT.bag`")
         if index_pos >= size:
             return (f"file truncated: the bag header says the index starts at offset {index_pos} but the file "
-                    f"ends at offset {size}")
+                    f"ends at offset {size}; salvage the whole chunks with `rgbt bag reindex {path} OUT.bag`")
     return ""

@@ -43,6 +43,12 @@ def register(subparsers: Any) -> None:
         p.add_argument("--json", action="store_true", help="print the summary as JSON")
         p.set_defaults(func=_convert)
 
+    p = sub.add_parser("reindex", help="salvage a truncated or unindexed ROS 1 bag (.bag.active) into a new .bag")
+    p.add_argument("input", help="damaged ROS 1 bag")
+    p.add_argument("output", help="new ROS 1 .bag (must not exist)")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=_reindex)
+
     p = sub.add_parser("write-rate", help="measure MCAP write throughput for the full raw CART stack")
     p.add_argument("--duration", type=float, default=2.0, metavar="S", help="stack time to write per run, s")
     p.add_argument("--repeats", type=int, default=3, help="timed runs (median reported)")
@@ -137,6 +143,20 @@ def _write_rate(args: argparse.Namespace) -> int:
         print(f"MCAP write ({res['path']}, {args.compression}, allocator tuned: {res['allocator_tuned']}): {res['mb_s']:.0f} MB/s = {res['ratio']:.2f} x the "
               f"full stack's raw rate ({res['data_rate_mb_s']:.1f} MB/s); runs "
               + ", ".join(f"{x:.0f}" for x in res["runs_mb_s"]) + f"; read back {res['read_mb_s']:.0f} MB/s")
+    return 0
+
+
+def _reindex(args: argparse.Namespace) -> int:
+    from rgbt.bag.ros1scan import reindex_ros1
+    from rgbt.cli.output import print_json
+
+    result = reindex_ros1(args.input, args.output)
+    if args.json:
+        print_json(result)
+    else:
+        print(f"{args.output}: {result['messages']} messages on {result['connections']} connections from "
+              f"{result['chunks']} whole chunks; {result['bytes_dropped']} bytes dropped"
+              + (f" ({result['problem']})" if result["problem"] else ""))
     return 0
 
 
