@@ -183,22 +183,22 @@ def bag_sequence(bag_path: str | Path, stack_path: str | Path | None = None, cam
     if camera not in stack.cameras:
         raise EvaluationError(f"camera {camera!r} not in the stack: expected one of {sorted(stack.cameras)}")
     spec = stack.cameras[camera]
-    reader = open_bag(bag_path)
-    synthetic = str(getattr(reader, "metadata", {}).get("rgbt.synthetic", "false")).lower() == "true"
-    gt_path = Path(ground_truth) if ground_truth else (bag_path if bag_path.is_dir() else bag_path.parent) / "ground_truth_imu.tum"
-    if not gt_path.is_file():
-        raise EvaluationError(f"{gt_path}: ground truth not found (rgbt simulate writes ground_truth_imu.tum beside the bag)")
-    gt = load_trajectory(gt_path, "tum")
-    topics = reader.topics
-    for topic in (spec.topic, stack.imu.topic):
-        if topic not in topics:
-            raise EvaluationError(f"{bag_path}: topic {topic} missing (has {sorted(topics)})")
     t, g, a = [], [], []
-    for rec in reader.messages(topics=[stack.imu.topic]):
-        m = rec.msg
-        t.append(int(m.header.stamp.sec) * 1_000_000_000 + int(m.header.stamp.nanosec))
-        g.append((m.angular_velocity.x, m.angular_velocity.y, m.angular_velocity.z))
-        a.append((m.linear_acceleration.x, m.linear_acceleration.y, m.linear_acceleration.z))
+    with open_bag(bag_path) as reader:
+        synthetic = reader.metadata.get("rgbt.synthetic", "false").lower() == "true"
+        gt_path = Path(ground_truth) if ground_truth else (bag_path if bag_path.is_dir() else bag_path.parent) / "ground_truth_imu.tum"
+        if not gt_path.is_file():
+            raise EvaluationError(f"{gt_path}: ground truth not found (rgbt simulate writes ground_truth_imu.tum "
+                                  "beside the bag)")
+        gt = load_trajectory(gt_path, "tum")
+        for topic in (spec.topic, stack.imu.topic):
+            if topic not in reader.topics:
+                raise EvaluationError(f"{bag_path}: topic {topic} missing (has {sorted(reader.topics)})")
+        for rec in reader.messages(topics=[stack.imu.topic]):
+            m = rec.msg
+            t.append(int(m.header.stamp.sec) * 1_000_000_000 + int(m.header.stamp.nanosec))
+            g.append((m.angular_velocity.x, m.angular_velocity.y, m.angular_velocity.z))
+            a.append((m.linear_acceleration.x, m.linear_acceleration.y, m.linear_acceleration.z))
     imu = ImuData(np.array(t), np.array(g), np.array(a))
     calib = spec if synthetic else spec.vio_calibration()
     if calib.distortion.model not in ("radtan", "none"):
