@@ -196,9 +196,8 @@ def _cmd_eval(args: argparse.Namespace) -> int:
         _write_outputs(args.out, data, table)
         gt = seq.ground_truth_camera()
         for k, frames in enumerate(result.frames_per_run):
-            rf = [RunFrame(f.t_ns, f.tracked, f.pose, f.map) for f in frames]
-            for r, f in zip(rf, frames):
-                r.ffc = f.ffc_truth or f.state == "SKIPPED_FROZEN"
+            rf = [RunFrame(f.t_ns, f.tracked, f.pose, f.map, ffc=f.ffc_truth or f.state == "SKIPPED_FROZEN")
+                  for f in frames]
             plot_run(rf, gt, Path(args.out) / f"run{k}", align=opts.align,
                      title=f"{seq.name} {opts.estimator} run {k} ({'synthetic' if seq.synthetic else 'real'})")
     if args.json:
