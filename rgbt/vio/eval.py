@@ -123,15 +123,67 @@ def build_feed(seq: Sequence, opts: EvalOptions, progress: Any = None) -> list[F
     return feed
 
 
-def _run_once(seq: Sequence, feed: list[FeedFrame], opts: EvalOptions, advance: Any = None,  # type: ignore[no-untyped-def]
-              log_path: str | None = None):
-    from rgbt.vio.orbslam3 import OrbSlam3Options, run_orbslam3
+def _orbslam3_options(seq: Sequence, opts: EvalOptions, log_path: str | None):  # type: ignore[no-untyped-def]
+    from rgbt.vio.orbslam3 import OrbSlam3Options
 
     o = OrbSlam3Options(inertial=opts.inertial, features=opts.features, fps=opts.rate_hz, vocab=opts.vocab,
                         imu_rate_hz=_imu_rate(seq), pace=opts.pace, log_path=log_path)
     if seq.imu_noise is not None:
         o.imu_noise = seq.imu_noise
-    return run_orbslam3(seq, feed, o, on_frame=(lambda rec: advance()) if advance else None)
+    return o
+
+
+def _child_run(seq: Sequence, feed: list[FeedFrame], o, queue) -> None:  # type: ignore[no-untyped-def]
+    from rgbt.vio.orbslam3 import run_orbslam3
+
+    count = [0]
+
+    def tick(rec) -> None:  # type: ignore[no-untyped-def]
+        count[0] += 1
+        if count[0] % 10 == 0:
+            queue.put(("progress", 10))
+
+    try:
+        queue.put(("done", run_orbslam3(seq, feed, o, on_frame=tick)))
+    except Exception as exc:  # noqa: BLE001 - reported to the parent, which keeps the other runs
+        queue.put(("error", f"{type(exc).__name__}: {exc}"))
+
+
+def _run_once(seq: Sequence, feed: list[FeedFrame], opts: EvalOptions, advance: Any = None,  # type: ignore[no-untyped-def]
+              log_path: str | None = None):
+    """One ORB-SLAM3 run in a forked child process: ORB-SLAM3 keeps static state across instances
+    (map / frame id counters) and can crash; a child per run keeps runs independent and a crash
+    costs only that run (reported with its exit code)."""
+    import multiprocessing as mp
+    import queue as queue_mod
+
+    o = _orbslam3_options(seq, opts, log_path)
+    ctx = mp.get_context("fork")
+    q = ctx.Queue()
+    proc = ctx.Process(target=_child_run, args=(seq, feed, o, q), daemon=True)
+    proc.start()
+    try:
+        while True:
+            try:
+                kind, payload = q.get(timeout=1.0)
+            except queue_mod.Empty:
+                if not proc.is_alive():
+                    raise EvaluationError(f"ORB-SLAM3 run ended without a result (exit code {proc.exitcode}"
+                                          f"{', log ' + log_path if log_path else ''})") from None
+                continue
+            if kind == "progress":
+                if advance:
+                    for _ in range(payload):
+                        advance()
+            elif kind == "error":
+                raise EvaluationError(f"ORB-SLAM3 run failed: {payload}")
+            else:
+                return payload
+    finally:
+        proc.join(timeout=10)
+        if proc.is_alive():
+            proc.kill()
+            proc.join()
 
 
 def _imu_rate(seq: Sequence) -> float:
