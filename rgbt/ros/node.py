@@ -23,6 +23,10 @@ from rgbt.ros.qos import qos_profile
 from rgbt.ros.stamps import ns_to_stamp
 
 
+#: parameters every rclpy node declares itself (not part of an options model)
+ROS_BUILTIN_PARAMETERS = frozenset({"use_sim_time", "start_type_description_service", "qos_overrides"})
+
+
 class RgbtNode(Node):
     """A node with validated options (``self.options``), diagnostics (``self.diag``) and guarded callbacks."""
 
@@ -32,7 +36,7 @@ class RgbtNode(Node):
     def __init__(self, name: str | None = None, **kwargs: Any) -> None:
         super().__init__(name or self.default_name, allow_undeclared_parameters=True,
                          automatically_declare_parameters_from_overrides=True, **kwargs)
-        params = {n: p.value for n, p in self._parameters.items() if n != "use_sim_time"}
+        params = {n: p.value for n, p in self._parameters.items() if n.split(".")[0] not in ROS_BUILTIN_PARAMETERS}
         try:
             self.options = self.options_model.model_validate(unflatten(params))
         except ValidationError as exc:
