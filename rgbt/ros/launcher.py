@@ -156,3 +156,10 @@ def run_graph(specs: list[NodeSpec], duration_s: float | None = None, env_extra:
     if bad:
         log(f"rgbt up: processes exited with errors: {bad}")
     return 1 if bad else 0
+
+
+def ros_environment_defaults() -> None:
+    """Apply the loopback defaults to this process's environment (before rclpy is initialized)."""
+    for key, value in ros_environment({}).items():
+        if key != "PYTHONPATH":
+            os.environ.setdefault(key, value)

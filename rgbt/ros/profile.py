@@ -158,3 +158,29 @@ def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
         else:
             out[key] = value
     return out
+
+
+#: the ament_python package in ros2_ws/ that installs ``nodes/`` as console scripts
+ROS_PACKAGE = "rgbt_ros"
+
+
+def launch_entries(name_or_path: str | Path) -> list[dict[str, Any]]:
+    """What ``launch/rgbt.launch.py`` starts: one dict per node (package, executable, name, ROS parameters).
+
+    ``rgbt up`` starts the same :func:`node_specs`; both are derived here so they cannot drift.
+    """
+    return [{"package": ROS_PACKAGE, "executable": s.executable, "name": s.name, "process": s.process,
+             "parameters": s.ros_parameters()} for s in node_specs(name_or_path)]
+
+
+def launch_environment(name_or_path: str | Path) -> dict[str, str]:
+    """Environment a launch sets: loopback discovery + the shipped Fast DDS profile, then the profile's env."""
+    import os
+
+    env = {}
+    if "ROS_AUTOMATIC_DISCOVERY_RANGE" not in os.environ:
+        env["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
+    if "FASTRTPS_DEFAULT_PROFILES_FILE" not in os.environ:
+        env["FASTRTPS_DEFAULT_PROFILES_FILE"] = str(LAUNCH_DIR / "fastdds_loopback.xml")
+    env.update(profile_env(name_or_path))
+    return env
