@@ -65,9 +65,13 @@ class VirtualStackNode(RgbtNode):
         self.pubs[kind] = self.create_publisher(msg_type, topic, qos)
         self.topics[kind] = topic
 
-    def _count(self, kind: str) -> None:
+    def _count(self, kind: str, stack_topic: str | None = None) -> None:
+        """Count a publication; ``stack_topic``: where the sync node will republish it restamped."""
         topic = self.topics[kind]
         self.manifest["topics"][topic] = self.manifest["topics"].get(topic, 0) + 1
+        if stack_topic:
+            expected = self.manifest.setdefault("stack_topics", {})
+            expected[stack_topic] = expected.get(stack_topic, 0) + 1
         self.diag.topic(topic).tick()
 
     # -- playback thread -----------------------------------------------------------------------
@@ -92,7 +96,8 @@ class VirtualStackNode(RgbtNode):
                     wait = (t_host - time.time_ns()) / 1e9
                     if wait > 0 and self._stop.wait(wait):
                         break
-                self._publish(sample, t_host, t0_wall + (sample.t_ns - t0_sim))
+                # a driver stamps the arrival: now (later than planned when the simulator runs late)
+                self._publish(sample, max(t_host, time.time_ns()), t0_wall + (sample.t_ns - t0_sim))
         except Exception as exc:  # noqa: BLE001 - reported, the node keeps its diagnostics
             self.diag.error(f"{type(exc).__name__}: {exc}")
             self.get_logger().error(f"simulation failed: {exc}")
@@ -116,7 +121,7 @@ class VirtualStackNode(RgbtNode):
             frames["crc32"].append(zlib.crc32(msg.data))
             frames["t_true_ns"].append(t_true)
             frames["seq"].append(int(s.seq))
-            self._count(kind)
+            self._count(kind, cam.topic)
         elif kind == "imu":
             d = s.data
             msg = Imu()
@@ -132,7 +137,7 @@ class VirtualStackNode(RgbtNode):
             self.info_pubs["imu"].publish(info)
             self.pubs["imu"].publish(msg)
             self.manifest.setdefault("imu_t_true_ns", []).append(t_true)
-            self._count("imu")
+            self._count("imu", self.stack_model.imu.topic)
         elif kind == "gnss":
             d = s.data
             msg = NavSatFix()

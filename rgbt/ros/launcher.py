@@ -92,18 +92,18 @@ class Graph:
     def alive(self) -> list[str]:
         return [n for n, p in self.procs.items() if p.poll() is None]
 
-    def stop(self, grace_s: float = 15.0) -> dict[str, int]:
-        """SIGINT every child (by PID), SIGKILL those still alive after ``grace_s``; clean /dev/shm."""
+    def stop(self, grace_s: float = 15.0, settle_s: float = 0.3) -> dict[str, int]:
+        """End the children by PID in profile order (sources first, so what they published reaches
+        the recorder): SIGINT, wait up to ``grace_s``, SIGKILL if still alive; then clean /dev/shm."""
         for proc in self.procs.values():
             if proc.poll() is None:
                 proc.send_signal(signal.SIGINT)
-        deadline = time.monotonic() + grace_s
-        for proc in self.procs.values():
-            try:
-                proc.wait(timeout=max(0.1, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+                try:
+                    proc.wait(timeout=grace_s)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait()
+                time.sleep(settle_s)  # messages in flight reach the later processes
         clean_shm(self.shm_before)
         return {n: p.returncode for n, p in self.procs.items()}
 
@@ -123,7 +123,8 @@ def start_graph(specs: list[NodeSpec], env_extra: dict[str, str] | None = None, 
         if duration_s:
             cmd += ["--duration", str(duration_s + 5.0)]  # a backstop; the launcher stops them first
         cmd += ["--ros-args", "--params-file", str(params)]
-        graph.procs[group] = subprocess.Popen(cmd, env=env, stdout=stdout, stderr=stderr)
+        # own session: a terminal Ctrl-C reaches the launcher only, which stops children in order
+        graph.procs[group] = subprocess.Popen(cmd, env=env, stdout=stdout, stderr=stderr, start_new_session=True)
     return graph
 
 
