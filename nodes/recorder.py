@@ -53,7 +53,7 @@ class RecorderNode(RgbtNode):
             self.rec.start("always")
 
     def _subscribe(self, topic: str, msgtype: str) -> None:
-        qos = qos_profile(self.options.input_qos, depth=100)
+        qos = self.in_qos
         events = SubscriptionEventCallbacks(message_lost=lambda info, t=topic: self.rec.lost(t, info.total_count_change))
         self.create_subscription(get_message(msgtype), topic, self.guard(lambda raw, t=topic: self.rec.on_message(
             t, raw, self.now_ns()), topic), qos, raw=True, event_callbacks=events)

@@ -1,6 +1,6 @@
 """Segmentation: raw thermal (mono16) -> class ids (mono8, CART ids) + coloured mask (rgb8) + diagnostics.
 
-Wraps ``rgbt.seg.stage.SegmentationStage``. Subscribes best effort with depth 1, so when inference
+Wraps ``rgbt.seg.stage.SegmentationStage``. Subscribes with ``input_depth`` 1, so when inference
 is slower than the camera the newest frame is processed and older ones are skipped (counted as
 ``skipped`` in diagnostics; the recorder still gets every frame from the sync node).
 """
@@ -12,7 +12,6 @@ from sensor_msgs.msg import Image
 from rgbt.ros.image import image_to_numpy, numpy_to_image
 from rgbt.ros.node import RgbtNode
 from rgbt.ros.options import SegmentationOptions
-from rgbt.ros.qos import qos_profile
 from rgbt.ros.spin import node_main
 from rgbt.ros.stamps import stamp_to_ns
 
@@ -30,8 +29,7 @@ class SegmentationNode(RgbtNode):
         self.stage = make_stage(o.model, o.backend, o.stage)
         self.pub_ids = self.create_publisher(Image, f"{o.output_prefix}/class_ids", self.out_qos)
         self.pub_color = self.create_publisher(Image, f"{o.output_prefix}/color", self.out_qos)
-        self.create_subscription(Image, self.input_topic, self.guard(self.on_image, self.input_topic),
-                                 qos_profile(o.input_qos, depth=1))
+        self.create_subscription(Image, self.input_topic, self.guard(self.on_image, self.input_topic), self.in_qos)
 
     def on_image(self, msg: Image) -> None:
         t_ns = stamp_to_ns(msg.header.stamp)

@@ -52,7 +52,7 @@ class RgbtNode(Node):
     # -- helpers -------------------------------------------------------------------------------
     @property
     def in_qos(self):  # type: ignore[no-untyped-def]
-        return qos_profile(self.options.input_qos)
+        return qos_profile(self.options.input_qos, depth=self.options.input_depth)
 
     @property
     def out_qos(self):  # type: ignore[no-untyped-def]

@@ -27,6 +27,7 @@ class NodeOptions(BaseModel):
     model_config = ConfigDict(extra="forbid")
     input_qos: QosName = "sensor_data"
     output_qos: QosName = "sensor_data"
+    input_depth: int = Field(5, ge=1)  # subscription queue (keep last N)
     diagnostics_period_s: float = Field(1.0, gt=0)
     stack_path: str = ""  # calib/stack.yaml of the repository when empty
 
@@ -45,6 +46,7 @@ class VirtualStackOptions(NodeOptions):
 class TriggerSyncOptions(NodeOptions):
     """Restamps frames and IMU samples onto the trigger grid (``rgbt.sync.TriggerRestamper``)."""
 
+    input_depth: int = Field(50, ge=1)  # must never lose a frame: deep queues
     raw_prefix: str = RAW_PREFIX
     cameras: list[str] = Field(default_factory=lambda: ["thermal", "color", "mono"])
     restamper: dict[str, Any] = Field(default_factory=dict)  # rgbt.sync options
@@ -78,6 +80,7 @@ class RectifyOptions(NodeOptions):
 class SegmentationOptions(NodeOptions):
     """Runs ``rgbt.seg.stage.SegmentationStage`` on raw thermal; publishes class ids + colours."""
 
+    input_depth: int = Field(1, ge=1)  # newest frame only: skip what inference cannot keep up with
     input_topic: str = ""
     output_prefix: str = "/rgbt/seg"
     model: str = "engines/sim_thermal_seg.onnx"
@@ -99,6 +102,7 @@ class RecorderOptions(NodeOptions):
     """Records raw CDR to MCAP (``rgbt.bag.writer.BagWriter``), arm-to-disarm by default."""
 
     input_qos: QosName = "sensor_data"
+    input_depth: int = Field(100, ge=1)
     out_dir: str = "bags"
     topics: list[str] = Field(default_factory=list)  # the stack topics when empty
     extra_topics: list[str] = Field(default_factory=list)
