@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 
 from diagnostic_msgs.msg import DiagnosticArray
-from rclpy.qos_event import SubscriptionEventCallbacks
+from rclpy.event_handler import SubscriptionEventCallbacks
 from std_msgs.msg import Bool
 from std_srvs.srv import Trigger
 

@@ -54,6 +54,7 @@ class Recording:
         self.peers: dict[str, dict[str, str]] = {}
         self.bag: dict[str, Any] = {}
         self.last_stop_reason = ""
+        self.error_ns = 0
 
     # -- topics and messages -----------------------------------------------------------------
     def add_topic(self, name: str, msgtype: str, qos_yaml: str = "") -> None:
@@ -70,6 +71,7 @@ class Recording:
         try:
             self.writer.write(topic, t_ns, raw)
         except Exception as exc:  # noqa: BLE001 - close what we have, never corrupt
+            self.error_ns = t_ns
             self.stop(f"write error: {type(exc).__name__}: {exc}", state="error")
             raise
         b = self.bag
@@ -101,12 +103,17 @@ class Recording:
         self.tick(now_ns)
 
     def tick(self, now_ns: int) -> None:
-        """Debounced disarm stop and the free-disk check (call a few times a second)."""
+        """Debounced disarm stop, the free-disk check, and a new bag after a write error (call a few
+        times a second)."""
         if (self.writer is not None and self.started_by == "arm" and self.disarmed_since is not None
                 and now_ns - self.disarmed_since >= self.o.debounce_s * 1e9):
             self.stop("disarmed")
         if self.writer is not None and self.o.min_free_mb and self._free_mb() < self.o.min_free_mb:
             self.stop(f"free disk space below {self.o.min_free_mb} MB", state="stopped")
+        if (self.state == "error" and self.writer is None and now_ns - self.error_ns >= 1e9
+                and (self.o.start == "always" or (self.o.start == "arm" and self.armed))):
+            self.state = "idle"
+            self.start(self.started_by or self.o.start)  # a new bag; the failed one is closed
 
     # -- start / stop / split ---------------------------------------------------------------
     def start(self, reason: str) -> tuple[bool, str]:
