@@ -77,6 +77,7 @@ class VirtualStackNode(RgbtNode):
     # -- playback thread -----------------------------------------------------------------------
     def _play(self) -> None:
         o = self.options
+        self.wait_for_subscribers(o.wait_for, o.wait_timeout_s, self._stop)
         t0_wall = time.time_ns() + int(o.start_delay_s * 1e9)
         t0_sim = None
         self.manifest["t0_wall_ns"] = t0_wall

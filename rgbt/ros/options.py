@@ -37,7 +37,9 @@ class VirtualStackOptions(NodeOptions):
 
     sim: dict[str, Any] = Field(default_factory=dict)  # rgbt.sim.SimOptions fields
     realtime: bool = True  # False: as fast as possible
-    start_delay_s: float = Field(1.0, ge=0)  # discovery time before the first sample
+    wait_for: list[str] = Field(default_factory=list)  # start once each of these topics has a subscriber
+    wait_timeout_s: float = Field(30.0, ge=0)
+    start_delay_s: float = Field(1.0, ge=0)  # then this long for the matching to complete
     raw_prefix: str = RAW_PREFIX
     manifest_path: str = ""  # JSON: counts + CRC32 of every published frame, written at exit
     exit_when_done: bool = False
@@ -131,6 +133,8 @@ class ReplayOptions(NodeOptions):
     clock: bool = True
     loop: bool = False
     exit_when_done: bool = True
+    wait_for: list[str] = Field(default_factory=list)  # start once each of these topics has a subscriber
+    wait_timeout_s: float = Field(30.0, ge=0)
     start_delay_s: float = Field(1.0, ge=0)
 
 

@@ -24,7 +24,7 @@ def stamp_ns(msg) -> int:  # type: ignore[no-untyped-def]
 def test_bench_sim_records_everything_bit_exact(ros_env: dict, tmp_path: Path, rgbt_cli, read_bag) -> None:
     out, manifest_path = tmp_path / "bags", tmp_path / "sources.json"
     proc = rgbt_cli("up", "bench-sim", "--duration", str(DURATION_S), "--set", f"recorder.out_dir={out}",
-                    "--set", f"virtual_stack.manifest_path={manifest_path}", "--set", "virtual_stack.start_delay_s=2.5",
+                    "--set", f"virtual_stack.manifest_path={manifest_path}",
                     timeout=120)
     assert proc.returncode == 0
     sources = json.loads(manifest_path.read_text())
