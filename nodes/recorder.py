@@ -42,7 +42,8 @@ class RecorderNode(RgbtNode):
         for topic in self.wanted:
             if topic in known:
                 self._subscribe(topic, known[topic])
-        self.create_subscription(Bool, o.armed_topic, self.guard(self.on_armed), qos_profile("latched"))
+        # reliable + volatile: matches latched and plain publishers (the bridges republish every second)
+        self.create_subscription(Bool, o.armed_topic, self.guard(self.on_armed), qos_profile("reliable"))
         self.create_subscription(DiagnosticArray, "/diagnostics", self.guard(self.on_diagnostics),
                                  qos_profile("reliable", depth=50))
         for srv, fn in (("start", self.rec.manual_start), ("stop", self.rec.manual_stop),
@@ -53,7 +54,7 @@ class RecorderNode(RgbtNode):
             self.rec.start("always")
 
     def _subscribe(self, topic: str, msgtype: str) -> None:
-        qos = self.in_qos
+        qos = self.in_qos if msgtype == "sensor_msgs/msg/Image" else self.small_qos
         events = SubscriptionEventCallbacks(message_lost=lambda info, t=topic: self.rec.lost(t, info.total_count_change))
         self.create_subscription(get_message(msgtype), topic, self.guard(lambda raw, t=topic: self.rec.on_message(
             t, raw, self.now_ns()), topic), qos, raw=True, event_callbacks=events)

@@ -56,6 +56,12 @@ class RgbtNode(Node):
         return qos_profile(self.options.input_qos, depth=self.options.input_depth)
 
     @property
+    def small_qos(self):  # type: ignore[no-untyped-def]
+        """``in_qos`` with a queue 8x deeper, for small high-rate messages (IMU, frame info): a
+        stalled process then holds seconds of them instead of a fraction."""
+        return qos_profile(self.options.input_qos, depth=8 * self.options.input_depth)
+
+    @property
     def out_qos(self):  # type: ignore[no-untyped-def]
         return qos_profile(self.options.output_qos)
 

@@ -117,6 +117,3 @@ def test_replay_ros1_bag_clipped_and_scaled(ros_env: dict, fixtures_dir: Path) -
         assert list(got.orientation_covariance) == list(exp.orientation_covariance)
     clock = [c.clock.sec * 1_000_000_000 + c.clock.nanosec for c in listener.got["/clock"]]
     assert clock == sorted(clock) and window[0] <= clock[0] and clock[-1] < window[1]
-    # paced at rate 4: the messages arrive spread over at least a quarter of their bag time span
-    bag_span_s = (expected[-1][1] - expected[0][1]) / 1e9
-    assert listener.times["/clock"][-1] - listener.times["/clock"][0] >= 0.9 * bag_span_s / 4
