@@ -39,6 +39,7 @@ class RecorderNode(RgbtNode):
         self.rec = Recording(o, log=self.get_logger().info, synthetic=o.synthetic or bool(stack.synthetic))
         self.wanted = [t for t in dict.fromkeys(wanted)]
         self.subscribed: dict[str, str] = {}
+        self._write_errors_seen = 0
         for topic in self.wanted:
             if topic in known:
                 self._subscribe(topic, known[topic])
@@ -69,6 +70,9 @@ class RecorderNode(RgbtNode):
                 if topic not in self.subscribed and types.get(topic):
                     self._subscribe(topic, types[topic][0])
         self.rec.tick(self.now_ns())
+        while self._write_errors_seen < self.rec.write_errors:  # errors of the writer thread
+            self._write_errors_seen += 1
+            self.diag.error(self.rec.last_stop_reason)
         self.diag.values.update(self.rec.diag_values())
         for topic, stats in self.rec.topic_stats.items():
             self.diag.topics[topic] = stats

@@ -206,4 +206,4 @@ def test_exception_while_writing_closes_the_bag_and_recording_goes_on(
     assert first_manifest["stop_reason"].startswith("write error: OSError")
     second = [_index(m) for _, m, _ in read_bag(bags[1])[TOPIC]]
     assert second and second == list(range(second[0], second[0] + len(second)))  # gap-free again
-    assert recorder.diag.errors >= 1
+    assert recorder.rec.write_errors == 1 and recorder.diag.errors == 1
