@@ -43,6 +43,8 @@ class RecorderNode(RgbtNode):
         for topic in self.wanted:
             if topic in known:
                 self._subscribe(topic, known[topic])
+        if o.write_state:
+            self.rec.enable_state_topic(o.state_topic or stack.autopilot.state_topic)
         # reliable + volatile: matches latched and plain publishers (the bridges republish every second)
         self.create_subscription(Bool, o.armed_topic, self.guard(self.on_armed), qos_profile("reliable"))
         self.create_subscription(DiagnosticArray, "/diagnostics", self.guard(self.on_diagnostics),

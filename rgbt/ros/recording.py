@@ -63,6 +63,7 @@ class Recording:
         self.disarmed_since: int | None = None
         self.peers: dict[str, dict[str, str]] = {}
         self.write_errors = 0
+        self.state_topic = ""  # set by enable_state_topic()
         self.last_stop_reason = ""
         self.error_ns = 0
 
@@ -88,6 +89,13 @@ class Recording:
         if capped:
             self.stop("size cap reached", state="stopped")
 
+    def enable_state_topic(self, topic: str) -> None:
+        """Write each armed message into the bag as ``mavros_msgs/msg/State`` on ``topic`` (what
+        mavros would have published: ``mavros_msgs`` has no PyPI wheel, rosbags carries the type)."""
+        self.state_topic = topic
+        self.add_topic(topic, "mavros_msgs/msg/State", "")
+        self.topic_stats[topic] = TopicStats(topic)
+
     def lost(self, topic: str, count: int) -> None:
         """Messages the middleware reported lost before they reached this subscription."""
         self.topic_stats[topic].drops += int(count)
@@ -100,6 +108,8 @@ class Recording:
 
     # -- arm / disarm ----------------------------------------------------------------------
     def on_armed(self, armed: bool, now_ns: int) -> None:
+        """The autopilot's armed state (every message, repeats included)."""
+        changed = armed != self.armed
         self.armed = armed
         if armed:
             self.disarmed_since = None
@@ -107,6 +117,10 @@ class Recording:
                 self.start("arm")
         elif self.disarmed_since is None:
             self.disarmed_since = now_ns
+        if self.state_topic and (changed or self.sink is not None):
+            with self._lock:
+                if self.sink is not None:
+                    self.sink.put(self.state_topic, now_ns, mavros_state_cdr(armed, now_ns))
         self.tick(now_ns)
 
     def tick(self, now_ns: int) -> None:
@@ -274,6 +288,20 @@ class Recording:
         tmp = path / (MANIFEST + ".tmp")
         tmp.write_text(json.dumps(manifest, indent=2))
         tmp.replace(path / MANIFEST)
+
+
+def mavros_state_cdr(armed: bool, t_ns: int, mode: str = "") -> bytes:
+    """CDR of a ``mavros_msgs/msg/State`` (connected, ``armed``, header stamp ``t_ns``)."""
+    from rgbt.bag.types import ros2_typestore
+
+    store = ros2_typestore()
+    State = store.types["mavros_msgs/msg/State"]
+    Header = store.types["std_msgs/msg/Header"]
+    Time = store.types["builtin_interfaces/msg/Time"]
+    sec, nsec = divmod(int(t_ns), 1_000_000_000)
+    msg = State(header=Header(stamp=Time(sec=sec, nanosec=nsec), frame_id=""), connected=True, armed=bool(armed),
+                guided=False, manual_input=False, mode=mode, system_status=0)
+    return bytes(store.serialize_cdr(msg, "mavros_msgs/msg/State"))
 
 
 class _BagSink:

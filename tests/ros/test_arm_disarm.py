@@ -103,3 +103,5 @@ def test_tlog_arm_and_disarm_start_and_stop_recording(ros_env: dict, tmp_path: P
     assert {round(m.latitude, 7) for _, m, _ in fixes} <= {round(v, 7) for v in logged}
     states = [m.data for _, m, _ in recorded["/rgbt/armed"]]
     assert states and states[-1] is False  # the disarm is in the bag
+    mavros = [m.armed for _, m, _ in recorded["/uav1/mavros/state"]]  # the real mavros_msgs/State type
+    assert mavros[0] is True and mavros[-1] is False
