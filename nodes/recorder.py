@@ -22,7 +22,7 @@ from rgbt.ros.msgtypes import get_message
 from rgbt.ros.node import RgbtNode
 from rgbt.ros.options import RecorderOptions
 from rgbt.ros.qos import qos_profile, qos_to_yaml
-from rgbt.ros.recording import Recording, stack_topic_types
+from rgbt.ros.recording import Recording, stack_rates, stack_topic_types
 from rgbt.ros.spin import node_main
 
 
@@ -38,6 +38,7 @@ class RecorderNode(RgbtNode):
         wanted = (o.topics or list(known)) + list(o.extra_topics)
         self.rec = Recording(o, log=self.get_logger().info, synthetic=o.synthetic or bool(stack.synthetic))
         self.wanted = [t for t in dict.fromkeys(wanted)]
+        self.rec.expected_rates = {t: hz for t, hz in stack_rates(stack).items() if t in self.wanted}
         self.subscribed: dict[str, str] = {}
         self._write_errors_seen = 0
         for topic in self.wanted:

@@ -30,6 +30,19 @@ STAMPED_TYPES = frozenset({"sensor_msgs/msg/Image", "sensor_msgs/msg/Imu", "sens
                            "diagnostic_msgs/msg/DiagnosticArray", "sensor_msgs/msg/CameraInfo"})
 
 
+#: a sensor passes the pre-arm rate check at this fraction of its nominal rate
+RATE_TOLERANCE = 0.9
+
+
+def stack_rates(stack: Any) -> dict[str, float]:
+    """Topic -> nominal rate (Hz) of the stack's sensors (what the pre-arm check expects)."""
+    rates = {cam.topic: float(cam.rate_hz) for cam in stack.cameras.values()}
+    rates[stack.imu.topic] = float(stack.imu.rate_hz)
+    rates[stack.gnss.topic] = float(stack.gnss.rate_hz)
+    rates[stack.autopilot.pose_topic] = float(stack.autopilot.pose_rate_hz)
+    return rates
+
+
 def stack_topic_types(stack: Any) -> dict[str, str]:
     """Topic -> ROS 2 message type of everything the stack publishes (what the recorder records)."""
     types = {cam.topic: "sensor_msgs/msg/Image" for cam in stack.cameras.values()}
@@ -64,6 +77,7 @@ class Recording:
         self.peers: dict[str, dict[str, str]] = {}
         self.write_errors = 0
         self.state_topic = ""  # set by enable_state_topic()
+        self.expected_rates: dict[str, float] = {}  # topic -> Hz the pre-arm check expects
         self.last_stop_reason = ""
         self.error_ns = 0
 
@@ -226,8 +240,9 @@ class Recording:
         locked = sync.get("sync.locked")
         checks["sync_locked"] = {"ok": locked in ("True", "true", "1"), "value": locked}
         rates = {t: round(s.rate_hz(), 2) for t, s in self.topic_stats.items()}
-        silent = sorted(t for t, r in rates.items() if r <= 0 and t not in (ARMED_TOPIC,))
-        checks["sensors_at_rate"] = {"ok": not silent, "silent": silent, "rates_hz": rates}
+        slow = {t: {"rate_hz": rates.get(t, 0.0), "expected_hz": hz} for t, hz in self.expected_rates.items()
+                if rates.get(t, 0.0) < RATE_TOLERANCE * hz}
+        checks["sensors_at_rate"] = {"ok": not slow, "below_rate": slow, "rates_hz": rates}
         bytes_per_s = self._data_rate_bytes_s()
         need_mb = bytes_per_s * 60 * self.o.prearm_minutes / 1e6 + self.o.min_free_mb
         free = self._free_mb()

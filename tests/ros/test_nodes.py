@@ -111,6 +111,8 @@ def test_recorder_services_split_and_diagnostics(ros_env: dict, tmp_path: Path, 
         checks = json.loads(report.message)["checks"]
         assert set(checks) == {"sync_locked", "sensors_at_rate", "disk_space"}
         assert checks["sync_locked"]["ok"] is False  # no trigger sync node in this graph
+        assert checks["sensors_at_rate"]["ok"] is True  # only /rgbt/armed recorded: no nominal rate
+        assert checks["disk_space"]["free_mb"] > 0
         assert report.success is False
         _wait(lambda: any(s.name == "recorder" and any(kv.key == "state" for kv in s.values)
                           for m in diags for s in m.status))
