@@ -23,6 +23,8 @@ class SimOptions(BaseModel):
     duration_s: float = Field(default=10.0, gt=0, description="simulated time (includes lead-in/out)")
     start_s: float = Field(default=0.0, ge=0, description="offset into the trajectory")
     seed: int = Field(default=0, ge=0)
+    world_seed: Optional[int] = Field(default=None, ge=0,
+                                      description="seed of the world layout (default: seed); same place, other noise")
     night: bool = Field(default=False, description="night: dark colour, thermal inversion (water warmer)")
     altitude_m: Optional[float] = Field(
         default=None, gt=0,

@@ -79,8 +79,12 @@ def custom_data_for(sim: SimStack) -> dict[str, str]:
 
 
 def write_sim_bag(sim: SimStack, out: str | Path, *, label_stride: int = 1, compression: str = "none",
-                  progress: Optional[Callable[[float], None]] = None) -> dict:
+                  labels_every: int = 0, progress: Optional[Callable[[float], None]] = None) -> dict:
     """Write the run's bag to ``out`` (a new rosbag2 MCAP directory) plus ``ground_truth_imu.tum``.
+
+    ``label_stride``: label topics carry every n-th frame's class ids (0: no label topics).
+    ``labels_every``: also write every n-th thermal frame (and the colour frame of the same pulse)
+    with its masks to ``out/labels/`` in CART layout, all listed in ``test.txt`` (0: none).
 
     Returns a summary: message counts per topic, bytes written, dropped / FFC frame counts.
     ``progress`` is called with the simulated seconds done.
@@ -122,12 +126,19 @@ def write_sim_bag(sim: SimStack, out: str | Path, *, label_stride: int = 1, comp
             nbytes += len(raw)
 
     last_progress = sim.t_start_ns
+    cart = None
+    if labels_every > 0:
+        from rgbt.sim.dataset import sequence_writer
+
+        cart = sequence_writer(sim, out / "labels", labels_every)  # the writer created ``out``
     try:
         for s in sim.samples():
             # every later sample arrives at or after its own true time >= s.t_ns: safe to flush
             flush(s.t_ns)
             if s.kind in cams:
                 cam = stack.camera(s.kind)
+                if cart is not None:
+                    cart.add(s)
                 if s.dropped:
                     dropped[s.kind] += 1
                     continue
@@ -156,7 +167,14 @@ def write_sim_bag(sim: SimStack, out: str | Path, *, label_stride: int = 1, comp
     finally:
         writer.close()
     (out / "ground_truth_imu.tum").write_text(tum_lines(gt_t, gt_T))
+    labels = None
+    if cart is not None:
+        from rgbt.sim.dataset import write_split_files
+
+        write_split_files(out / "labels", {"test": [f"{cart.sequence}/{i}" for i in cart.ids]})
+        labels = {"root": str(out / "labels"), "sequence": cart.sequence, "frames": len(cart.ids)}
     if progress is not None:
         progress(sim.options.duration_s)
     return {"path": str(out), "counts": counts, "bytes": nbytes, "dropped": dropped, "ffc_frames": ffc_frames,
+            "labels": labels,
             "duration_s": sim.options.duration_s, "synthetic": True}

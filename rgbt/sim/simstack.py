@@ -118,7 +118,8 @@ class SimStack:
     def world(self) -> World:
         if self._world is None:
             o = self.options
-            self._world = build_world(o.seed, o.night, o.world_size_px, o.world_res_m)
+            self._world = build_world(o.seed if o.world_seed is None else o.world_seed, o.night,
+                                      o.world_size_px, o.world_res_m)
         return self._world
 
     def renderer(self, camera: str) -> ViewRenderer:

@@ -111,12 +111,17 @@ def _upsample_periodic(img: np.ndarray, size: int) -> np.ndarray:
 
 
 def fractal_noise(rng: np.random.Generator, size: int, res_m: float, scales_m: list[float],
-                  weights: list[float]) -> np.ndarray:
+                  weights: list[float], tile_px: int | None = None) -> np.ndarray:
     """Sum of periodic noise octaves with feature sizes ``scales_m`` (metres).
 
     Each octave is made at the smallest power-of-two resolution with >= 16 pixels per feature and
-    upsampled (bilinear, periodic) once per resolution: cheap for coarse octaves.
+    upsampled (bilinear, periodic) once per resolution: cheap for coarse octaves. With ``tile_px``
+    (a divisor of ``size``) the field is made on that tile and repeated (fine textures).
     """
+    if tile_px is not None and tile_px < size and size % tile_px == 0:
+        tile = fractal_noise(rng, tile_px, res_m, scales_m, weights)
+        reps = size // tile_px
+        return np.tile(tile, (reps, reps))
     by_res: dict[int, np.ndarray] = {}
     for scale_m, w in zip(scales_m, weights):
         cells = max(2, int(round(size * res_m / scale_m)))
@@ -131,8 +136,9 @@ def fractal_noise(rng: np.random.Generator, size: int, res_m: float, scales_m: l
     return out
 
 
-def _layout(seed: int, size: int, res: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Class ids, a per-instance random value in [0, 1) (buildings, vehicles) and a fine texture field."""
+def _layout(seed: int, size: int, res: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Class ids, a per-instance random value in [0, 1) (buildings, vehicles), a fine texture field
+    and the flat indices of lane markings."""
     rng = np.random.default_rng(np.random.SeedSequence([seed, 0x57]))
     m = 1.0 / res  # pixels per metre
     terrain = fractal_noise(rng, size, res, [60.0, 25.0, 8.0], [1.0, 0.5, 0.25])
@@ -214,7 +220,7 @@ def _layout(seed: int, size: int, res: float) -> tuple[np.ndarray, np.ndarray, n
     for dx, dy in ((6, 4), (9, 2), (-5, 8)):
         cv2.circle(labels, (c + int(dx * m), c - int(dy * m)), max(1, int(0.35 * m)), PERSON, -1)
 
-    fine = fractal_noise(rng, size, res, [3.0, 1.0, 0.4], [1.0, 0.6, 0.4])
+    fine = fractal_noise(rng, size, res, [3.0, 1.0, 0.4], [1.0, 0.6, 0.4], tile_px=min(size, 512))
     lane = np.zeros((size, size), np.uint8)
     dash = int(3 * m)
     for r0 in rows:
@@ -223,49 +229,53 @@ def _layout(seed: int, size: int, res: float) -> tuple[np.ndarray, np.ndarray, n
     for c0 in cols:
         for y0 in range(0, size, 3 * dash):
             cv2.line(lane, (int(c0), y0), (int(c0), y0 + dash), 1, max(1, int(0.15 * m)))
-    fine[(lane > 0) & (labels == ROAD)] = 4.0  # lane markings: a marker value in the texture field
-    return labels, instance, fine
+    lane_idx = np.flatnonzero((lane > 0) & (labels == ROAD))  # lane markings on the roads
+    return labels, instance, fine, lane_idx
 
 
 @functools.lru_cache(maxsize=2)
-def _cached_layout(seed: int, size: int, res: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _cached_layout(seed: int, size: int, res: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     return _layout(seed, size, res)
 
 
-@functools.lru_cache(maxsize=2)
+@functools.lru_cache(maxsize=4)
 def build_world(seed: int, night: bool, size_px: int = 4096, res_m: float = 0.1) -> World:
     """The world for a seed (cached: the same seed gives the same rasters)."""
-    labels, instance, fine = _cached_layout(seed, size_px, res_m)
+    labels, instance, tex, lane = _cached_layout(seed, size_px, res_m)
     rng = np.random.default_rng(np.random.SeedSequence([seed, 0x7E, int(night)]))
-    lane = fine >= 3.99
-    tex = np.where(lane, 0.0, fine).astype(np.float32)
     medium = fractal_noise(rng, size_px, res_m, [12.0, 5.0], [1.0, 0.5])
+    objects = np.flatnonzero((labels == STRUCTURES) | (labels == VEHICLES))
+    obj_cls = labels.ravel()[objects]
+    obj_val = instance.ravel()[objects]
 
     base_t = np.zeros(256, np.float32)
     amp_t = np.zeros(256, np.float32)
     for cls, (day, nite, amp) in TEMPERATURE_C.items():
         base_t[cls] = nite if night else day
         amp_t[cls] = amp
-    temp = base_t[labels] + amp_t[labels] * (0.6 * tex + 0.5 * medium)
-    temp += np.where(labels == STRUCTURES, (instance - 0.5) * 8.0, 0.0).astype(np.float32)
-    temp += np.where(labels == VEHICLES, (instance - 0.5) * 10.0, 0.0).astype(np.float32)
-    temp[lane] -= 3.0 if not night else 0.5  # paint reflects more sun than asphalt
+    mix = cv2.addWeighted(tex, 0.6, medium, 0.5, 0.0)
+    temp = cv2.add(cv2.LUT(labels, base_t), cv2.multiply(cv2.LUT(labels, amp_t), mix))
+    flat = temp.reshape(-1)
+    flat[objects] += (obj_val - 0.5) * np.where(obj_cls == VEHICLES, 10.0, 8.0).astype(np.float32)
+    flat[lane] -= 3.0 if not night else 0.5  # paint reflects more sun than asphalt
     temp = cv2.GaussianBlur(temp, (0, 0), 1.0, borderType=cv2.BORDER_REFLECT)
-    thermal = kelvin_counts(temp).astype(np.uint16)
+    thermal = cv2.add(cv2.multiply(temp, 100.0), 27315.0)
+    thermal = np.round(thermal).astype(np.uint16)
 
-    base_rgb = np.zeros((256, 3), np.float32)
-    for cls, rgb in BASE_RGB.items():
-        base_rgb[cls] = rgb
-    shade = 1.0 + 0.18 * tex + 0.12 * medium
-    rgb = base_rgb[labels] * shade[..., None]
-    hue = np.stack([np.sin(6.28 * instance), np.cos(6.28 * instance), np.sin(9.0 * instance)], -1)
-    objects = (labels == VEHICLES) | (labels == STRUCTURES)
-    rgb[objects] += 70.0 * hue[objects]
-    rgb[lane & (labels == ROAD)] = (235, 235, 225)
-    if night:
-        rgb *= NIGHT_BRIGHTNESS
-    rgb = cv2.GaussianBlur(rgb, (0, 0), 0.7, borderType=cv2.BORDER_REFLECT)
-    rgb8 = np.clip(rgb + 0.5, 0, 255).astype(np.uint8)
+    shade = cv2.add(cv2.addWeighted(tex, 0.18, medium, 0.12, 0.0), 1.0)
+    hue = (np.sin(6.28 * obj_val), np.cos(6.28 * obj_val), np.sin(9.0 * obj_val))
+    scale = NIGHT_BRIGHTNESS if night else 1.0
+    channels = []
+    for c in range(3):
+        lut = np.zeros(256, np.float32)
+        for cls, rgb in BASE_RGB.items():
+            lut[cls] = rgb[c]
+        ch = cv2.multiply(cv2.LUT(labels, lut), shade)
+        flat = ch.reshape(-1)
+        flat[objects] += 70.0 * hue[c]
+        flat[lane] = (235.0, 235.0, 225.0)[c]
+        channels.append(cv2.convertScaleAbs(ch, alpha=scale))
+    rgb8 = cv2.GaussianBlur(cv2.merge(channels), (0, 0), 0.7, borderType=cv2.BORDER_REFLECT)
     gray = cv2.cvtColor(rgb8, cv2.COLOR_RGB2GRAY)
     sky_rgb = SKY_RGB[night]
     sky_gray = int(round(0.299 * sky_rgb[0] + 0.587 * sky_rgb[1] + 0.114 * sky_rgb[2]))
