@@ -14,7 +14,7 @@ seed; day and night share the layout (same classes), only temperatures and colou
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import cv2
 import numpy as np
@@ -79,6 +79,17 @@ class World:
     sky_counts: int
     sky_rgb: tuple[int, int, int]
     sky_gray: int
+
+    _pyramids: dict = field(default_factory=dict, repr=False)
+
+    def pyramid(self, kind: str, levels: int = 8) -> list[np.ndarray]:
+        """Mip levels of the ``thermal`` / ``rgb`` / ``gray`` raster (level k: 2^k cells per texel)."""
+        if kind not in self._pyramids:
+            pyr = [getattr(self, kind)]
+            while len(pyr) < levels and pyr[-1].shape[0] >= 64:
+                pyr.append(cv2.pyrDown(pyr[-1]))
+            self._pyramids[kind] = pyr
+        return self._pyramids[kind]
 
     def raster_from_world(self) -> np.ndarray:
         """3x3 affine mapping homogeneous world (x, y, 1) to raster (col, row, 1)."""
