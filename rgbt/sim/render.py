@@ -67,8 +67,9 @@ class ViewRenderer:
     """
 
     BAND = 64
+    DETAIL_MAX_FOOTPRINT = 1.0  # fine detail only where a pixel covers < 1 world cell (close range)
 
-    def __init__(self, camera: CameraSpec, world: World, mipmap: bool = True) -> None:
+    def __init__(self, camera: CameraSpec, world: World, mipmap: bool = True, detail: bool = True) -> None:
         if camera.modality == "thermal":
             kind, self.sky_value = "thermal", world.sky_counts
         elif camera.modality == "color":
@@ -80,6 +81,10 @@ class ViewRenderer:
         self.world = world
         self.rays = CameraRays(camera)
         self.shape = (camera.height, camera.width)
+        self.detail = None
+        if detail and camera.modality != "thermal" and mipmap:
+            detail_res, levels = world.detail()
+            self.detail = (world.res_m / detail_res, levels)
         w = camera.width
         self._probe_cols = np.array([0, w // 4, w // 2, 3 * w // 4, w - 2])
 
@@ -103,18 +108,41 @@ class ViewRenderer:
         H = ground_homography(T_world_cam, self.world)
         return cv2.perspectiveTransform(self.rays.xy, H).reshape(self.shape[0], self.shape[1], 2)
 
-    def _level(self, m: np.ndarray, r0: int, r1: int) -> int:
-        """Mip level for rows [r0, r1): log2 of the smallest footprint (cells per pixel) in the band."""
+    def _probe(self, m: np.ndarray, r0: int) -> tuple[float, float, np.ndarray]:
+        """Smallest and largest pixel footprint (raster cells per pixel, 0 if all sky) and a
+        representative raster coordinate (x, y), probed on row ``r0``."""
         r = min(r0, self.shape[0] - 2)
         rows = m[r:r + 2]
         cols = self._probe_cols
         dh = rows[0, cols + 1] - rows[0, cols]
         dv = rows[1, cols] - rows[0, cols]
         fp = np.sqrt(np.hypot(dh[:, 0], dh[:, 1]) * np.hypot(dv[:, 0], dv[:, 1]))
-        fp = fp[(fp > 0) & np.isfinite(fp)]
-        if fp.size == 0:
-            return 0
-        return int(min(len(self.levels) - 1, max(0, np.floor(np.log2(max(float(fp.min()), 1.0))))))
+        ok = (fp > 0) & np.isfinite(fp)
+        if not ok.any():
+            return 0.0, 0.0, np.zeros(2)
+        return float(fp[ok].min()), float(fp[ok].max()), rows[0, cols[ok][len(cols[ok]) // 2]].astype(np.float64)
+
+    @staticmethod
+    def _mip(footprint: float, n_levels: int) -> int:
+        return int(min(n_levels - 1, max(0, np.floor(np.log2(max(footprint, 1.0))))))
+
+    def _coords(self, band: np.ndarray, k: float, centre: np.ndarray, size: int, fp_max: float) -> np.ndarray:
+        """Band coordinates scaled by ``k`` (texel centres of a mip level) and brought inside the
+        ``size`` tile (whole tiles off): remap's wrap path is ~8x slower outside the source. A band
+        whose extent may exceed a tile (far ground) is wrapped per pixel."""
+        off = 0.5 * k - 0.5
+        c = centre * k + off
+        shift = np.floor(c / size) * size
+        M = np.array([[k, 0.0, off - shift[0]], [0.0, k, off - shift[1]]], np.float32)
+        out = cv2.transform(band, M)
+        extent = fp_max * k * (self.shape[1] + self.BAND)
+        if extent > 0.4 * size:
+            q = out - np.float32(size / 2)
+            q *= np.float32(1.0 / size)
+            np.rint(q, out=q)
+            q *= np.float32(size)
+            out -= q  # now in [0, size]
+        return out
 
     def _image(self, m: np.ndarray) -> np.ndarray:
         if len(self.levels) == 1:
@@ -123,13 +151,22 @@ class ViewRenderer:
         out = np.empty(self.shape + self.raster.shape[2:], self.raster.dtype)
         for r0 in range(0, h, self.BAND):
             r1 = min(h, r0 + self.BAND)
-            level = self._level(m, r0, r1)
+            fp, fp_max, centre = self._probe(m, r0)
+            fp_max = max(fp_max, self._probe(m, r1 - 1)[1])
+            level = self._mip(fp, len(self.levels))
             band = m[r0:r1]
-            if level:
-                k = np.float32(1.0 / (1 << level))
-                band = band * k + np.float32(0.5 * k - 0.5)  # cell centres of level L
-            cv2.remap(self.levels[level], band, None, cv2.INTER_LINEAR, dst=out[r0:r1],
-                      borderMode=cv2.BORDER_WRAP)
+            src = self.levels[level]
+            cv2.remap(src, self._coords(band, 1.0 / (1 << level), centre, src.shape[0], fp_max), None,
+                      cv2.INTER_LINEAR, dst=out[r0:r1], borderMode=cv2.BORDER_WRAP)
+            if self.detail is not None and 0 < fp < self.DETAIL_MAX_FOOTPRINT:
+                scale, dlevels = self.detail
+                dl = self._mip(fp * scale, len(dlevels))
+                tile = dlevels[dl]
+                d = cv2.remap(tile, self._coords(band, scale / (1 << dl), centre, tile.shape[0], fp_max), None,
+                              cv2.INTER_LINEAR, borderMode=cv2.BORDER_WRAP)
+                if out.ndim == 3:
+                    d = cv2.cvtColor(d, cv2.COLOR_GRAY2RGB)
+                cv2.multiply(out[r0:r1], d, dst=out[r0:r1], scale=1.0 / 128.0)
         return out
 
     def render_lazy(self, T_world_cam: np.ndarray):  # noqa: ANN201
