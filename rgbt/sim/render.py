@@ -19,6 +19,18 @@ from rgbt.stack import CameraSpec
 _SKY_EPS = 1e-6
 
 
+_RAYS_CACHE: dict[tuple, "CameraRays"] = {}
+
+
+def camera_rays(camera: CameraSpec) -> "CameraRays":
+    """Cached :class:`CameraRays` (the iterative undistortion of every pixel takes ~0.5 s)."""
+    key = (camera.width, camera.height, camera.distortion.model, tuple(camera.K().ravel()),
+           tuple(camera.dist_coeffs().ravel()))
+    if key not in _RAYS_CACHE:
+        _RAYS_CACHE[key] = CameraRays(camera)
+    return _RAYS_CACHE[key]
+
+
 class CameraRays:
     """Per-pixel undistorted normalized ray coordinates of one camera."""
 
@@ -79,7 +91,7 @@ class ViewRenderer:
         self.levels = world.pyramid(kind) if mipmap else [getattr(world, kind)]
         self.raster = self.levels[0]
         self.world = world
-        self.rays = CameraRays(camera)
+        self.rays = camera_rays(camera)
         self.shape = (camera.height, camera.width)
         self.detail = None
         if detail and camera.modality != "thermal" and mipmap:
