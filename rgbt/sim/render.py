@@ -79,7 +79,7 @@ class ViewRenderer:
     """
 
     BAND = 64
-    DETAIL_MAX_FOOTPRINT = 1.0  # fine detail only where a pixel covers < 1 world cell (close range)
+    DETAIL_MAX_FOOTPRINT = 0.6  # fine detail only where a pixel covers < 0.6 world cell (close range)
 
     def __init__(self, camera: CameraSpec, world: World, mipmap: bool = True, detail: bool = True) -> None:
         if camera.modality == "thermal":
@@ -128,7 +128,7 @@ class ViewRenderer:
         cols = self._probe_cols
         dh = rows[0, cols + 1] - rows[0, cols]
         dv = rows[1, cols] - rows[0, cols]
-        fp = np.sqrt(np.hypot(dh[:, 0], dh[:, 1]) * np.hypot(dv[:, 0], dv[:, 1]))
+        fp = np.maximum(np.hypot(dh[:, 0], dh[:, 1]), np.hypot(dv[:, 0], dv[:, 1]))  # as OpenGL: the larger
         ok = (fp > 0) & np.isfinite(fp)
         if not ok.any():
             return 0.0, 0.0, np.zeros(2)
@@ -162,24 +162,40 @@ class ViewRenderer:
         h = self.shape[0]
         out = np.empty(self.shape + self.raster.shape[2:], self.raster.dtype)
         for r0 in range(0, h, self.BAND):
-            r1 = min(h, r0 + self.BAND)
-            fp, fp_max, centre = self._probe(m, r0)
-            fp_max = max(fp_max, self._probe(m, r1 - 1)[1])
-            level = self._mip(fp, len(self.levels))
-            band = m[r0:r1]
-            src = self.levels[level]
-            cv2.remap(src, self._coords(band, 1.0 / (1 << level), centre, src.shape[0], fp_max), None,
-                      cv2.INTER_LINEAR, dst=out[r0:r1], borderMode=cv2.BORDER_WRAP)
-            if self.detail is not None and 0 < fp < self.DETAIL_MAX_FOOTPRINT:
-                scale, dlevels = self.detail
-                dl = self._mip(fp * scale, len(dlevels))
-                tile = dlevels[dl]
-                d = cv2.remap(tile, self._coords(band, scale / (1 << dl), centre, tile.shape[0], fp_max), None,
-                              cv2.INTER_LINEAR, borderMode=cv2.BORDER_WRAP)
-                if out.ndim == 3:
-                    d = cv2.cvtColor(d, cv2.COLOR_GRAY2RGB)
-                cv2.multiply(out[r0:r1], d, dst=out[r0:r1], scale=1.0 / 128.0)
+            self._band(m, out, r0, min(h, r0 + self.BAND))
         return out
+
+    def _band(self, m: np.ndarray, out: np.ndarray, r0: int, r1: int) -> None:
+        """Render rows [r0, r1); a band whose footprint changes by more than 2.5x from its first to
+        its last row (towards the horizon) is split in two, down to 8 rows."""
+        fp0, fpm0, centre = self._probe(m, r0)
+        fp1, fpm1, _ = self._probe(m, r1 - 1)
+        lo, hi = min(fp0, fp1), max(fp0, fp1)
+        if r1 - r0 > 8 and lo > 0 and hi > 2.5 * lo:
+            mid = (r0 + r1) // 2
+            self._band(m, out, r0, mid)
+            self._band(m, out, mid, r1)
+            return
+        fp = lo if lo > 0 else hi
+        fp_max = max(fpm0, fpm1)
+        level = self._mip(fp, len(self.levels))
+        band = m[r0:r1]
+        src = self.levels[level]
+        cv2.remap(src, self._coords(band, 1.0 / (1 << level), centre, src.shape[0], fp_max), None,
+                  cv2.INTER_LINEAR, dst=out[r0:r1], borderMode=cv2.BORDER_WRAP)
+        if self.detail is not None and 0 < fp < self.DETAIL_MAX_FOOTPRINT:
+            scale, dlevels = self.detail
+            dl = self._mip(fp * scale, len(dlevels))
+            tile = dlevels[dl]
+            d = cv2.remap(tile, self._coords(band, scale / (1 << dl), centre, tile.shape[0], fp_max), None,
+                          cv2.INTER_LINEAR, borderMode=cv2.BORDER_WRAP)
+            # fade out towards the footprint limit (no visible edge where the detail stops)
+            w = min(1.0, (self.DETAIL_MAX_FOOTPRINT - fp) / (0.5 * self.DETAIL_MAX_FOOTPRINT))
+            if w < 1.0:
+                d = cv2.convertScaleAbs(d, alpha=w, beta=128.0 * (1.0 - w))
+            if out.ndim == 3:
+                d = cv2.cvtColor(d, cv2.COLOR_GRAY2RGB)
+            cv2.multiply(out[r0:r1], d, dst=out[r0:r1], scale=1.0 / 128.0)
 
     def render_lazy(self, T_world_cam: np.ndarray):  # noqa: ANN201
         """``(image, labels_fn)``: the image now, the class ids when ``labels_fn()`` is called."""

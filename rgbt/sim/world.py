@@ -83,11 +83,11 @@ class World:
 
     _pyramids: dict = field(default_factory=dict, repr=False)
 
-    def pyramid(self, kind: str, levels: int = 8) -> list[np.ndarray]:
+    def pyramid(self, kind: str, levels: int = 13) -> list[np.ndarray]:
         """Mip levels of the ``thermal`` / ``rgb`` / ``gray`` raster (level k: 2^k cells per texel)."""
         if kind not in self._pyramids:
             pyr = [getattr(self, kind)]
-            while len(pyr) < levels and pyr[-1].shape[0] >= 64:
+            while len(pyr) < levels and pyr[-1].shape[0] >= 2:
                 pyr.append(cv2.pyrDown(pyr[-1]))
             self._pyramids[kind] = pyr
         return self._pyramids[kind]
