@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.spatial.transform import Rotation
 
+from rgbt.bag.images import numpy_to_image_msg
 from rgbt.sim.simstack import GnssData, ImuData, PoseData, SimSample, StateData
 
 GT_TOPIC = "/rgbt/sim/ground_truth/imu_pose"
@@ -12,30 +13,11 @@ LABEL_TOPICS = {"thermal": "/rgbt/sim/labels/thermal", "color": "/rgbt/sim/label
 TRIGGER_TOPIC = "/rgbt/trigger"
 WORLD_FRAME = "map"
 
-MAVROS_STATE_MSG = """\
-std_msgs/Header header
-bool connected
-bool armed
-bool guided
-bool manual_input
-string mode
-uint8 system_status
-"""
+def typestore():  # noqa: ANN201
+    """The shared ROS 2 Jazzy typestore with rgbt's extra types (``mavros_msgs/msg/State``)."""
+    from rgbt.bag.types import ros2_typestore
 
-
-def typestore():
-    """The ROS 2 Jazzy typestore with ``mavros_msgs/msg/State`` registered (rgbt.bag.types when present)."""
-    try:
-        from rgbt.bag.types import typestore as bag_typestore  # contract C2
-
-        return bag_typestore()
-    except ImportError:
-        pass
-    from rosbags.typesys import Stores, get_types_from_msg, get_typestore
-
-    store = get_typestore(Stores.ROS2_JAZZY)
-    store.register(get_types_from_msg(MAVROS_STATE_MSG, "mavros_msgs/msg/State"))
-    return store
+    return ros2_typestore()
 
 
 class MessageFactory:
@@ -70,12 +52,7 @@ class MessageFactory:
         return self.Header(stamp=self.stamp(t_ns), frame_id=frame_id)
 
     def image(self, arr: np.ndarray, t_ns: int, frame_id: str, encoding: str):  # noqa: ANN201
-        arr = np.ascontiguousarray(arr)
-        h, w = arr.shape[:2]
-        step = arr.strides[0]
-        data = arr.view(np.uint8).reshape(-1)
-        return self.Image(header=self.header(t_ns, frame_id), height=h, width=w, encoding=encoding,
-                          is_bigendian=0, step=step, data=data)
+        return numpy_to_image_msg(arr, t_ns, frame_id, encoding)
 
     def imu(self, s: SimSample, frame_id: str):  # noqa: ANN201
         d: ImuData = s.data

@@ -22,41 +22,11 @@ from rgbt.sim.messages import GT_TOPIC, LABEL_TOPICS, TRIGGER_TOPIC, MessageFact
 from rgbt.sim.simstack import SimStack
 
 
-class _RosbagsWriter:
-    """Minimal stand-in with the C2 ``BagWriter`` API, used only when ``rgbt.bag.writer`` is absent."""
+def open_writer(path: Path, *, compression: str, custom_data: dict[str, str], store, fsync: bool = False):  # noqa: ANN001, ANN201
+    """A C2 :class:`rgbt.bag.writer.BagWriter` (no fsync by default: a simulated run can be redone)."""
+    from rgbt.bag.writer import BagWriter
 
-    def __init__(self, path: Path, *, compression: str = "none", custom_data: dict[str, str] | None = None,
-                 store=None) -> None:  # noqa: ANN001
-        from rosbags.rosbag2 import StoragePlugin, Writer
-
-        self._store = store
-        self._w = Writer(path, version=9, storage_plugin=StoragePlugin.MCAP)
-        if compression == "zstd":
-            self._w.set_compression(Writer.CompressionMode.MESSAGE, Writer.CompressionFormat.ZSTD)
-        self._w.open()
-        for k, v in (custom_data or {}).items():
-            self._w.set_custom_data(k, v)
-        self._conns: dict[str, object] = {}
-        self._closed = False
-
-    def add_topic(self, name: str, msgtype: str, qos_profiles: str = "") -> None:
-        self._conns[name] = self._w.add_connection(name, msgtype, typestore=self._store)
-
-    def write(self, topic: str, t_ns: int, raw_cdr: bytes) -> None:
-        self._w.write(self._conns[topic], t_ns, raw_cdr)
-
-    def close(self) -> None:
-        if not self._closed:
-            self._closed = True
-            self._w.close()
-
-
-def open_writer(path: Path, *, compression: str, custom_data: dict[str, str], store):  # noqa: ANN001, ANN201
-    try:
-        from rgbt.bag.writer import BagWriter  # contract C2
-    except ImportError:
-        return _RosbagsWriter(path, compression=compression, custom_data=custom_data, store=store)
-    return BagWriter(path, compression=compression, custom_data=custom_data)
+    return BagWriter(path, compression=compression, custom_data=custom_data, typestore=store, fsync=fsync)
 
 
 def tum_lines(t_ns: np.ndarray, T: np.ndarray) -> str:

@@ -63,7 +63,13 @@ def _custom_data(bag: Path) -> dict:
 
 
 def test_bag_metadata_and_counts(duck_bag) -> None:
-    sim, summary, records, meta, _ = duck_bag
+    sim, summary, records, meta, path = duck_bag
+    from rgbt.bag.reader import open_bag  # contract C2's reader agrees with rosbags' own
+
+    with open_bag(path) as bag:
+        assert bag.synthetic
+        assert {name: info.count for name, info in bag.topics.items()} == \
+               {k: len(v) for k, v in records.items()}
     cd = meta["custom_data"]
     assert cd["rgbt.synthetic"] == "true"
     assert json.loads(cd["rgbt.sim.options"])["seed"] == 11
