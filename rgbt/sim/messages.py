@@ -11,6 +11,9 @@ from rgbt.sim.simstack import GnssData, ImuData, PoseData, SimSample, StateData
 GT_TOPIC = "/rgbt/sim/ground_truth/imu_pose"
 LABEL_TOPICS = {"thermal": "/rgbt/sim/labels/thermal", "color": "/rgbt/sim/labels/color"}
 TRIGGER_TOPIC = "/rgbt/trigger"
+#: per IMU sample: header.stamp = the IMU sample's stamp, time_ref = the last trigger pulse (so
+#: header.stamp - time_ref = VN-100 "time since SyncIn"), source = SyncIn count (decimal)
+IMU_SYNC_TOPIC = "/rgbt/sim/imu_syncin"
 WORLD_FRAME = "map"
 
 def typestore():  # noqa: ANN201
@@ -86,6 +89,11 @@ class MessageFactory:
         return self.State(header=self.header(s.t_ns, ""), connected=d.connected, armed=d.armed, guided=True,
                           manual_input=False, mode=d.mode, system_status=4 if d.armed else 3)
 
+    def imu_sync(self, s: SimSample, frame_id: str):  # noqa: ANN201
+        d: ImuData = s.data
+        return self.TimeReference(header=self.header(s.t_ns, frame_id), time_ref=self.stamp(s.t_ns - d.t_since_sync_ns),
+                                  source=str(d.syncin_count))
+
     def trigger(self, s: SimSample):  # noqa: ANN201
         return self.TimeReference(header=self.header(s.t_host_ns, ""), time_ref=self.stamp(s.t_ns),
                                   source=str(s.seq))
@@ -101,6 +109,7 @@ def topics_for(stack, cameras: list[str], labels: bool = True) -> dict[str, str]
     topics[stack.autopilot.state_topic] = "mavros_msgs/msg/State"
     topics[GT_TOPIC] = "geometry_msgs/msg/PoseStamped"
     topics[TRIGGER_TOPIC] = "sensor_msgs/msg/TimeReference"
+    topics[IMU_SYNC_TOPIC] = "sensor_msgs/msg/TimeReference"
     if labels:
         for cam, topic in LABEL_TOPICS.items():
             if cam in cameras:

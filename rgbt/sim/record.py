@@ -18,7 +18,8 @@ import numpy as np
 from scipy.spatial.transform import Rotation
 
 from rgbt.errors import BagError
-from rgbt.sim.messages import GT_TOPIC, LABEL_TOPICS, TRIGGER_TOPIC, MessageFactory, topics_for, typestore
+from rgbt.sim.messages import (GT_TOPIC, IMU_SYNC_TOPIC, LABEL_TOPICS, TRIGGER_TOPIC, MessageFactory, topics_for,
+                               typestore)
 from rgbt.sim.simstack import SimStack
 
 
@@ -118,6 +119,7 @@ def write_sim_bag(sim: SimStack, out: str | Path, *, label_stride: int = 1, comp
                     push(s.t_host_ns, LABEL_TOPICS[s.kind], factory.image(s.label, s.t_ns, cam.frame_id, "mono8"))
             elif s.kind == "imu":
                 push(s.t_host_ns, stack.imu.topic, factory.imu(s, stack.imu.frame_id))
+                push(s.t_host_ns, IMU_SYNC_TOPIC, factory.imu_sync(s, stack.imu.frame_id))
                 i = gt_index[s.t_ns]
                 push(s.t_ns, GT_TOPIC, factory.pose(gt_T[i], s.t_ns))
             elif s.kind == "gnss":
