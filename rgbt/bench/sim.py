@@ -30,9 +30,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> dict:
     from rgbt.sim import SimOptions, SimStack
-    from rgbt.sim.messages import MessageFactory, topics_for, typestore
+    from rgbt.sim.messages import MessageFactory, typestore
     from rgbt.sim.record import open_writer, write_sim_bag
 
+    from rgbt.bag.writer import tune_allocator
+
+    tune_allocator()  # as `rgbt simulate` runs (its BagWriter applies it): glibc keeps big buffers
     options = SimOptions(trajectory=args.trajectory, duration_s=args.duration, seed=args.seed)
     sim = SimStack(options)
     t0 = time.perf_counter()

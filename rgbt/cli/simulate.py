@@ -120,6 +120,10 @@ def run(args: argparse.Namespace) -> int:
     from rgbt.sim.record import write_sim_bag
 
     options = _options(args, args.trajectory[0], args.night)
+    if not args.json:
+        import sys
+
+        print("synthetic run, options:\n  " + options.describe().replace("\n", "\n  "), file=sys.stderr)
     sim = SimStack(options)
     with _progress() as bar:
         task = bar.add_task(f"simulate {sim.trajectory.name}", total=options.duration_s)

@@ -6,7 +6,7 @@ import numpy as np
 from scipy.spatial.transform import Rotation
 
 from rgbt.bag.images import numpy_to_image_msg
-from rgbt.sim.simstack import GnssData, ImuData, PoseData, SimSample, StateData
+from rgbt.sim.simstack import GnssData, ImuData, SimSample, StateData
 
 GT_TOPIC = "/rgbt/sim/ground_truth/imu_pose"
 LABEL_TOPICS = {"thermal": "/rgbt/sim/labels/thermal", "color": "/rgbt/sim/labels/color"}
