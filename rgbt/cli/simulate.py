@@ -102,7 +102,7 @@ def run(args: argparse.Namespace) -> int:
             def cb(name: str, t: float) -> None:
                 key = name
                 if key not in tasks:
-                    tasks[key] = bar.add_task(name, total=None)
+                    tasks[key] = bar.add_task(name, total=runs[len(tasks)].duration_s)
                 bar.update(tasks[key], completed=t)
 
             write_cart_dataset(out, runs, stride, progress=cb)
