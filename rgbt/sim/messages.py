@@ -77,8 +77,10 @@ class MessageFactory:
                               longitude=d.lon, altitude=d.alt, position_covariance=cov,
                               position_covariance_type=2)
 
-    def pose(self, T: np.ndarray, t_ns: int, frame_id: str = WORLD_FRAME):  # noqa: ANN201
-        q = Rotation.from_matrix(T[:3, :3]).as_quat()  # x y z w
+    def pose(self, T: np.ndarray, t_ns: int, frame_id: str = WORLD_FRAME,
+             quat_xyzw: np.ndarray | None = None):  # noqa: ANN201
+        """PoseStamped of a 4x4 transform (``quat_xyzw``: its rotation precomputed, optional)."""
+        q = Rotation.from_matrix(T[:3, :3]).as_quat() if quat_xyzw is None else quat_xyzw
         return self.PoseStamped(
             header=self.header(t_ns, frame_id),
             pose=self.Pose(position=self.Point(x=float(T[0, 3]), y=float(T[1, 3]), z=float(T[2, 3])),

@@ -79,6 +79,7 @@ def write_sim_bag(sim: SimStack, out: str | Path, *, label_stride: int = 1, comp
     ffc_frames = 0
     gt_t, gt_T = sim.ground_truth()
     gt_index = {int(t): i for i, t in enumerate(gt_t)}
+    gt_q = Rotation.from_matrix(gt_T[:, :3, :3]).as_quat()  # vectorized once (x y z w)
     pending: list[tuple[int, int, str, str, object]] = []  # (log time, order, topic, msgtype, msg)
     order = 0
 
@@ -121,7 +122,7 @@ def write_sim_bag(sim: SimStack, out: str | Path, *, label_stride: int = 1, comp
                 push(s.t_host_ns, stack.imu.topic, factory.imu(s, stack.imu.frame_id))
                 push(s.t_host_ns, IMU_SYNC_TOPIC, factory.imu_sync(s, stack.imu.frame_id))
                 i = gt_index[s.t_ns]
-                push(s.t_ns, GT_TOPIC, factory.pose(gt_T[i], s.t_ns))
+                push(s.t_ns, GT_TOPIC, factory.pose(gt_T[i], s.t_ns, quat_xyzw=gt_q[i]))
             elif s.kind == "gnss":
                 push(s.t_host_ns, stack.gnss.topic, factory.navsatfix(s, stack.gnss.frame_id, rtk=False))
             elif s.kind == "global":
