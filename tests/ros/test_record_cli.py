@@ -19,7 +19,7 @@ def test_record_cli_writes_a_bag_and_reports_it(ros_env: dict, tmp_path: Path, r
             "topics": ["/rgbt/health"], "min_free_mb": 10.0, "write_state": False}},
     ]}))
     out = tmp_path / "bags"
-    proc = rgbt_cli("record", "--profile", str(profile), "--duration", "6", "--out", str(out), "--json", timeout=90)
+    proc = rgbt_cli("record", "--profile", str(profile), "--duration", "10", "--out", str(out), "--json", timeout=90)
     report = json.loads(proc.stdout)
     assert report["exit_code"] == 0 and len(report["bags"]) == 1
     manifest = report["bags"][0]

@@ -47,7 +47,7 @@ class Publisher:
         self._payload = np.random.default_rng(1).integers(0, 255, 256 * 256, dtype=np.uint8).tobytes()
         self._thread: threading.Thread | None = None
 
-    def wait_for_subscriber(self, timeout: float = 20.0) -> None:
+    def wait_for_subscriber(self, timeout: float = 60.0) -> None:
         deadline = time.monotonic() + timeout
         while self.pub.get_subscription_count() == 0:
             assert time.monotonic() < deadline, "recorder never subscribed"
