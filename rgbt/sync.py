@@ -54,8 +54,8 @@ class RestamperOptions:
     imu_latency_ns: int = 0
     jitter_model: str = "one_sided"  # or "symmetric"
     window_s: float = 20.0
-    min_fit_s: float = 2.0
-    bin_s: float = 0.5
+    min_fit_s: float = 4.0
+    bin_s: float = 0.1
     refit_every: int = 20  # IMU samples between refits
     anchor_frames: int = 9
     reanchor_window: int = 15
