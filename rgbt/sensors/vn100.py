@@ -564,6 +564,7 @@ class Vn100:
         self.parser = Vn100Parser(ascii=True)
         self.last_t_sensor_ns: int | None = None
         self.duplicates_dropped = 0
+        self.untimed_packets = 0  # valid packets without TimeStartup (another output configuration)
         self.errors: list[str] = []
         self.configured = False
         self._pending: list[VnPacket | AsciiMessage] = []
@@ -607,11 +608,10 @@ class Vn100:
         for item in items:
             if not isinstance(item, VnPacket):
                 continue
-            try:
-                s = sample_from_packet(item, t_host)
-            except DecodeError as exc:
-                self.errors.append(str(exc))
+            if ("common", "TimeStartup") not in item.values and ("time", "TimeStartup") not in item.values:
+                self.untimed_packets += 1
                 continue
+            s = sample_from_packet(item, t_host)
             if self.last_t_sensor_ns is not None and s.t_sensor_ns <= self.last_t_sensor_ns:
                 self.duplicates_dropped += 1
                 continue
