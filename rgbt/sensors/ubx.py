@@ -53,13 +53,55 @@ def fix_from_nav_pvt(p) -> Fix:  # noqa: ANN001 - pyubx2 UBXMessage
                int(p.numSV), (h, 0.0, 0.0, 0.0, h, 0.0, 0.0, 0.0, v))
 
 
-def read_ubx(stream: BinaryIO) -> Iterator[Fix]:
-    """NAV-PVT fixes from a UBX (or mixed UBX/NMEA) byte stream."""
+UBX_MAX_PAYLOAD = 8192
+
+
+def _ubx_frames(data: bytes, stats: dict) -> Iterator[bytes]:
+    """Complete UBX frames (``B5 62 class id len16 payload ck_a ck_b``) with a valid Fletcher
+    checksum; anything else is skipped one byte at a time (counted in ``stats``)."""
+    pos, n = 0, len(data)
+    while True:
+        s = data.find(b"\xb5\x62", pos)
+        if s < 0:
+            stats["bytes_skipped"] += n - pos
+            return
+        stats["bytes_skipped"] += s - pos
+        if n - s < 8:
+            stats["bytes_skipped"] += n - s
+            return
+        length = data[s + 4] | (data[s + 5] << 8)
+        end = s + 8 + length
+        if length > UBX_MAX_PAYLOAD or end > n:
+            stats["bytes_skipped"] += 1
+            pos = s + 1
+            continue
+        a = b = 0
+        for byte in data[s + 2:end - 2]:
+            a = (a + byte) & 0xFF
+            b = (b + a) & 0xFF
+        if (a, b) != (data[end - 2], data[end - 1]):
+            stats["checksum_failures"] += 1
+            stats["bytes_skipped"] += 1
+            pos = s + 1
+            continue
+        yield data[s:end]
+        pos = end
+
+
+def read_ubx(stream: BinaryIO, stats: dict | None = None) -> Iterator[Fix]:
+    """NAV-PVT fixes from a UBX byte stream (mixed with NMEA or garbage): framing and
+    checksums here, message decoding by pyubx2."""
     from pyubx2 import UBXReader
 
-    reader = UBXReader(stream, protfilter=2, quitonerror=0)
-    for _raw, parsed in reader:
-        if parsed is not None and getattr(parsed, "identity", "") == "NAV-PVT":
+    st = stats if stats is not None else {}
+    st.setdefault("bytes_skipped", 0)
+    st.setdefault("checksum_failures", 0)
+    for frame in _ubx_frames(stream.read(), st):
+        try:
+            parsed = UBXReader.parse(frame)
+        except Exception:  # noqa: BLE001 - pyubx2 raises several types for unknown messages
+            continue
+        if getattr(parsed, "identity", "") == "NAV-PVT":
             yield fix_from_nav_pvt(parsed)
 
 
