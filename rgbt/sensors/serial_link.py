@@ -10,10 +10,14 @@ successful (re)open ``on_connect`` is called so the driver can configure the dev
 from __future__ import annotations
 
 import select
+import termios
 import time
 from typing import Callable
 
 import serial
+
+# what a vanished device raises: pyserial, the OS, termios (tcdrain on a hung-up pty)
+LINK_ERRORS = (serial.SerialException, OSError, ValueError, termios.error)
 
 
 class SerialLink:
@@ -43,7 +47,7 @@ class SerialLink:
             return False
         try:
             port = serial.serial_for_url(self.port_name, baudrate=self.baudrate, timeout=0, write_timeout=1.0)
-        except (serial.SerialException, OSError, ValueError) as exc:
+        except LINK_ERRORS as exc:
             self.last_error = f"{self.port_name}: {exc}"
             self._next_try = now + self._backoff
             self._backoff = min(self._backoff * 2, self.backoff_s[1])
@@ -88,7 +92,7 @@ class SerialLink:
             if not data:
                 raise serial.SerialException("readable but no data (device disconnected)")
             return data
-        except (serial.SerialException, OSError, ValueError) as exc:
+        except LINK_ERRORS as exc:
             self._drop(exc)
             return b""
 
@@ -100,7 +104,7 @@ class SerialLink:
             self.port.write(data)
             self.port.flush()
             return True
-        except (serial.SerialException, OSError, ValueError) as exc:
+        except LINK_ERRORS as exc:
             self._drop(exc)
             return False
 

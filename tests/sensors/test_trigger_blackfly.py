@@ -88,3 +88,19 @@ def test_blackfly_params_trigger_line0_exposure_below_period():
     assert loaded["blackfly_color"]["ros__parameters"]["image_width"] == 960
     with pytest.raises(ConfigError):
         blackfly.spinnaker_params(stack, "thermal")
+
+
+def test_blackfly_params_from_the_repository_stack(tmp_path, rgbt_cli):
+    from rgbt.stack import load_stack
+    from rgbt.sync import RestamperOptions
+
+    stack = load_stack()
+    out = tmp_path / "color.yaml"
+    rgbt_cli("sensors", "blackfly-params", "--camera", "color", "--out", str(out))
+    p = yaml.safe_load(out.read_text())["blackfly_color"]["ros__parameters"]
+    cam = stack.cameras["color"]
+    assert (p["image_width"], p["image_height"], p["frame_id"]) == (cam.width, cam.height, cam.frame_id)
+    assert p["exposure_time"] < 1e6 * cam.trigger_divider / stack.trigger.rate_hz
+    opts = RestamperOptions.from_stack(stack)
+    assert opts.cameras["thermal"].divider == 1 and opts.cameras["color"].divider == 2
+    assert opts.trigger_rate_hz == stack.trigger.rate_hz

@@ -212,3 +212,17 @@ def test_pty_vn100_configure_stream_unplug_reconnect(pty_device, capture):
         device.stop.set()
         device.join(2)
         driver.close()
+
+
+def test_cli_decode_vn100_csv_and_json(capture, fixtures_dir, tmp_path, rgbt_cli):
+    import json
+
+    out_csv = tmp_path / "vn.csv"
+    res = json.loads(rgbt_cli("sensors", "decode", "vn100", str(fixtures_dir / "vectornav" / "F00294.bin"),
+                              "--csv", str(out_csv), "--json").stdout)
+    n = capture.count(bytes.fromhex("fa143e003a00"))
+    assert res == {"packets": n, "crc_failures": 0, "bytes_skipped": len(capture) - 124 * n}
+    with open(out_csv) as fh:
+        rows = list(csv.reader(fh))
+    assert len(rows) == n + 1 and len(rows[0]) == 29 and rows[0][9] == "imu.Temp"
+    assert float(rows[1][9]) == pytest.approx(19.45568, abs=1e-5)  # first CSV row of the author's parse
