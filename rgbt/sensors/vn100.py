@@ -480,6 +480,18 @@ class Vn100Options:
     reply_timeout_s: float = 0.5
     reconnect_backoff_s: tuple[float, float] = (0.05, 2.0)
 
+    @classmethod
+    def from_stack(cls, stack, **overrides) -> "Vn100Options":  # noqa: ANN001 - rgbt.stack.Stack
+        """Rate and SyncIn wiring from ``calib/stack.yaml`` (``imu.rate_hz``, ``trigger.imu_syncin``)."""
+        kw = {"rate_hz": float(stack.imu.rate_hz), "syncin_mode_count": bool(stack.trigger.imu_syncin)}
+        kw.update(overrides)
+        return cls(**kw)
+
+    def packet_latency_ns(self) -> int:
+        """Serial transmit time of one binary packet (10 bits per byte): the IMU's fixed latency."""
+        size = layout_from_names(self.output).packet_size
+        return int(round(size * 10 / self.baudrate * 1e9))
+
 
 @dataclass(frozen=True)
 class ImuSample:
