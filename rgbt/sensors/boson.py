@@ -375,3 +375,57 @@ def frames(source: FrameSource, max_frames: int | None = None) -> Iterator[Therm
             return
         n += 1
         yield f
+
+
+class BosonCamera:
+    """Frames from a :class:`FrameSource` with the FFC state of the camera attached.
+
+    The FFC status is polled over the serial link: every ``busy_poll_s`` while an FFC runs
+    (or was commanded through :meth:`run_ffc`), every ``idle_poll_s`` otherwise (to catch
+    automatic FFCs). Frames read while the camera reports ``IN_PROGRESS`` (or the telemetry
+    frame counter equals the last-FFC counter) carry ``ffc=True``. Serial errors do not stop
+    the video: the error is recorded and the frame keeps its telemetry-based flag.
+    """
+
+    def __init__(self, source: FrameSource, control: BosonControl | None, busy_poll_s: float = 0.05,
+                 idle_poll_s: float = 1.0) -> None:
+        self.source = source
+        self.control = control
+        self.busy_poll_s, self.idle_poll_s = busy_poll_s, idle_poll_s
+        self.status = FfcStatus.NEVER_COMMANDED
+        self._busy = False
+        self._next_poll = 0.0
+        self.errors: list[str] = []
+
+    def run_ffc(self) -> None:
+        if self.control is None:
+            raise BosonError("Boson: run_ffc needs the serial control link")
+        self.control.run_ffc()
+        self._busy = True
+        self.status = FfcStatus.IN_PROGRESS
+        self._next_poll = time.monotonic() + self.busy_poll_s
+
+    def _poll(self) -> None:
+        now = time.monotonic()
+        if self.control is None or now < self._next_poll:
+            return
+        try:
+            self.status = self.control.get_ffc_status()
+        except BosonError as exc:
+            self.errors.append(str(exc))
+        self._busy = self.status in (FfcStatus.IMMINENT, FfcStatus.IN_PROGRESS)
+        self._next_poll = now + (self.busy_poll_s if self._busy else self.idle_poll_s)
+
+    def read(self) -> ThermalFrame | None:
+        frame = self.source.read()
+        if frame is None:
+            return None
+        self._poll()
+        if self.status == FfcStatus.IN_PROGRESS:
+            frame.ffc = True
+        return frame
+
+    def close(self) -> None:
+        self.source.close()
+        if self.control is not None:
+            self.control.close()

@@ -166,3 +166,25 @@ def test_telemetry_line_gives_counter_and_ffc_flag():
     no_tel = b.split_frame(np.zeros((512, 640), np.uint16), 0, b.V4l2Options(telemetry="none"), host_count=7,
                            ffc_state=b.FfcStatus.IN_PROGRESS)
     assert no_tel.frame_counter == 7 and no_tel.ffc
+
+
+def test_each_frame_carries_the_ffc_state_polled_over_serial(pty_device):
+    cam = BosonDevice(pty_device)
+    cam.start()
+    link = SerialLink(str(pty_device.path), 921600, backoff_s=(0.02, 0.1))
+    ctl = b.BosonControl(b.BosonOptions(port=str(pty_device.path), reply_timeout_s=1.0), link)
+    src = ReplaySource([_raw_frame(200 + i, 0) for i in range(8)])
+    camera = b.BosonCamera(src, ctl, busy_poll_s=0.0, idle_poll_s=0.0)
+    try:
+        assert ctl.connect()
+        first = camera.read()
+        camera.run_ffc()  # the camera reports IN_PROGRESS on the next poll, COMPLETE on the one after
+        rest = list(b.frames(camera))
+        flags = [first.ffc] + [f.ffc for f in rest]
+        assert flags == [False, True, False, False, False, False, False, False]
+        assert [f.frame_counter for f in rest] == list(range(201, 208))
+        assert "run_ffc" in cam.log and cam.log.count("get_ffc_status") >= 2
+    finally:
+        cam.stop.set()
+        cam.join(2)
+        camera.close()

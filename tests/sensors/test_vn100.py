@@ -226,3 +226,20 @@ def test_cli_decode_vn100_csv_and_json(capture, fixtures_dir, tmp_path, rgbt_cli
         rows = list(csv.reader(fh))
     assert len(rows) == n + 1 and len(rows[0]) == 29 and rows[0][9] == "imu.Temp"
     assert float(rows[1][9]) == pytest.approx(19.45568, abs=1e-5)  # first CSV row of the author's parse
+
+
+def test_cli_decode_vn100_damaged_file_and_missing_file(tmp_path, rgbt_cli):
+    import json
+
+    lay = _stream_layout()
+    good = [_sample_packet(lay, i) for i in range(20)]
+    bad = bytearray(good[5])
+    bad[-1] ^= 0xFF
+    data = b"\x00\xfa\x01" + b"".join(good[:5]) + bytes(bad) + b"".join(good[6:]) + good[0][:40]
+    f = tmp_path / "damaged.bin"
+    f.write_bytes(data)
+    res = json.loads(rgbt_cli("sensors", "decode", "vn100", str(f), "--json").stdout)
+    assert res["packets"] == 19 and res["crc_failures"] >= 1
+    assert res["bytes_skipped"] == len(data) - 19 * lay.packet_size
+    missing = rgbt_cli("sensors", "decode", "vn100", str(tmp_path / "nope.bin"), check=False)
+    assert missing.returncode == 2 and "nope.bin" in missing.stderr
