@@ -29,6 +29,7 @@ from typing import Iterator, Sequence
 
 from rgbt.errors import DecodeError
 from rgbt.sensors.crc import crc16_ccitt
+from rgbt.sensors.serial_link import SerialLink
 
 SYNC = 0xFA
 
@@ -567,9 +568,7 @@ class Vn100:
     the output never has duplicated or reordered samples.
     """
 
-    def __init__(self, options: Vn100Options, link: "SerialLink | None" = None) -> None:
-        from rgbt.sensors.serial_link import SerialLink
-
+    def __init__(self, options: Vn100Options, link: SerialLink | None = None) -> None:
         self.options = options
         self.link = link or SerialLink(options.port, options.baudrate, backoff_s=options.reconnect_backoff_s)
         self.link.on_connect = self._on_connect

@@ -23,11 +23,13 @@ class PtyDevice:
         self.master: int | None = None
         self._slave: int | None = None
         self.lock = threading.Lock()
+        self.dropped = 0
         self.plug()
 
     def plug(self) -> None:
         master, slave = os.openpty()
         tty.setraw(slave)
+        os.set_blocking(master, False)  # bytes nobody reads are dropped (after 0.5 s): never blocks
         self.master, self._slave = master, slave
         tmp = self.path.with_suffix(".new")
         if tmp.exists() or tmp.is_symlink():
@@ -50,7 +52,16 @@ class PtyDevice:
                 return
             view = memoryview(data)
             while view:
-                n = os.write(self.master, view)
+                try:
+                    n = os.write(self.master, view)
+                except BlockingIOError:  # wait a little for the reader, then drop like a UART
+                    _, w, _ = select.select([], [self.master], [], 0.5)
+                    if not w:
+                        self.dropped += len(view)
+                        return
+                    continue
+                except OSError:
+                    return
                 view = view[n:]
 
     def read(self, timeout: float = 0.05) -> bytes:

@@ -188,3 +188,17 @@ def test_each_frame_carries_the_ffc_state_polled_over_serial(pty_device):
         cam.stop.set()
         cam.join(2)
         camera.close()
+
+
+def test_cli_boson_status_and_ffc(pty_device, rgbt_cli):
+    import json
+
+    cam = BosonDevice(pty_device)
+    cam.start()
+    try:
+        out = json.loads(rgbt_cli("sensors", "boson", str(pty_device.path), "ffc", "--json").stdout)
+        assert out == {"fpa_temp_c": 38.0, "ffc_mode": "MANUAL", "ffc_status": "IN_PROGRESS", "ext_sync": "SLAVE"}
+        assert "run_ffc" in cam.log
+    finally:
+        cam.stop.set()
+        cam.join(2)

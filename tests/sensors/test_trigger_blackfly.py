@@ -104,3 +104,23 @@ def test_blackfly_params_from_the_repository_stack(tmp_path, rgbt_cli):
     opts = RestamperOptions.from_stack(stack)
     assert opts.cameras["thermal"].divider == 1 and opts.cameras["color"].divider == 2
     assert opts.trigger_rate_hz == stack.trigger.rate_hz
+
+
+def test_cli_trigger_against_pty_device(pty_device, rgbt_cli):
+    import json
+
+    dev = TriggerDevice(pty_device)
+    dev.start()
+    try:
+        out = json.loads(rgbt_cli("sensors", "trigger", str(pty_device.path), "rate", "60", "--json").stdout)
+        assert out == {"rate_hz": 60.0, "count": 0}
+        rgbt_cli("sensors", "trigger", str(pty_device.path), "start")
+        assert dev.model.running
+        dev.model.tick(0.5)
+        out = json.loads(rgbt_cli("sensors", "trigger", str(pty_device.path), "count", "--json").stdout)
+        assert out["count"] == 30
+    finally:
+        dev.stop.set()
+        dev.join(2)
+    gone = rgbt_cli("sensors", "trigger", str(pty_device.path) + ".absent", "count", check=False)
+    assert gone.returncode == 2 and "not connected" in gone.stderr

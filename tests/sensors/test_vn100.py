@@ -243,3 +243,17 @@ def test_cli_decode_vn100_damaged_file_and_missing_file(tmp_path, rgbt_cli):
     assert res["bytes_skipped"] == len(data) - 19 * lay.packet_size
     missing = rgbt_cli("sensors", "decode", "vn100", str(tmp_path / "nope.bin"), check=False)
     assert missing.returncode == 2 and "nope.bin" in missing.stderr
+
+
+def test_cli_vn100_live_against_pty_sensor(pty_device, rgbt_cli):
+    import json
+
+    device = Vn100Device(pty_device, preamble=b"")
+    device.start()
+    try:
+        out = json.loads(rgbt_cli("sensors", "vn100", str(pty_device.path), "--duration", "1.5", "--json").stdout)
+    finally:
+        device.stop.set()
+        device.join(2)
+    assert out["samples"] > 50 and out["rate_hz"] == pytest.approx(200.0, rel=1e-6)
+    assert out["crc_failures"] == 0 and out["connects"] == 1 and out["errors"] == []
