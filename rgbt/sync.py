@@ -205,11 +205,27 @@ class TriggerRestamper:
         self.cameras = {name: _Camera(spec) for name, spec in self.options.cameras.items()}
         self._stamps: OrderedDict[int, int] = OrderedDict()  # pulse -> stamp handed out
         self.imu_samples = 0
+        self.imu_resets = 0
+        self._last_t_sensor: int | None = None
+
+    def _reset_imu(self) -> None:
+        """The IMU restarted (TimeStartup went backwards): its clock and pulse count start over,
+        so the clock fit, the pulse table, the stamps and every camera anchor are dropped."""
+        self.imu_resets += 1
+        self.clock = _ClockFit(self.options)
+        self.pulses.clear()
+        self._stamps.clear()
+        for cam in self.cameras.values():
+            cam.anchor, cam.pending = None, []
+            cam.recent.clear()
 
     # ------------------------------------------------------------------ IMU
     def add_imu(self, syncin_count: int, t_host_ns: int, t_since_sync_ns: int, t_sensor_ns: int) -> None:
         """One VN-100 sample: SyncInCnt, host arrival, TimeSyncIn and TimeStartup (ns)."""
         self.imu_samples += 1
+        if self._last_t_sensor is not None and t_sensor_ns < self._last_t_sensor - int(1e9):
+            self._reset_imu()
+        self._last_t_sensor = int(t_sensor_ns)
         self.clock.add(int(t_sensor_ns), int(t_host_ns) - self.options.imu_latency_ns)
         if syncin_count > 0 and t_since_sync_ns is not None:
             k = int(syncin_count)
@@ -330,6 +346,7 @@ class TriggerRestamper:
                 "p99": float(np.percentile(r, 99)) / 1e6 if r.size else None,
             },
             "imu_samples": self.imu_samples,
+            "imu_resets": self.imu_resets,
             "pulses_seen": len(self.pulses),
             "cameras": cams,
         }

@@ -92,3 +92,28 @@ def test_bench_sync_cli_contract(rgbt_cli):
     assert out["misassociations"] == 0 and out["drops_detected"] == out["drops_true"]
     assert out["restamp_error_ms"]["max"] < 0.1
     assert "synthetic" in out["streams"]["source"]
+
+
+def test_imu_reboot_resets_and_relocks():
+    """The VN-100 power-cycles at 15 s: TimeStartup and SyncInCnt start over."""
+    g = GenOptions(duration_s=30.0, seed=6, drop_prob=0.0, ffc_period_s=0)
+    events, _ = generate(g)
+    rs = TriggerRestamper(_options(g))
+    reboot_true_s = 15.0
+    k_reboot = None
+    errs_after = []
+    for e in events:
+        if e.kind == "imu":
+            t_true = (e.t_sensor_ns - 7_123_456_789) / (1 + g.imu_ppm * 1e-6)
+            if t_true > reboot_true_s * 1e9:
+                if k_reboot is None:
+                    k_reboot = e.seq
+                rs.add_imu(e.seq - k_reboot, e.t_host_ns, e.t_since_sync_ns, e.t_sensor_ns - 7_000_000_000)
+            else:
+                rs.add_imu(e.seq, e.t_host_ns, e.t_since_sync_ns, e.t_sensor_ns)
+            continue
+        r = rs.add_frame(e.kind, e.seq, e.t_host_ns)
+        if r.locked and e.truth_t_ns > (reboot_true_s + 1) * 1e9:
+            errs_after.append(abs(r.t_trigger_ns - e.truth_t_ns))
+    assert rs.status()["imu_resets"] == 1
+    assert len(errs_after) > 500 and max(errs_after) < 100_000  # < 0.1 ms again after relock
