@@ -81,6 +81,13 @@ def test_udp_replay_of_the_real_tlog_reports_transitions_at_logged_times(tlog):
                     elif isinstance(out, mv.GlobalFix):
                         fixes.append(out)
             assert handled == 1, "datagram lost on loopback"
+        # the receiver asked the vehicle (here: the sender's socket) for its streams
+        sender.settimeout(1.0)
+        from pymavlink.dialects.v20 import ardupilotmega as apm
+
+        parsed = apm.MAVLink(None).parse_buffer(sender.recv(4096)) or []
+        req = [m for m in parsed if m.get_type() == "REQUEST_DATA_STREAM"]
+        assert req and req[0].req_message_rate == 20 and req[0].start_stop == 1 and req[0].target_system == 1
     finally:
         sender.close()
         ap.close()
