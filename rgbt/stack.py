@@ -238,7 +238,8 @@ def stack_from_dict(data: object, source: str = "<dict>") -> Stack:
     except ValidationError as exc:
         err = exc.errors()[0]
         key = ".".join(str(p) for p in err["loc"]) or "<root>"
-        raise ConfigError(source, key, err.get("input"), _expectation(err)) from None
+        value = None if err.get("type") == "missing" else err.get("input")
+        raise ConfigError(source, key, value, _expectation(err)) from None
 
 
 def _expectation(err: dict) -> str:
