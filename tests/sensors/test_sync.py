@@ -117,3 +117,18 @@ def test_imu_reboot_resets_and_relocks():
             errs_after.append(abs(r.t_trigger_ns - e.truth_t_ns))
     assert rs.status()["imu_resets"] == 1
     assert len(errs_after) > 500 and max(errs_after) < 100_000  # < 0.1 ms again after relock
+
+
+def test_restamper_on_simulator_streams():
+    """Streams from rgbt.sim (contract C3, synthetic): Gaussian jitter σ = 3 ms, 1 % drops, FFC."""
+    pytest.importorskip("rgbt.sim", reason="simulator ([sim]) not on this branch yet")
+    from rgbt.bench.sync import sim_events
+
+    events, truth, lat = sim_events(duration_s=8.0, seed=3, ffc_period_s=2.0)
+    opts = RestamperOptions(cameras={"thermal": CameraSync(1, int(lat["thermal"] * 1e6)),
+                                     "color": CameraSync(2, int(lat["color"] * 1e6))})
+    r = evaluate(events, truth, opts)
+    assert r["frames_restamped"] > 200
+    assert r["restamp_error_ms"]["max"] < 0.1 and r["misassociations"] == 0
+    assert r["drops_detected"] == r["drops_true"]
+    assert r["ffc_gaps_detected"] == r["ffc_gaps_true"] >= 1
