@@ -114,3 +114,56 @@ def test_vn100_node_publishes_imu_and_syncin_from_the_sensor_protocol(ros_env: d
         count, since = (int(v) for v in p.source.split(";"))
         t = stamp_to_ns(p.time_ref)
         assert count == t * 60 // 1_000_000_000 and since == t - count * 1_000_000_000 // 60
+
+
+def test_gnss_node_publishes_navsatfix_from_ubx_bytes(ros_env: dict, tmp_path: Path, fixtures_dir: Path) -> None:
+    """The real u-blox capture (fixtures/gnss/pygpsdata-NAV.ubx) written 3 times into a pty."""
+    import rclpy
+    from rclpy.experimental import EventsExecutor
+    from rclpy.parameter import Parameter
+    from rclpy.task import Future
+    from sensor_msgs.msg import NavSatFix
+
+    from rgbt.ros.qos import qos_profile
+    from rgbt.ros.spin import node_class
+    from rgbt.sensors.ubx import decode_file
+
+    capture = fixtures_dir / "gnss" / "pygpsdata-NAV.ubx"
+    expected = decode_file(capture)
+    assert expected
+    master, slave = os.openpty()
+    tty.setraw(slave)
+    port = tmp_path / "ttyGNSS"
+    os.symlink(os.ttyname(slave), port)
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    executor = EventsExecutor(context=context)
+    node = node_class("gnss")("gnss", context=context, parameter_overrides=[
+        Parameter("port", value=str(port)), Parameter("baud", value=115200)])
+    listener = rclpy.create_node("rgbt_test_gnss", context=context)
+    fixes: list = []
+    listener.create_subscription(NavSatFix, node.topic, fixes.append, qos_profile("sensor_data", 50))
+    for n in (node, listener):
+        executor.add_node(n)
+    try:
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < 1.0:  # the node opens the port
+            executor.spin_until_future_complete(Future(), timeout_sec=0.05)
+        for _ in range(3):
+            os.write(master, capture.read_bytes())
+        deadline = time.monotonic() + 20
+        while len(fixes) < 3 * len(expected) and time.monotonic() < deadline:
+            executor.spin_until_future_complete(Future(), timeout_sec=0.05)
+    finally:
+        node.close()
+        executor.shutdown()
+        for n in (node, listener):
+            n.destroy_node()
+        context.try_shutdown()
+        os.close(master)
+        os.close(slave)
+    assert len(fixes) == 3 * len(expected)
+    for got, exp in zip(fixes, expected * 3):
+        assert (got.latitude, got.longitude, got.altitude) == pytest.approx((exp.lat, exp.lon, exp.height_m))
+        assert got.status.status == exp.status
+        assert list(got.position_covariance) == pytest.approx(list(exp.position_covariance))
