@@ -30,6 +30,7 @@ class NodeOptions(BaseModel):
     input_depth: int = Field(5, ge=1)  # subscription queue (keep last N)
     diagnostics_period_s: float = Field(1.0, gt=0)
     stack_path: str = ""  # calib/stack.yaml of the repository when empty
+    nice: int = Field(0, ge=0, le=19)  # raise the process's niceness to this (never lowers it)
 
 
 class VirtualStackOptions(NodeOptions):
