@@ -169,20 +169,49 @@ class FeedFrame:
     ffc_truth: bool = False
 
 
+class FeedBridge:
+    """The streaming core of the VIO bridge (a ROS 2 node wraps it): one call per camera frame.
+
+    ``image(t_ns, frame, ffc_truth=False)`` returns the :class:`FeedFrame` to publish (mono8,
+    stamped with the trigger time ``t_ns``), or ``None`` when the frame is thinned to ``rate_hz``
+    or dropped as FFC-frozen (``drop_frozen``: default True for the temporal modes). ``counters``
+    says how many frames went each way, for diagnostics.
+    """
+
+    def __init__(self, mode: str = "temporal", rate_hz: float | None = 20.0, drop_frozen: bool | None = None) -> None:
+        self.conv = ThermalToMono8(mode)
+        self.drop_frozen = mode.startswith("temporal") if drop_frozen is None else drop_frozen
+        self.selector = RateSelector(rate_hz)
+        self.counters = {"in": 0, "thinned": 0, "frozen_dropped": 0, "out": 0}
+        self._index = -1
+
+    def frame(self, t_ns: int, frame: np.ndarray, ffc_truth: bool = False) -> FeedFrame | None:
+        """Like :meth:`image` but a dropped frozen frame comes back with ``frozen=True`` (for scoring)."""
+        self._index += 1
+        self.counters["in"] += 1
+        if not self.selector.keep(int(t_ns)):
+            self.counters["thinned"] += 1
+            return None
+        img, frozen = self.conv(frame, int(t_ns))
+        drop = bool(frozen and self.drop_frozen)
+        self.counters["frozen_dropped" if drop else "out"] += 1
+        return FeedFrame(int(t_ns), img, self._index, frozen=drop, ffc_truth=bool(ffc_truth))
+
+    def image(self, t_ns: int, frame: np.ndarray, ffc_truth: bool = False) -> FeedFrame | None:
+        out = self.frame(t_ns, frame, ffc_truth)
+        return None if out is None or out.frozen else out
+
+
 def prepare_feed(frames: Iterator[tuple[int, np.ndarray, bool]], mode: str = "temporal",
                  rate_hz: float | None = 20.0, drop_frozen: bool | None = None) -> Iterator[FeedFrame]:
-    """Turn raw ``(t_ns, frame, ffc_truth)`` into the feed: rate-selected, normalized, frozen dropped.
+    """Turn raw ``(t_ns, frame, ffc_truth)`` into the feed: rate-selected, normalized; frozen frames
+    that are dropped come back with ``frozen=True`` so the runner skips them and reports mark them.
 
     ``drop_frozen`` defaults to True for the temporal modes (they detect FFC freezes) and False for
     ``percentile`` / ``fixed`` (the paper's pipeline fed every frame).
     """
-    conv = ThermalToMono8(mode)
-    if drop_frozen is None:
-        drop_frozen = mode.startswith("temporal")
-    selector = RateSelector(rate_hz)
-    for i, (t_ns, frame, ffc) in enumerate(frames):
-        if not selector.keep(int(t_ns)):
-            continue
-        img, frozen = conv(frame, int(t_ns))
-        # frozen=True tells the runner to skip the frame (and the report to mark it)
-        yield FeedFrame(int(t_ns), img, i, frozen=bool(frozen and drop_frozen), ffc_truth=bool(ffc))
+    bridge = FeedBridge(mode, rate_hz, drop_frozen)
+    for t_ns, frame, ffc in frames:
+        out = bridge.frame(int(t_ns), frame, ffc)
+        if out is not None:
+            yield out

@@ -90,3 +90,14 @@ def test_temporal_mode_drops_frozen_frames():
     assert frozen and all(f.ffc_truth for f in frozen)
     # the paper's per-frame mode lets the frozen frames through with fresh stamps
     assert not any(f.frozen for f in prepare_feed(iter(frames), "percentile", rate_hz=20.0))
+
+
+def test_feed_bridge_streaming_counters():
+    rng = np.random.default_rng(2)
+    from rgbt.vio.feed import FeedBridge
+
+    bridge = FeedBridge("percentile", rate_hz=20.0)
+    out = [bridge.image(k * 16_666_667, rng.integers(7000, 9000, (32, 40)).astype(np.uint16)) for k in range(60)]
+    kept = [f for f in out if f is not None]
+    assert len(kept) == 20 and all(f.image.dtype == np.uint8 for f in kept)
+    assert bridge.counters == {"in": 60, "thinned": 40, "frozen_dropped": 0, "out": 20}
