@@ -29,7 +29,39 @@ def register(sub: argparse._SubParsersAction) -> None:
     run.add_argument("input", help="16-bit thermal PNG")
     run.add_argument("output", help="class-id PNG to write")
     run.set_defaults(func=_run)
+    fe = s.add_parser("eval-fusion", help="thermal-only vs RGB-only vs fused mIoU on aligned RGB-T pairs")
+    fe.add_argument("--dataset", required=True, help="CART-layout root with aligned rgb/ frames")
+    fe.add_argument("--split", help="split file or name")
+    fe.add_argument("--thermal", required=True, help="thermal ONNX (logits output)")
+    fe.add_argument("--rgb", required=True, help="RGB ONNX (logits output)")
+    fe.add_argument("--early", help="4-channel early-fusion ONNX")
+    fe.add_argument("--graph", help="two-input fusion ONNX")
+    fe.add_argument("--json", action="store_true")
+    fe.set_defaults(func=_eval_fusion)
     p.set_defaults(func=lambda a: (p.print_help(), 0)[1])
+
+
+def _eval_fusion(args: argparse.Namespace) -> int:
+    from rgbt.cli.output import print_json, print_table
+    from rgbt.seg.evaluate import evaluate_fusion
+    from rgbt.seg.fusion import FusionOptions, FusionStage
+    from rgbt.seg.stage import SegmentationStage, SegStageOptions
+
+    stages: dict = {"thermal": SegmentationStage(SegStageOptions(args.thermal, color=False)),
+                    "rgb": SegmentationStage(SegStageOptions(args.rgb, color=False)),
+                    "late": FusionStage(FusionOptions(mode="late", thermal=args.thermal, rgb=args.rgb))}
+    if args.early:
+        stages["early"] = FusionStage(FusionOptions(mode="early", model=args.early))
+    if args.graph:
+        stages["late_graph"] = FusionStage(FusionOptions(mode="graph", model=args.graph))
+    res = evaluate_fusion(args.dataset, stages, args.split, progress=not args.json)
+    if args.json:
+        print_json({k: {"per_class": v.per_class, "miou": v.miou, "n_images": v.n_images} for k, v in res.items()})
+    else:
+        print_table("RGB-T fusion mIoU (%)", ["mode", "stuff", "object", "all"],
+                    [[k, *["-" if v.miou[m] is None else f"{100 * v.miou[m]:.1f}" for m in ("stuff", "object", "all")]]
+                     for k, v in res.items()])
+    return 0
 
 
 def _eval(args: argparse.Namespace) -> int:

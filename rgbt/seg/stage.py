@@ -14,7 +14,8 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Callable, Iterable, Iterator
 
 import cv2
 import numpy as np
@@ -65,16 +66,57 @@ class SegmentationStage:
     def process(self, frame_u16: np.ndarray, rgb: np.ndarray | None = None) -> SegResult:
         """Segment one raw thermal frame (uint16 HxW counts); ``rgb`` only for early-fusion models."""
         t0 = time.perf_counter_ns()
-        frames = {"thermal": frame_u16, "rgb": rgb}
-        x, fit = prepare(frames, self.spec, self.model.sidecar.fit, self._buf)
+        x, fit = self._pre(frame_u16, rgb, self._buf)
         t1 = time.perf_counter_ns()
+        ids = self._infer(x)
+        t2 = time.perf_counter_ns()
+        return self._post(ids, x, fit, t0, t1, t2)
+
+    def stream(self, frames: Iterable[np.ndarray]) -> Iterator[SegResult]:
+        """Segment a stream of raw thermal frames, preprocessing frame n+1 and post-processing frame
+        n-1 on a helper thread while frame n is inferred (same results as ``process``, in order)."""
+        bufs = [np.empty_like(self._buf) for _ in range(3)]
+        pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="seg-prepost")
+        try:
+            it = iter(frames)
+            first = next(it, None)
+            if first is None:
+                return
+            k = 0
+            pre = pool.submit(self._timed_pre, first, bufs[k % 3])
+            post = None
+            while pre is not None:
+                x, fit, t0, t1 = pre.result()
+                nxt = next(it, None)
+                k += 1
+                pre = pool.submit(self._timed_pre, nxt, bufs[k % 3]) if nxt is not None else None
+                ids = self._infer(x)
+                t2 = time.perf_counter_ns()
+                if post is not None:
+                    yield post.result()
+                post = pool.submit(self._post, ids, x, fit, t0, t1, t2)
+            if post is not None:
+                yield post.result()
+        finally:
+            pool.shutdown(wait=True)
+
+    def _timed_pre(self, frame_u16: np.ndarray, buf: np.ndarray):  # type: ignore[no-untyped-def]
+        t0 = time.perf_counter_ns()
+        x, fit = self._pre(frame_u16, None, buf)
+        return x, fit, t0, time.perf_counter_ns()
+
+    def _pre(self, frame_u16: np.ndarray, rgb: np.ndarray | None, buf: np.ndarray):  # type: ignore[no-untyped-def]
+        return prepare({"thermal": frame_u16, "rgb": rgb}, self.spec, self.model.sidecar.fit, buf)
+
+    def _infer(self, x: np.ndarray) -> np.ndarray:
         be = self.model.backend
         if self.model.class_output:
-            ids = be.run({self.spec.name: x}, [self.model.class_output])[self.model.class_output][0]
-        else:
-            logits = be.run({self.spec.name: x}, [self.model.float_output])[self.model.float_output][0]
-            ids = np.argmax(logits, axis=0).astype(np.uint8)
-        t2 = time.perf_counter_ns()
+            return be.run({self.spec.name: x}, [self.model.class_output])[self.model.class_output][0]
+        logits = be.run({self.spec.name: x}, [self.model.float_output])[self.model.float_output][0]
+        return np.argmax(logits, axis=0).astype(np.uint8)
+
+    def _post(self, ids: np.ndarray, x: np.ndarray, fit, t0: int, t1: int, t2: int) -> SegResult:  # type: ignore[no-untyped-def]
+        be = self.model.backend
         ids = unfit_ids(ids, fit)
         color = self.colorize(ids) if self.options.color else None
         ov = None

@@ -14,26 +14,10 @@ import numpy as np
 import torch
 from torch import nn
 
-from rgbt.seg.sidecar import InputSpec, Sidecar, file_sha256, save_sidecar
+from rgbt.seg.sidecar import Sidecar, file_sha256, save_sidecar
+from rgbt.seg.zoo_reference import reference_input, sample_index
 
 OPSET = 17
-N_SAMPLES = 4096
-
-
-def reference_input(shape: tuple[int, ...]) -> np.ndarray:
-    """Deterministic float32 test pattern in [0, 1] (no RNG: identical on every numpy)."""
-    n, c, h, w = shape
-    i = np.arange(h, dtype=np.float64)[:, None]
-    j = np.arange(w, dtype=np.float64)[None, :]
-    planes = [0.5 + 0.25 * np.sin(0.037 * i * (k + 1) + 0.021 * j) + 0.25 * np.cos(0.013 * j * (k + 2) - 0.05 * i)
-              for k in range(c)]
-    return np.stack(planes)[None].astype(np.float32).reshape(shape)
-
-
-def sample_index(size: int, n: int = N_SAMPLES) -> np.ndarray:
-    """Fixed pseudo-random flat indices (a linear congruential sequence, no RNG)."""
-    n = min(n, size)
-    return (np.arange(n, dtype=np.int64) * 2654435761 % size).astype(np.int64)
 
 
 def conv_gflops(net: nn.Module, args: tuple) -> float:
