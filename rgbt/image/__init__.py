@@ -1,0 +1,1 @@
+"""Image preprocessing: thermal normalization, colormaps, radiometry, rectification."""
