@@ -28,7 +28,7 @@ from rgbt.seg.zoo.export import export_model, make_sidecar  # noqa: E402
 from rgbt.seg.zoo.models import TinySeg, WithArgmax  # noqa: E402
 from rgbt.seg.zoo.train import load_arrays, train  # noqa: E402
 
-H, W = 256, 320  # model input: the 640x512 Boson frame resized by 0.5
+H, W = 192, 240  # model input: the 640x512 Boson frame resized by 0.375
 
 
 def sim_dataset(root: Path, seconds: float, stride: int, seeds: dict[str, list[int]]) -> Path:
@@ -66,6 +66,7 @@ def main() -> int:
     ap.add_argument("--out", default=str(Path(__file__).resolve().parent / "sim_thermal_seg.onnx"))
     ap.add_argument("--dataset", help="existing CART-layout dataset (uses its train split; test_day/test_night if present)")
     ap.add_argument("--procedural", action="store_true", help="use rgbt.seg.synthetic scenes instead of rgbt.sim")
+    ap.add_argument("--n", type=int, default=60, help="--procedural: frames per condition")
     ap.add_argument("--seconds", type=float, default=20.0, help="simulated seconds per flight")
     ap.add_argument("--stride", type=int, default=6, help="keep every Nth thermal frame")
     ap.add_argument("--epochs", type=int, default=12)
@@ -80,8 +81,8 @@ def main() -> int:
     elif args.procedural:
         from rgbt.seg.synthetic import write_dataset
 
-        write_dataset(root, 120, 512, 640, seed=args.seed)
-        src = "rgbt.seg.synthetic procedural scenes (stand-in), 120 day + 120 night at 640x512"
+        write_dataset(root, args.n, 512, 640, seed=args.seed)
+        src = f"rgbt.seg.synthetic procedural scenes (stand-in), {args.n} day + {args.n} night at 640x512"
     else:
         sim_dataset(root, args.seconds, args.stride, {"train": [1, 2, 3], "test": [101]})
         src = (f"rgbt.sim flights, {args.seconds:g} s each, every {args.stride}th thermal frame; "
