@@ -26,8 +26,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--models", nargs="*", help="ONNX files (default: the thermal zoo models in engines/ and sim_thermal_seg)")
     p.add_argument("--backend", default="onnxruntime")
     p.add_argument("--threads", type=int, default=0, help="ORT intra-op threads (0 = all cores)")
-    p.add_argument("-n", type=int, default=40, help="timed calls per round and mode")
-    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("-n", type=int, default=20, help="timed calls per round and mode")
+    p.add_argument("--rounds", type=int, default=6, help="interleaved rounds (bare, serial, stream)")
 
 
 def _models(args: argparse.Namespace) -> list[Path]:
