@@ -70,7 +70,7 @@ class SegmentationStage:
         t1 = time.perf_counter_ns()
         ids = self._infer(x)
         t2 = time.perf_counter_ns()
-        return self._post(ids, x, fit, t0, t1, t2)
+        return self._post(ids, x, fit, t0, t1, t2, self.model.backend.timing.last())
 
     def stream(self, frames: Iterable[np.ndarray]) -> Iterator[SegResult]:
         """Segment a stream of raw thermal frames, preprocessing frame n+1 and post-processing frame
@@ -92,9 +92,10 @@ class SegmentationStage:
                 pre = pool.submit(self._timed_pre, nxt, bufs[k % 3]) if nxt is not None else None
                 ids = self._infer(x)
                 t2 = time.perf_counter_ns()
+                tiers = self.model.backend.timing.last()
                 if post is not None:
                     yield post.result()
-                post = pool.submit(self._post, ids, x, fit, t0, t1, t2)
+                post = pool.submit(self._post, ids, x, fit, t0, t1, t2, tiers)
             if post is not None:
                 yield post.result()
         finally:
@@ -115,8 +116,8 @@ class SegmentationStage:
         logits = be.run({self.spec.name: x}, [self.model.float_output])[self.model.float_output][0]
         return np.argmax(logits, axis=0).astype(np.uint8)
 
-    def _post(self, ids: np.ndarray, x: np.ndarray, fit, t0: int, t1: int, t2: int) -> SegResult:  # type: ignore[no-untyped-def]
-        be = self.model.backend
+    def _post(self, ids: np.ndarray, x: np.ndarray, fit, t0: int, t1: int, t2: int,  # type: ignore[no-untyped-def]
+              tiers: dict) -> SegResult:
         ids = unfit_ids(ids, fit)
         color = self.colorize(ids) if self.options.color else None
         ov = None
@@ -127,7 +128,7 @@ class SegmentationStage:
         t3 = time.perf_counter_ns()
         timing = {"preprocess_ms": (t1 - t0) / 1e6, "infer_ms": (t2 - t1) / 1e6,
                   "postprocess_ms": (t3 - t2) / 1e6, "total_ms": (t3 - t0) / 1e6,
-                  **{f"backend_{k}": v for k, v in be.timing.last().items()}}
+                  **{f"backend_{k}": v for k, v in tiers.items()}}
         return SegResult(ids, color, ov, timing)
 
 
