@@ -46,7 +46,9 @@ def ros_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict:
 
     Cleans the ``/dev/shm/fastrtps_*`` files created while the test ran.
     """
-    before = set(_shm_files())
+    from rgbt.ros.launcher import clean_shm, shm_files
+
+    before = set(shm_files())
     env = {
         "ROS_AUTOMATIC_DISCOVERY_RANGE": "LOCALHOST",
         "FASTRTPS_DEFAULT_PROFILES_FILE": str(REPO_ROOT / "launch" / "fastdds_loopback.xml"),
@@ -58,15 +60,5 @@ def ros_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict:
     for key, value in env.items():
         monkeypatch.setenv(key, value)
     yield env
-    for name in set(_shm_files()) - before:
-        try:
-            os.unlink(os.path.join("/dev/shm", name))
-        except OSError:
-            pass
-
-
-def _shm_files() -> list[str]:
-    try:
-        return [n for n in os.listdir("/dev/shm") if n.startswith(("fastrtps_", "sem.fastrtps_"))]
-    except OSError:
-        return []
+    # Only segments created during the test that no live process still maps (never other graphs').
+    clean_shm(before)
