@@ -1,0 +1,106 @@
+"""Recorder: raw CDR from best-effort subscriptions into MCAP through ``rgbt.bag.writer.BagWriter``.
+
+Starts on the autopilot's arm (``std_msgs/Bool`` on ``/rgbt/armed``) and stops when disarmed for
+``debounce_s``; ``start: always`` records from start-up; services ``~/start``, ``~/stop``,
+``~/split`` (``std_srvs/Trigger``) and ``~/prearm_check`` (its ``message`` is a JSON report).
+Never corrupts a bag: SIGINT / SIGTERM (the spin loop calls ``close()``), a write error, the size
+cap or low disk space close the current file with its summary. Each bag directory gets
+``rgbt_manifest.json`` (topics, counts, rates, drops, sync status, FFC events, disk, why it stopped).
+The logic lives in :mod:`rgbt.ros.recording`; this module is the wiring.
+"""
+
+from __future__ import annotations
+
+import json
+
+from diagnostic_msgs.msg import DiagnosticArray
+from rclpy.event_handler import SubscriptionEventCallbacks
+from std_msgs.msg import Bool
+from std_srvs.srv import Trigger
+
+from rgbt.ros.msgtypes import get_message
+from rgbt.ros.node import RgbtNode
+from rgbt.ros.options import RecorderOptions
+from rgbt.ros.qos import qos_profile, qos_to_yaml
+from rgbt.ros.recording import Recording, stack_topic_types
+from rgbt.ros.spin import node_main
+
+
+class RecorderNode(RgbtNode):
+    options_model = RecorderOptions
+    default_name = "recorder"
+
+    def __init__(self, name: str | None = None, **kwargs) -> None:  # type: ignore[no-untyped-def]
+        super().__init__(name, **kwargs)
+        o = self.options
+        stack = self.stack()
+        known = stack_topic_types(stack)
+        wanted = (o.topics or list(known)) + list(o.extra_topics)
+        self.rec = Recording(o, log=self.get_logger().info, synthetic=o.synthetic or bool(stack.synthetic))
+        self.wanted = [t for t in dict.fromkeys(wanted)]
+        self.subscribed: dict[str, str] = {}
+        for topic in self.wanted:
+            if topic in known:
+                self._subscribe(topic, known[topic])
+        self.create_subscription(Bool, o.armed_topic, self.guard(self.on_armed), qos_profile("latched"))
+        self.create_subscription(DiagnosticArray, "/diagnostics", self.guard(self.on_diagnostics),
+                                 qos_profile("reliable", depth=50))
+        for srv, fn in (("start", self.rec.manual_start), ("stop", self.rec.manual_stop),
+                        ("split", self.rec.split), ("prearm_check", self.rec.prearm_report)):
+            self.create_service(Trigger, f"~/{srv}", self._service(fn))
+        self.create_timer(0.25, self.guard(self.tick))
+        if o.start == "always":
+            self.rec.start("always")
+
+    def _subscribe(self, topic: str, msgtype: str) -> None:
+        qos = self.in_qos
+        events = SubscriptionEventCallbacks(message_lost=lambda info, t=topic: self.rec.lost(t, info.total_count_change))
+        self.create_subscription(get_message(msgtype), topic, self.guard(lambda raw, t=topic: self.rec.on_message(
+            t, raw, self.now_ns()), topic), qos, raw=True, event_callbacks=events)
+        self.subscribed[topic] = msgtype
+        self.rec.add_topic(topic, msgtype, qos_to_yaml(qos))
+
+    def tick(self) -> None:
+        """Discover extra topics' types, apply debounced arm state, check disk space."""
+        if len(self.subscribed) < len(self.wanted):
+            types = dict(self.get_topic_names_and_types())
+            for topic in self.wanted:
+                if topic not in self.subscribed and types.get(topic):
+                    self._subscribe(topic, types[topic][0])
+        self.rec.tick(self.now_ns())
+        self.diag.values.update(self.rec.diag_values())
+        for topic, stats in self.rec.topic_stats.items():
+            self.diag.topics[topic] = stats
+
+    def on_armed(self, msg: Bool) -> None:
+        self.rec.on_armed(bool(msg.data), self.now_ns())
+
+    def on_diagnostics(self, msg: DiagnosticArray) -> None:
+        for status in msg.status:
+            if status.name != self.get_name():
+                self.rec.on_peer_status(status.name, {kv.key: kv.value for kv in status.values})
+
+    def _service(self, fn):  # type: ignore[no-untyped-def]
+        def handle(_request, response):  # type: ignore[no-untyped-def]
+            try:
+                ok, message = fn()
+            except Exception as exc:  # noqa: BLE001 - a service answers, never kills the recorder
+                ok, message = False, f"{type(exc).__name__}: {exc}"
+            response.success, response.message = bool(ok), message if isinstance(message, str) else json.dumps(message)
+            return response
+
+        return handle
+
+    def close(self) -> None:
+        self.rec.stop("shutdown")
+
+
+NODE = RecorderNode
+
+
+def main(args=None) -> int:  # type: ignore[no-untyped-def]
+    return node_main(NODE, args)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

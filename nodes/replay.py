@@ -1,0 +1,117 @@
+"""Replay: plays a ROS 1 (CART) or ROS 2 bag onto its topics, with ``/clock``.
+
+Reading, clipping (``start_s`` / ``duration_s``) and topic renames are ``rgbt.bag.reader``'s
+``messages()``. ROS 2 bags are published as their raw CDR bytes; ROS 1 messages are converted
+field by field (:mod:`rgbt.ros.convert`). ``rate`` scales time (2 = twice as fast); ``rate: 0``
+plays as fast as the subscribers keep up: every message waits until all reliable subscribers
+acknowledged it (``Publisher.wait_for_all_acked``). ``/clock`` carries each message's log time.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+from rclpy.duration import Duration
+from rosgraph_msgs.msg import Clock
+
+from rgbt.ros.convert import to_rclpy
+from rgbt.ros.msgtypes import get_message
+from rgbt.ros.node import RgbtNode
+from rgbt.ros.options import ReplayOptions
+from rgbt.ros.qos import qos_profile
+from rgbt.ros.spin import node_main
+from rgbt.ros.stamps import ns_to_stamp
+
+
+class ReplayNode(RgbtNode):
+    options_model = ReplayOptions
+    default_name = "replay"
+
+    def __init__(self, name: str | None = None, **kwargs) -> None:  # type: ignore[no-untyped-def]
+        super().__init__(name, **kwargs)
+        from rgbt.bag.reader import open_bag
+        from rgbt.errors import ConfigError
+
+        o = self.options
+        if not o.path:
+            raise ConfigError(f"node {self.get_name()}", "path", o.path, "a bag path")
+        self.bag = open_bag(o.path)
+        self.renames = dict(r.split(":=", 1) for r in o.renames)
+        self.pubs: dict[str, object] = {}
+        self.ros1 = Path(o.path).suffix == ".bag"  # ROS 1 raw bytes are not CDR: convert
+        for topic, info in self.bag.topics.items():
+            if o.topics and topic not in o.topics:
+                continue
+            out = self.renames.get(topic, topic)
+            self.pubs[out] = self.create_publisher(get_message(info.msgtype), out, self.out_qos)
+        self.clock_pub = self.create_publisher(Clock, "/clock", qos_profile("reliable")) if o.clock else None
+        self.published = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._play, name="replay", daemon=True)
+        self._thread.start()
+
+    def _play(self) -> None:
+        o = self.options
+        try:
+            if self._stop.wait(o.start_delay_s):
+                return
+            while True:
+                self._play_once()
+                if not o.loop or self._stop.is_set():
+                    break
+        except Exception as exc:  # noqa: BLE001 - reported in diagnostics
+            self.diag.error(f"{type(exc).__name__}: {exc}")
+            self.get_logger().error(f"replay failed: {exc}")
+        self.get_logger().info(f"replay done: {self.published} messages")
+        if o.exit_when_done:
+            self.finished = True
+
+    def _play_once(self) -> None:
+        o = self.options
+        start_ns = self.bag.start_ns + int(o.start_s * 1e9)
+        end_ns = start_ns + int(o.duration_s * 1e9) if o.duration_s else None
+        topics = list(o.topics) or None
+        wall0 = time.monotonic_ns()
+        t_first = None
+        clock = Clock()
+        for rec in self.bag.messages(topics=topics, start_ns=start_ns, end_ns=end_ns, renames=self.renames or None):
+            if self._stop.is_set():
+                return
+            if t_first is None:
+                t_first = rec.t_ns
+            if o.rate > 0:
+                due = wall0 + (rec.t_ns - t_first) / o.rate
+                wait = (due - time.monotonic_ns()) / 1e9
+                if wait > 0 and self._stop.wait(wait):
+                    return
+            if self.clock_pub is not None:
+                ns_to_stamp(rec.t_ns, clock.clock)
+                self.clock_pub.publish(clock)
+            pub = self.pubs.get(rec.topic)
+            if pub is None:
+                continue
+            if self.ros1:
+                pub.publish(to_rclpy(rec.msg, rec.msgtype))
+            else:
+                pub.publish(bytes(rec.raw))
+            if o.rate == 0:
+                pub.wait_for_all_acked(Duration(seconds=5))
+            self.published += 1
+            self.diag.topic(rec.topic).tick()
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+
+
+NODE = ReplayNode
+
+
+def main(args=None) -> int:  # type: ignore[no-untyped-def]
+    return node_main(NODE, args)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

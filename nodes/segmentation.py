@@ -1,0 +1,53 @@
+"""Segmentation: raw thermal (mono16) -> class ids (mono8, CART ids) + coloured mask (rgb8) + diagnostics.
+
+Wraps ``rgbt.seg.stage.SegmentationStage``. Subscribes with ``input_depth`` 1, so when inference
+is slower than the camera the newest frame is processed and older ones are skipped (counted as
+``skipped`` in diagnostics; the recorder still gets every frame from the sync node).
+"""
+
+from __future__ import annotations
+
+from sensor_msgs.msg import Image
+
+from rgbt.ros.image import image_to_numpy, numpy_to_image
+from rgbt.ros.node import RgbtNode
+from rgbt.ros.options import SegmentationOptions
+from rgbt.ros.spin import node_main
+from rgbt.ros.stamps import stamp_to_ns
+
+
+class SegmentationNode(RgbtNode):
+    options_model = SegmentationOptions
+    default_name = "segmentation"
+
+    def __init__(self, name: str | None = None, **kwargs) -> None:  # type: ignore[no-untyped-def]
+        super().__init__(name, **kwargs)
+        from rgbt.ros.seg_adapter import make_stage
+
+        o = self.options
+        self.input_topic = o.input_topic or self.stack().cameras["thermal"].topic
+        self.stage = make_stage(o.model, o.backend, o.stage)
+        self.pub_ids = self.create_publisher(Image, f"{o.output_prefix}/class_ids", self.out_qos)
+        self.pub_color = self.create_publisher(Image, f"{o.output_prefix}/color", self.out_qos)
+        self.create_subscription(Image, self.input_topic, self.guard(self.on_image, self.input_topic), self.in_qos)
+
+    def on_image(self, msg: Image) -> None:
+        t_ns = stamp_to_ns(msg.header.stamp)
+        result = self.stage.process(image_to_numpy(msg))
+        self.pub_ids.publish(numpy_to_image(result.class_ids, t_ns, msg.header.frame_id, "mono8"))
+        if self.options.publish_color:
+            self.pub_color.publish(numpy_to_image(result.color, t_ns, msg.header.frame_id, "rgb8"))
+        self.diag.topic(self.input_topic).tick(self.now_ns() - t_ns)
+        for key, value in (result.timing or {}).items():
+            self.diag.values[f"timing.{key}"] = f"{value:.3f}" if isinstance(value, float) else str(value)
+
+
+NODE = SegmentationNode
+
+
+def main(args=None) -> int:  # type: ignore[no-untyped-def]
+    return node_main(NODE, args)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,60 @@
+"""Thermal preprocess: raw mono16 counts -> normalized 32FC1 [0, 1], mono8, and a colormapped rgb8 view.
+
+Wraps ``rgbt.image.normalize`` (1st-99th percentile + CLAHE by default) and
+``rgbt.image.colormap``. Output stamps = input stamps (the restamped trigger time).
+"""
+
+from __future__ import annotations
+
+from sensor_msgs.msg import Image
+
+from rgbt.ros.image import image_to_numpy, numpy_to_image
+from rgbt.ros.node import RgbtNode
+from rgbt.ros.options import PreprocessOptions
+from rgbt.ros.spin import node_main
+from rgbt.ros.stamps import stamp_to_ns
+
+
+class ThermalPreprocessNode(RgbtNode):
+    options_model = PreprocessOptions
+    default_name = "thermal_preprocess"
+
+    def __init__(self, name: str | None = None, **kwargs) -> None:  # type: ignore[no-untyped-def]
+        super().__init__(name, **kwargs)
+        from rgbt.image.colormap import apply_colormap
+        from rgbt.image.normalize import NormalizeOptions, Normalizer, to_uint8
+
+        o = self.options
+        self.input_topic = o.input_topic or self.stack().cameras["thermal"].topic
+        self.normalize = Normalizer(NormalizeOptions(low=o.low, high=o.high, clahe=o.clahe))
+        self.to_uint8, self.apply_colormap = to_uint8, apply_colormap
+        self.pub_float = self.create_publisher(Image, f"{o.output_prefix}/normalized", self.out_qos)
+        self.pub_mono8 = self.create_publisher(Image, f"{o.output_prefix}/image_mono8", self.out_qos)
+        self.pub_color = self.create_publisher(Image, f"{o.output_prefix}/colormap", self.out_qos)
+        self.create_subscription(Image, self.input_topic, self.guard(self.on_image, self.input_topic), self.in_qos)
+
+    def on_image(self, msg: Image) -> None:
+        o = self.options
+        t_ns = stamp_to_ns(msg.header.stamp)
+        img01 = self.normalize(image_to_numpy(msg))
+        frame = msg.header.frame_id
+        if o.publish_float:
+            self.pub_float.publish(numpy_to_image(img01, t_ns, frame, "32FC1"))
+        if o.publish_mono8 or o.publish_colormap:
+            u8 = self.to_uint8(img01)
+            if o.publish_mono8:
+                self.pub_mono8.publish(numpy_to_image(u8, t_ns, frame, "mono8"))
+            if o.publish_colormap:
+                self.pub_color.publish(numpy_to_image(self.apply_colormap(img01, o.colormap), t_ns, frame, "rgb8"))
+        self.diag.topic(self.input_topic).tick(self.now_ns() - t_ns)
+
+
+NODE = ThermalPreprocessNode
+
+
+def main(args=None) -> int:  # type: ignore[no-untyped-def]
+    return node_main(NODE, args)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,117 @@
+"""Trigger sync: restamps driver frames and IMU samples onto the trigger grid (``rgbt.sync``).
+
+Inputs (driver level, host-stamped): ``{raw_prefix}/<camera>/image`` + ``.../frame_info``
+(``sensor_msgs/TimeReference``: ``source`` = frame counter, ``;ffc`` suffix when frozen),
+``{raw_prefix}/imu`` + ``{raw_prefix}/imu/sync_info`` (``source`` = SyncIn count,
+``time_ref`` = host time of the last SyncIn pulse). A frame and its info are paired by their
+identical header stamp. Outputs: the stack topics (``/boson/thermal/image_raw``, ...) with the
+header stamp replaced by the restamped trigger time, patched in the raw CDR bytes (pixels are
+forwarded untouched, never deserialized). Before lock frames keep their host stamp
+(``publish_unlocked``) and are counted as ``unlocked``.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+
+from sensor_msgs.msg import Image, Imu, TimeReference
+
+from rgbt.ros.node import RgbtNode
+from rgbt.ros.options import TriggerSyncOptions
+from rgbt.ros.spin import node_main
+from rgbt.ros.stamps import cdr_stamp_ns, cdr_with_stamp, stamp_to_ns
+
+MAX_PENDING = 64
+
+
+class TriggerSyncNode(RgbtNode):
+    options_model = TriggerSyncOptions
+    default_name = "trigger_sync"
+
+    def __init__(self, name: str | None = None, **kwargs) -> None:  # type: ignore[no-untyped-def]
+        super().__init__(name, **kwargs)
+        from rgbt.ros.sync_adapter import make_restamper
+
+        o = self.options
+        self.stack_model = self.stack()
+        self.restamper = make_restamper(self.stack_model, o.restamper)
+        self.infos: dict[str, OrderedDict] = {}
+        self.pending: dict[str, OrderedDict] = {}
+        self.outputs = {}
+        for cam in o.cameras:
+            spec = self.stack_model.cameras[cam]
+            self.infos[cam], self.pending[cam] = OrderedDict(), OrderedDict()
+            self.outputs[cam] = self.create_publisher(Image, spec.topic, self.out_qos)
+            self.create_subscription(TimeReference, f"{o.raw_prefix}/{cam}/frame_info",
+                                     self.guard(lambda m, c=cam: self.on_frame_info(c, m), spec.topic), self.in_qos)
+            self.create_subscription(Image, f"{o.raw_prefix}/{cam}/image",
+                                     self.guard(lambda raw, c=cam: self.on_frame(c, raw), spec.topic), self.in_qos,
+                                     raw=True)
+        self.imu_topic = self.stack_model.imu.topic
+        self.infos["imu"], self.pending["imu"] = OrderedDict(), OrderedDict()
+        self.outputs["imu"] = self.create_publisher(Imu, self.imu_topic, self.out_qos)
+        self.create_subscription(TimeReference, f"{o.raw_prefix}/imu/sync_info",
+                                 self.guard(lambda m: self.on_frame_info("imu", m), self.imu_topic), self.in_qos)
+        self.create_subscription(Imu, f"{o.raw_prefix}/imu", self.guard(lambda raw: self.on_frame("imu", raw),
+                                                                        self.imu_topic), self.in_qos, raw=True)
+        self.diag.values["unlocked"] = "0"
+
+    def on_frame_info(self, kind: str, info: TimeReference) -> None:
+        stamp = stamp_to_ns(info.header.stamp)
+        raw = self.pending[kind].pop(stamp, None)
+        if raw is not None:
+            self.emit(kind, raw, stamp, info)
+        else:
+            _bounded_put(self.infos[kind], stamp, info)
+
+    def on_frame(self, kind: str, raw: bytes) -> None:
+        stamp = cdr_stamp_ns(raw)
+        info = self.infos[kind].pop(stamp, None)
+        if info is not None:
+            self.emit(kind, raw, stamp, info)
+        elif _bounded_put(self.pending[kind], stamp, raw):
+            topic = self.imu_topic if kind == "imu" else self.stack_model.cameras[kind].topic
+            self.diag.error(f"{kind}: frame without counter info dropped", topic)
+
+    def emit(self, kind: str, raw: bytes, t_host_ns: int, info: TimeReference) -> None:
+        counter, _, flags = info.source.partition(";")
+        if kind == "imu":
+            t_new = self.restamper.imu(int(counter), t_host_ns, t_host_ns - stamp_to_ns(info.time_ref))
+            topic = self.imu_topic
+        else:
+            t_new, status = self.restamper.frame(kind, int(counter), t_host_ns, ffc="ffc" in flags)
+            topic = self.stack_model.cameras[kind].topic
+            if status:
+                self.diag.topic(topic).drops += status.get("dropped_before", 0)
+        if t_new is None:
+            self.diag.values["unlocked"] = str(int(self.diag.values["unlocked"]) + 1)
+            if not self.options.publish_unlocked:
+                return
+            t_new = t_host_ns
+        self.outputs[kind].publish(cdr_with_stamp(raw, t_new))
+        self.diag.topic(topic).tick(self.now_ns() - t_host_ns)
+
+    def publish_diagnostics(self) -> None:
+        for key, value in self.restamper.status().items():
+            self.diag.values[f"sync.{key}"] = str(value)
+        super().publish_diagnostics()
+
+
+def _bounded_put(d: OrderedDict, key: int, value: object) -> bool:
+    """Insert; evict the oldest beyond :data:`MAX_PENDING`. Returns True when something was evicted."""
+    d[key] = value
+    if len(d) > MAX_PENDING:
+        d.popitem(last=False)
+        return True
+    return False
+
+
+NODE = TriggerSyncNode
+
+
+def main(args=None) -> int:  # type: ignore[no-untyped-def]
+    return node_main(NODE, args)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

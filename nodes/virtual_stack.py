@@ -1,0 +1,190 @@
+"""Virtual sensor stack: publishes ``rgbt.sim.SimStack.samples()`` at the real rate, as the drivers would.
+
+Frames and IMU samples go to the driver-level topics (host-stamped) with their counters on companion
+``sensor_msgs/TimeReference`` topics (``source`` = counter, ``;ffc`` when frozen by a flat-field
+correction); the trigger sync node restamps them onto the stack topics. GNSS, autopilot pose and
+the armed state (``std_msgs/Bool`` on ``/rgbt/armed``, latched) go straight to their topics.
+Samples marked ``dropped`` are never published. With ``manifest_path`` set, a JSON manifest of what
+was published (counts, CRC32 and true trigger time of every frame) is written at exit.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import zlib
+
+from geometry_msgs.msg import PoseStamped
+from scipy.spatial.transform import Rotation
+from sensor_msgs.msg import Image, Imu, NavSatFix, TimeReference
+from std_msgs.msg import Bool
+
+from rgbt.ros.image import numpy_to_image
+from rgbt.ros.node import RgbtNode
+from rgbt.ros.options import ARMED_TOPIC, TRIGGER_TOPIC, VirtualStackOptions
+from rgbt.ros.qos import qos_profile
+from rgbt.ros.spin import node_main
+from rgbt.ros.stamps import ns_to_stamp
+
+
+class VirtualStackNode(RgbtNode):
+    options_model = VirtualStackOptions
+    default_name = "virtual_stack"
+
+    def __init__(self, name: str | None = None, **kwargs) -> None:  # type: ignore[no-untyped-def]
+        super().__init__(name, **kwargs)
+        from rgbt.sim import SimOptions, SimStack
+
+        o = self.options
+        self.stack_model = self.stack()
+        sim_fields = dict(o.sim)
+        if o.stack_path:
+            sim_fields.setdefault("stack_path", o.stack_path)
+        self.sim = SimStack(SimOptions(**sim_fields))
+        out = self.out_qos
+        self.pubs: dict[str, object] = {}
+        self.info_pubs: dict[str, object] = {}
+        self.topics: dict[str, str] = {}
+        for cam in ("thermal", "color", "mono"):
+            if cam in self.stack_model.cameras:
+                self._pub(cam, Image, f"{o.raw_prefix}/{cam}/image", out)
+                self.info_pubs[cam] = self.create_publisher(TimeReference, f"{o.raw_prefix}/{cam}/frame_info", out)
+        self._pub("imu", Imu, f"{o.raw_prefix}/imu", out)
+        self.info_pubs["imu"] = self.create_publisher(TimeReference, f"{o.raw_prefix}/imu/sync_info", out)
+        self._pub("gnss", NavSatFix, self.stack_model.gnss.topic, out)
+        self._pub("pose", PoseStamped, self.stack_model.autopilot.pose_topic, out)
+        self._pub("trigger", TimeReference, TRIGGER_TOPIC, out)
+        self._pub("state", Bool, ARMED_TOPIC, qos_profile("latched"))
+        self.manifest: dict = {"synthetic": True, "sim": sim_fields, "topics": {}, "frames": {}}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._play, name="virtual_stack", daemon=True)
+        self._thread.start()
+
+    def _pub(self, kind: str, msg_type, topic: str, qos) -> None:  # type: ignore[no-untyped-def]
+        self.pubs[kind] = self.create_publisher(msg_type, topic, qos)
+        self.topics[kind] = topic
+
+    def _count(self, kind: str, stack_topic: str | None = None) -> None:
+        """Count a publication; ``stack_topic``: where the sync node will republish it restamped."""
+        topic = self.topics[kind]
+        self.manifest["topics"][topic] = self.manifest["topics"].get(topic, 0) + 1
+        if stack_topic:
+            expected = self.manifest.setdefault("stack_topics", {})
+            expected[stack_topic] = expected.get(stack_topic, 0) + 1
+        self.diag.topic(topic).tick()
+
+    # -- playback thread -----------------------------------------------------------------------
+    def _play(self) -> None:
+        o = self.options
+        t0_wall = time.time_ns() + int(o.start_delay_s * 1e9)
+        t0_sim = None
+        self.manifest["t0_wall_ns"] = t0_wall
+        try:
+            for sample in self.sim.samples():
+                if self._stop.is_set():
+                    break
+                if t0_sim is None:
+                    t0_sim = sample.t_ns
+                    self.manifest["t0_sim_ns"] = t0_sim
+                if sample.dropped:
+                    self.manifest.setdefault("dropped", {}).setdefault(sample.kind, 0)
+                    self.manifest["dropped"][sample.kind] += 1
+                    continue
+                t_host = t0_wall + (sample.t_host_ns - t0_sim)
+                if o.realtime:
+                    wait = (t_host - time.time_ns()) / 1e9
+                    if wait > 0 and self._stop.wait(wait):
+                        break
+                # a driver stamps the arrival: now (later than planned when the simulator runs late)
+                self._publish(sample, max(t_host, time.time_ns()), t0_wall + (sample.t_ns - t0_sim))
+        except Exception as exc:  # noqa: BLE001 - reported, the node keeps its diagnostics
+            self.diag.error(f"{type(exc).__name__}: {exc}")
+            self.get_logger().error(f"simulation failed: {exc}")
+        self.manifest["done"] = True
+        if o.exit_when_done:
+            self.finished = True
+
+    def _publish(self, s, t_host: int, t_true: int) -> None:  # type: ignore[no-untyped-def]
+        kind = s.kind
+        if kind in ("thermal", "color", "mono"):
+            cam = self.stack_model.cameras[kind]
+            info = TimeReference()
+            ns_to_stamp(t_host, info.header.stamp)
+            info.header.frame_id = cam.frame_id
+            ns_to_stamp(t_host, info.time_ref)
+            info.source = f"{int(s.seq)}" + (";ffc" if s.ffc else "")
+            self.info_pubs[kind].publish(info)
+            msg = numpy_to_image(s.data, t_host, cam.frame_id, cam.encoding)
+            self.pubs[kind].publish(msg)
+            frames = self.manifest["frames"].setdefault(cam.topic, {"crc32": [], "t_true_ns": [], "seq": []})
+            frames["crc32"].append(zlib.crc32(msg.data))
+            frames["t_true_ns"].append(t_true)
+            frames["seq"].append(int(s.seq))
+            self._count(kind, cam.topic)
+        elif kind == "imu":
+            d = s.data
+            msg = Imu()
+            ns_to_stamp(t_host, msg.header.stamp)
+            msg.header.frame_id = self.stack_model.imu.frame_id
+            msg.angular_velocity.x, msg.angular_velocity.y, msg.angular_velocity.z = map(float, d.gyro_rad_s)
+            msg.linear_acceleration.x, msg.linear_acceleration.y, msg.linear_acceleration.z = map(float, d.accel_m_s2)
+            msg.orientation_covariance[0] = -1.0  # no orientation
+            info = TimeReference()
+            info.header.stamp = msg.header.stamp
+            ns_to_stamp(t_host - int(d.t_since_sync_ns), info.time_ref)
+            info.source = str(int(d.syncin_count))
+            self.info_pubs["imu"].publish(info)
+            self.pubs["imu"].publish(msg)
+            self.manifest.setdefault("imu_t_true_ns", []).append(t_true)
+            self._count("imu", self.stack_model.imu.topic)
+        elif kind == "gnss":
+            d = s.data
+            msg = NavSatFix()
+            ns_to_stamp(t_host, msg.header.stamp)
+            msg.header.frame_id = self.stack_model.gnss.frame_id
+            msg.latitude, msg.longitude, msg.altitude = float(d.lat), float(d.lon), float(d.alt)
+            self.pubs["gnss"].publish(msg)
+            self._count("gnss")
+        elif kind == "pose":
+            T = s.data.T_world_body if hasattr(s.data, "T_world_body") else s.data
+            msg = PoseStamped()
+            ns_to_stamp(t_host, msg.header.stamp)
+            msg.header.frame_id = "map"
+            p = msg.pose.position
+            p.x, p.y, p.z = map(float, T[:3, 3])
+            q = Rotation.from_matrix(T[:3, :3]).as_quat()  # x, y, z, w
+            msg.pose.orientation.x, msg.pose.orientation.y, msg.pose.orientation.z, msg.pose.orientation.w = map(float, q)
+            self.pubs["pose"].publish(msg)
+            self._count("pose")
+        elif kind == "state":
+            armed = bool(s.data.armed if hasattr(s.data, "armed") else s.data)
+            self.pubs["state"].publish(Bool(data=armed))
+            self.manifest.setdefault("armed_events", []).append([t_true, armed])
+            self._count("state")
+        elif kind == "trigger":
+            msg = TimeReference()
+            ns_to_stamp(t_host, msg.header.stamp)
+            ns_to_stamp(t_true, msg.time_ref)
+            msg.source = str(int(s.seq))
+            self.pubs["trigger"].publish(msg)
+            self._count("trigger")
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+        if self.options.manifest_path and not self.manifest.get("written"):
+            self.manifest["written"] = True
+            with open(self.options.manifest_path, "w") as fh:
+                json.dump(self.manifest, fh)
+
+
+NODE = VirtualStackNode
+
+
+def main(args=None) -> int:  # type: ignore[no-untyped-def]
+    return node_main(NODE, args)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,33 @@
+"""``rgbt up PROFILE [--duration S]``: start a profile's ROS 2 graph (no ``ros2 launch`` needed)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("up", help="start a ROS 2 graph from a profile in launch/ (bench-sim, flight, replay)")
+    p.add_argument("profile", help="profile name (launch/NAME.yaml) or path to a profile YAML")
+    p.add_argument("--duration", type=float, default=None, help="stop after S seconds (default: until SIGINT)")
+    p.add_argument("--set", action="append", default=[], metavar="NODE.PARAM=VALUE",
+                   help="override a node parameter (repeatable), e.g. recorder.out_dir=/tmp/bags")
+    p.add_argument("--single-process", action="store_true", help="run every node in one process")
+    p.add_argument("--print", action="store_true", help="print the nodes and parameters and exit")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from dataclasses import replace
+
+    from rgbt.cli.output import print_json
+    from rgbt.ros.launcher import run_graph
+    from rgbt.ros.profile import node_specs, parse_set, profile_env
+
+    specs = node_specs(args.profile, parse_set(args.set))
+    if args.single_process:
+        specs = [replace(s, process="all") for s in specs]
+    if args.print:
+        print_json([s.__dict__ for s in specs])
+        return 0
+    return run_graph(specs, args.duration, profile_env(args.profile), log=lambda m: print(m, file=sys.stderr))

@@ -1,0 +1,88 @@
+"""Per-node counters behind ``diagnostic_msgs/DiagnosticArray`` (no rclpy import here).
+
+Each node keeps one :class:`TopicStats` per topic it handles (messages, drops, errors, latency from
+the header stamp to handling time) and reports them as key/value pairs on ``/diagnostics``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from dataclasses import dataclass, field
+
+import numpy as np
+
+
+@dataclass
+class TopicStats:
+    """Counters of one topic: ``count`` handled, ``drops`` detected (sequence gaps, full queues),
+    ``errors`` (exceptions), and the last latencies in ns (stamp -> handled, same host clock)."""
+
+    name: str
+    count: int = 0
+    drops: int = 0
+    errors: int = 0
+    latencies_ns: deque = field(default_factory=lambda: deque(maxlen=2000))
+    _window: deque = field(default_factory=lambda: deque(maxlen=400))
+
+    def tick(self, latency_ns: int | None = None, now_ns: int | None = None) -> None:
+        """Count one message (optionally with its latency in ns)."""
+        self.count += 1
+        self._window.append(now_ns if now_ns is not None else time.monotonic_ns())
+        if latency_ns is not None:
+            self.latencies_ns.append(int(latency_ns))
+
+    def rate_hz(self) -> float:
+        """Rate over the last (up to 400) messages in Hz; 0 with fewer than two."""
+        if len(self._window) < 2:
+            return 0.0
+        span = self._window[-1] - self._window[0]
+        return (len(self._window) - 1) * 1e9 / span if span > 0 else 0.0
+
+    def latency_ms(self) -> tuple[float | None, float | None]:
+        """(p50, p99) of the recent latencies in ms, or (None, None) when none were recorded."""
+        if not self.latencies_ns:
+            return None, None
+        a = np.asarray(self.latencies_ns, dtype=np.float64) / 1e6
+        return float(np.percentile(a, 50)), float(np.percentile(a, 99))
+
+    def summary(self) -> dict:
+        p50, p99 = self.latency_ms()
+        return {"count": self.count, "drops": self.drops, "errors": self.errors,
+                "rate_hz": round(self.rate_hz(), 3), "p50_ms": p50, "p99_ms": p99}
+
+
+@dataclass
+class NodeDiagnostics:
+    """All counters of one node plus its free-form status (``level`` 0 OK, 1 WARN, 2 ERROR)."""
+
+    node: str
+    topics: dict[str, TopicStats] = field(default_factory=dict)
+    errors: int = 0
+    last_error: str = ""
+    level: int = 0
+    message: str = "ok"
+    values: dict[str, str] = field(default_factory=dict)
+
+    def topic(self, name: str) -> TopicStats:
+        if name not in self.topics:
+            self.topics[name] = TopicStats(name)
+        return self.topics[name]
+
+    def error(self, text: str, topic: str | None = None) -> None:
+        self.errors += 1
+        self.last_error = text
+        if topic is not None:
+            self.topic(topic).errors += 1
+
+    def key_values(self) -> list[tuple[str, str]]:
+        kv = [("errors", str(self.errors)), ("last_error", self.last_error)]
+        for name, stats in sorted(self.topics.items()):
+            for key, value in stats.summary().items():
+                kv.append((f"{name}.{key}", "" if value is None else str(value)))
+        kv.extend(sorted(self.values.items()))
+        return kv
+
+    def summary(self) -> dict:
+        return {"node": self.node, "errors": self.errors, "last_error": self.last_error,
+                "topics": {n: s.summary() for n, s in sorted(self.topics.items())}, **self.values}

@@ -1,0 +1,166 @@
+"""Start a profile's node processes without ``ros2 launch`` (``rgbt up``); no rclpy import here.
+
+One child process per profile process group (``python -m rgbt.ros.spin``), a ROS ``--params-file``
+written from the validated profile, loopback-only discovery and the shipped Fast DDS profile unless
+the caller's environment says otherwise. Children are ended by PID (SIGINT, then SIGKILL after a
+grace period) and the ``/dev/shm`` Fast DDS files they leave behind are removed.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from rgbt.paths import LAUNCH_DIR, REPO_ROOT
+from rgbt.ros.profile import NodeSpec, params_file_data, processes
+
+SHM_DIR = Path("/dev/shm")
+SHM_PREFIXES = ("fastrtps_", "sem.fastrtps_", "fastdds_", "sem.fastdds_")
+
+
+def ros_environment(base: dict[str, str] | None = None, extra: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment for node processes: loopback discovery + the shipped Fast DDS profile by default."""
+    env = dict(os.environ if base is None else base)
+    env.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
+    env.setdefault("FASTRTPS_DEFAULT_PROFILES_FILE", str(LAUNCH_DIR / "fastdds_loopback.xml"))
+    env.setdefault("RMW_IMPLEMENTATION", "rmw_fastrtps_cpp")
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), env.get("PYTHONPATH", "")) if p)
+    env.update(extra or {})
+    return env
+
+
+def shm_files() -> set[str]:
+    try:
+        return {n for n in os.listdir(SHM_DIR) if n.startswith(SHM_PREFIXES)}
+    except OSError:
+        return set()
+
+
+def _shm_in_use() -> set[str]:
+    """Names under /dev/shm that some process still maps or holds open."""
+    used: set[str] = set()
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/maps") as fh:
+                for line in fh:
+                    i = line.find("/dev/shm/")
+                    if i >= 0:
+                        used.add(line[i + 9:].strip().split(" ")[0])
+            for fd in os.listdir(f"/proc/{pid}/fd"):
+                target = os.readlink(f"/proc/{pid}/fd/{fd}")
+                if target.startswith("/dev/shm/"):
+                    used.add(target[9:])
+        except OSError:
+            continue
+    return used
+
+
+def clean_shm(before: set[str]) -> list[str]:
+    """Remove Fast DDS shared-memory files created since ``before`` that no process uses any more."""
+    removed = []
+    candidates = shm_files() - before
+    if not candidates:
+        return removed
+    in_use = _shm_in_use()
+    for name in sorted(candidates - in_use):
+        try:
+            os.unlink(SHM_DIR / name)
+            removed.append(name)
+        except OSError:
+            pass
+    return removed
+
+
+@dataclass
+class Graph:
+    """Running node processes of one profile."""
+
+    procs: dict[str, subprocess.Popen] = field(default_factory=dict)
+    workdir: Path | None = None
+    shm_before: set[str] = field(default_factory=set)
+
+    def alive(self) -> list[str]:
+        return [n for n, p in self.procs.items() if p.poll() is None]
+
+    def stop(self, grace_s: float = 15.0, settle_s: float = 0.3) -> dict[str, int]:
+        """End the children by PID in profile order (sources first, so what they published reaches
+        the recorder): SIGINT, wait up to ``grace_s``, SIGKILL if still alive; then clean /dev/shm."""
+        for proc in self.procs.values():
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGINT)
+                try:
+                    proc.wait(timeout=grace_s)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait()
+                time.sleep(settle_s)  # messages in flight reach the later processes
+        clean_shm(self.shm_before)
+        return {n: p.returncode for n, p in self.procs.items()}
+
+
+def start_graph(specs: list[NodeSpec], env_extra: dict[str, str] | None = None, duration_s: float | None = None,
+                stdout=None, stderr=None) -> Graph:  # type: ignore[no-untyped-def]
+    """Start one ``python -m rgbt.ros.spin`` process per process group of ``specs``."""
+    graph = Graph(shm_before=shm_files())
+    graph.workdir = Path(tempfile.mkdtemp(prefix="rgbt_up_"))
+    params = graph.workdir / "params.yaml"
+    params.write_text(yaml.safe_dump(params_file_data(specs), sort_keys=False))
+    env = ros_environment(extra=env_extra)
+    for group, members in processes(specs).items():
+        cmd = [sys.executable, "-m", "rgbt.ros.spin"]
+        for spec in members:
+            cmd += ["--node", f"{spec.name}:{spec.executable}"]
+        if duration_s:
+            cmd += ["--duration", str(duration_s + 5.0)]  # a backstop; the launcher stops them first
+        cmd += ["--ros-args", "--params-file", str(params)]
+        # own session: a terminal Ctrl-C reaches the launcher only, which stops children in order
+        graph.procs[group] = subprocess.Popen(cmd, env=env, stdout=stdout, stderr=stderr, start_new_session=True)
+    return graph
+
+
+def run_graph(specs: list[NodeSpec], duration_s: float | None = None, env_extra: dict[str, str] | None = None,
+              log=print) -> int:  # type: ignore[no-untyped-def]
+    """Start the graph, wait for ``duration_s`` (or SIGINT/SIGTERM, or every child exiting), stop it.
+
+    Returns 0 when every child exited cleanly, 1 otherwise.
+    """
+    stop = {"signal": 0}
+
+    def on_signal(signum: int, _frame: object) -> None:
+        stop["signal"] = signum
+
+    old = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+    graph = start_graph(specs, env_extra, duration_s)
+    log(f"rgbt up: {len(graph.procs)} process(es): " +
+        ", ".join(f"{g}[{p.pid}]" for g, p in graph.procs.items()))
+    try:
+        deadline = None if duration_s is None else time.monotonic() + duration_s
+        while not stop["signal"] and graph.alive():
+            if deadline is not None and time.monotonic() >= deadline:
+                break
+            time.sleep(0.1)
+    finally:
+        codes = graph.stop()
+        for s, handler in old.items():
+            signal.signal(s, handler)
+    bad = {g: c for g, c in codes.items() if c not in (0, -signal.SIGINT)}
+    if bad:
+        log(f"rgbt up: processes exited with errors: {bad}")
+    return 1 if bad else 0
+
+
+def ros_environment_defaults() -> None:
+    """Apply the loopback defaults to this process's environment (before rclpy is initialized)."""
+    for key, value in ros_environment({}).items():
+        if key != "PYTHONPATH":
+            os.environ.setdefault(key, value)

@@ -1,0 +1,98 @@
+"""``RgbtNode``: the base of every node in ``nodes/``.
+
+It reads the node's ROS parameters, validates them with the node's options model (printed at
+start-up), publishes ``diagnostic_msgs/DiagnosticArray`` on ``/diagnostics`` every
+``diagnostics_period_s``, and wraps callbacks so an exception is logged and counted, never fatal.
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+import traceback
+from typing import Any, Callable, ClassVar
+
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from pydantic import ValidationError
+from rclpy.node import Node
+
+from rgbt.errors import ConfigError
+from rgbt.ros.diagnostics import NodeDiagnostics
+from rgbt.ros.options import NodeOptions, unflatten
+from rgbt.ros.qos import qos_profile
+from rgbt.ros.stamps import ns_to_stamp
+
+
+#: parameters every rclpy node declares itself (not part of an options model)
+ROS_BUILTIN_PARAMETERS = frozenset({"use_sim_time", "start_type_description_service", "qos_overrides"})
+
+
+class RgbtNode(Node):
+    """A node with validated options (``self.options``), diagnostics (``self.diag``) and guarded callbacks."""
+
+    options_model: ClassVar[type[NodeOptions]] = NodeOptions
+    default_name: ClassVar[str] = "rgbt_node"
+
+    def __init__(self, name: str | None = None, **kwargs: Any) -> None:
+        super().__init__(name or self.default_name, allow_undeclared_parameters=True,
+                         automatically_declare_parameters_from_overrides=True, **kwargs)
+        params = {n: p.value for n, p in self._parameters.items() if n.split(".")[0] not in ROS_BUILTIN_PARAMETERS}
+        try:
+            self.options = self.options_model.model_validate(unflatten(params))
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            raise ConfigError(f"node {self.get_name()}", ".".join(map(str, err["loc"])), err.get("input"),
+                              err["msg"]) from None
+        self.get_logger().info(f"{type(self.options).__name__}: {self.options.model_dump_json()}")
+        self.diag = NodeDiagnostics(self.get_name())
+        self.finished = False  # set by a node whose work is done (spin loop then exits)
+        self._diag_pub = self.create_publisher(DiagnosticArray, "/diagnostics", qos_profile("reliable"))
+        self.create_timer(self.options.diagnostics_period_s, self.guard(self.publish_diagnostics))
+
+    # -- helpers -------------------------------------------------------------------------------
+    @property
+    def in_qos(self):  # type: ignore[no-untyped-def]
+        return qos_profile(self.options.input_qos, depth=self.options.input_depth)
+
+    @property
+    def out_qos(self):  # type: ignore[no-untyped-def]
+        return qos_profile(self.options.output_qos)
+
+    def stack(self):  # type: ignore[no-untyped-def]
+        """The stack model from ``stack_path`` (the repository's calib/stack.yaml when empty)."""
+        from rgbt.stack import load_stack
+
+        return load_stack(self.options.stack_path or None)
+
+    def now_ns(self) -> int:
+        return self.get_clock().now().nanoseconds
+
+    def guard(self, fn: Callable[..., Any], topic: str | None = None) -> Callable[..., Any]:
+        """Wrap a callback: exceptions are logged, counted in diagnostics and swallowed."""
+
+        @functools.wraps(fn)
+        def wrapped(*args: Any) -> Any:
+            try:
+                return fn(*args)
+            except Exception as exc:  # noqa: BLE001 - a node keeps running (DESIGN.md section 3)
+                self.diag.error(f"{type(exc).__name__}: {exc}", topic)
+                if self.diag.errors <= 5:
+                    self.get_logger().error(f"{fn.__name__}: {exc}\n{traceback.format_exc()}")
+                return None
+
+        return wrapped
+
+    def publish_diagnostics(self) -> None:
+        status = DiagnosticStatus()
+        status.name = self.get_name()
+        status.hardware_id = "rgbt"
+        status.level = bytes([max(self.diag.level, 1 if self.diag.errors else 0)])
+        status.message = self.diag.message
+        status.values = [KeyValue(key=k, value=v) for k, v in self.diag.key_values()]
+        msg = DiagnosticArray()
+        ns_to_stamp(time.time_ns(), msg.header.stamp)
+        msg.status = [status]
+        self._diag_pub.publish(msg)
+
+    def close(self) -> None:
+        """Release resources (files, sockets) before the node is destroyed; must be idempotent."""

@@ -1,0 +1,216 @@
+"""One pydantic options model per node (no rclpy import: profiles are validated without ROS).
+
+A node's ROS parameters (from a profile's ``parameters`` or a ``--params-file``) are validated by
+its model at start-up and the result is printed, so every run says exactly what it did. Nested
+dicts (``sim``, ``stage``, ...) arrive as dotted ROS parameter names (``sim.seed``) and are
+folded back by :func:`unflatten`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+QosName = Literal["sensor_data", "reliable", "latched"]
+
+#: Topics between the (virtual or real) drivers and the trigger sync node: host-stamped frames and
+#: their frame counters. The sync node republishes the frames restamped on the stack topics.
+RAW_PREFIX = "/rgbt/raw"
+ARMED_TOPIC = "/rgbt/armed"  # std_msgs/Bool, latched: the autopilot's armed state
+TRIGGER_TOPIC = "/rgbt/trigger"
+
+
+class NodeOptions(BaseModel):
+    """Options every node takes."""
+
+    model_config = ConfigDict(extra="forbid")
+    input_qos: QosName = "sensor_data"
+    output_qos: QosName = "sensor_data"
+    input_depth: int = Field(5, ge=1)  # subscription queue (keep last N)
+    diagnostics_period_s: float = Field(1.0, gt=0)
+    stack_path: str = ""  # calib/stack.yaml of the repository when empty
+
+
+class VirtualStackOptions(NodeOptions):
+    """Publishes ``rgbt.sim.SimStack.samples()`` at the real rate as the drivers would."""
+
+    sim: dict[str, Any] = Field(default_factory=dict)  # rgbt.sim.SimOptions fields
+    realtime: bool = True  # False: as fast as possible
+    start_delay_s: float = Field(1.0, ge=0)  # discovery time before the first sample
+    raw_prefix: str = RAW_PREFIX
+    manifest_path: str = ""  # JSON: counts + CRC32 of every published frame, written at exit
+    exit_when_done: bool = False
+
+
+class TriggerSyncOptions(NodeOptions):
+    """Restamps frames and IMU samples onto the trigger grid (``rgbt.sync.TriggerRestamper``)."""
+
+    input_depth: int = Field(50, ge=1)  # must never lose a frame: deep queues
+    raw_prefix: str = RAW_PREFIX
+    cameras: list[str] = Field(default_factory=lambda: ["thermal", "color", "mono"])
+    restamper: dict[str, Any] = Field(default_factory=dict)  # rgbt.sync options
+    publish_unlocked: bool = True  # before lock: forward with the host stamp (counted)
+
+
+class PreprocessOptions(NodeOptions):
+    """Thermal normalization (percentiles + CLAHE) to 32FC1, mono8 and a colormapped view."""
+
+    input_topic: str = ""  # the stack's thermal topic when empty
+    output_prefix: str = "/rgbt/thermal"
+    low: float = 1.0
+    high: float = 99.0
+    clahe: bool = True
+    colormap: str = "ironbow"
+    publish_float: bool = True
+    publish_mono8: bool = True
+    publish_colormap: bool = True
+
+
+class RectifyOptions(NodeOptions):
+    """Stereo-rectifies colour + thermal pairs (same restamped trigger time) to 960x600."""
+
+    pair: str = "color_thermal"
+    color_topic: str = ""
+    thermal_topic: str = ""
+    output_prefix: str = "/rgbt/rectified"
+    max_pending: int = 8
+
+
+class SegmentationOptions(NodeOptions):
+    """Runs ``rgbt.seg.stage.SegmentationStage`` on raw thermal; publishes class ids + colours."""
+
+    input_depth: int = Field(1, ge=1)  # newest frame only: skip what inference cannot keep up with
+    input_topic: str = ""
+    output_prefix: str = "/rgbt/seg"
+    model: str = "engines/sim_thermal_seg.onnx"
+    backend: str = "onnxruntime"
+    stage: dict[str, Any] = Field(default_factory=dict)
+    publish_color: bool = True
+
+
+class FusionOptions(NodeOptions):
+    """RGB-T fusion on rectified pairs (``rgbt.seg.fusion``)."""
+
+    color_topic: str = "/rgbt/rectified/color"
+    thermal_topic: str = "/rgbt/rectified/thermal"
+    output_prefix: str = "/rgbt/fusion"
+    fusion: dict[str, Any] = Field(default_factory=dict)
+
+
+class RecorderOptions(NodeOptions):
+    """Records raw CDR to MCAP (``rgbt.bag.writer.BagWriter``), arm-to-disarm by default."""
+
+    input_qos: QosName = "sensor_data"
+    input_depth: int = Field(100, ge=1)
+    out_dir: str = "bags"
+    topics: list[str] = Field(default_factory=list)  # the stack topics when empty
+    extra_topics: list[str] = Field(default_factory=list)
+    start: Literal["arm", "always", "manual"] = "arm"
+    armed_topic: str = ARMED_TOPIC
+    debounce_s: float = Field(1.0, ge=0)
+    split_size_mb: float = Field(0, ge=0)  # 0: no split
+    split_duration_s: float = Field(0, ge=0)
+    compression: Literal["none", "zstd"] = "none"
+    max_total_mb: float = Field(0, ge=0)  # 0: no cap; reaching it closes the bag (never corrupt)
+    min_free_mb: float = Field(500, ge=0)  # stop recording below this free disk space
+    prearm_minutes: float = Field(10, ge=0)  # disk space needed for this many minutes
+    synthetic: bool = False  # labels the bag rgbt.synthetic=true
+
+
+class ReplayOptions(NodeOptions):
+    """Plays a ROS 1 or ROS 2 bag onto topics with ``/clock``."""
+
+    output_qos: QosName = "reliable"
+    path: str = ""
+    rate: float = Field(1.0, ge=0)  # 0: as fast as possible
+    start_s: float = Field(0.0, ge=0)  # offset from the bag start
+    duration_s: float = Field(0.0, ge=0)  # 0: to the end
+    topics: list[str] = Field(default_factory=list)  # all when empty
+    renames: list[str] = Field(default_factory=list)  # "old:=new"
+    clock: bool = True
+    loop: bool = False
+    exit_when_done: bool = True
+    start_delay_s: float = Field(1.0, ge=0)
+
+
+class HealthOptions(NodeOptions):
+    """CPU, memory, disk and temperatures (psutil; tegrastats / jtop when present)."""
+
+    period_s: float = Field(1.0, gt=0)
+    disk_path: str = "bags"
+    topic: str = "/rgbt/health"
+
+
+class MavlinkBridgeOptions(NodeOptions):
+    """MAVLink (UDP or serial) -> armed state, local pose, global position."""
+
+    url: str = "udpin:127.0.0.1:14550"
+    armed_topic: str = ARMED_TOPIC
+    pose_topic: str = ""
+    global_topic: str = ""
+    poll_period_s: float = Field(0.005, gt=0)
+
+
+class ThermalQueryOptions(NodeOptions):
+    """Answers temperature queries (pixel / region / class) on radiometric thermal frames."""
+
+    thermal_topic: str = ""
+    class_topic: str = "/rgbt/seg/class_ids"
+    request_topic: str = "/rgbt/thermal_query/request"
+    response_topic: str = "/rgbt/thermal_query/response"
+    radiometry: dict[str, Any] = Field(default_factory=dict)
+
+
+class DriverOptions(NodeOptions):
+    """A hardware driver (VN-100, u-blox, Boson, Blackfly) over a serial port or SDK."""
+
+    port: str = ""
+    baud: int = 921600
+    camera: str = "thermal"
+    raw_prefix: str = RAW_PREFIX
+    driver: dict[str, Any] = Field(default_factory=dict)
+
+
+#: executable (``nodes/<executable>.py``) -> its options model
+OPTIONS: dict[str, type[NodeOptions]] = {
+    "virtual_stack": VirtualStackOptions,
+    "trigger_sync": TriggerSyncOptions,
+    "thermal_preprocess": PreprocessOptions,
+    "rectify": RectifyOptions,
+    "segmentation": SegmentationOptions,
+    "fusion": FusionOptions,
+    "recorder": RecorderOptions,
+    "replay": ReplayOptions,
+    "health": HealthOptions,
+    "mavlink_bridge": MavlinkBridgeOptions,
+    "thermal_query": ThermalQueryOptions,
+    "vn100": DriverOptions,
+    "gnss": DriverOptions,
+    "thermal_camera": DriverOptions,
+    "color_camera": DriverOptions,
+}
+
+
+def unflatten(params: dict[str, Any]) -> dict[str, Any]:
+    """``{"sim.seed": 1, "rate": 2}`` -> ``{"sim": {"seed": 1}, "rate": 2}`` (ROS params to options)."""
+    out: dict[str, Any] = {}
+    for key, value in params.items():
+        parts = key.split(".")
+        cur = out
+        for part in parts[:-1]:
+            cur = cur.setdefault(part, {})
+        cur[parts[-1]] = value
+    return out
+
+
+def flatten(params: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Inverse of :func:`unflatten` (options to ROS parameter names)."""
+    out: dict[str, Any] = {}
+    for key, value in params.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict):
+            out.update(flatten(value, name + "."))
+        else:
+            out[name] = value
+    return out

@@ -1,0 +1,186 @@
+"""Bring-up profiles ``launch/<name>.yaml``: which nodes run, in which process, with what parameters.
+
+The single source for both ``rgbt up`` (any machine, rclpy wheels) and ``launch/rgbt.launch.py``
+(real ROS 2 installs): both call :func:`node_specs`. No rclpy or launch import here.
+
+Profile YAML::
+
+    description: text
+    env: {NAME: value}            # extra environment for every node process
+    nodes:
+      - name: recorder            # ROS node name (unique)
+        executable: recorder      # nodes/<executable>.py (default: name)
+        process: io               # nodes sharing a process share one executor (default: name)
+        parameters: {...}         # validated by rgbt.ros.options.OPTIONS[executable]
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from rgbt.errors import ConfigError
+from rgbt.paths import LAUNCH_DIR
+from rgbt.ros.options import OPTIONS, flatten
+
+
+class ProfileNode(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str
+    executable: str = ""
+    process: str = ""
+    parameters: dict[str, Any] = Field(default_factory=dict)
+
+
+class Profile(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    description: str = ""
+    env: dict[str, str] = Field(default_factory=dict)
+    nodes: list[ProfileNode]
+
+
+@dataclass(frozen=True)
+class NodeSpec:
+    """One node to start: ROS name, ``nodes/<executable>.py``, process group, validated parameters."""
+
+    name: str
+    executable: str
+    process: str
+    parameters: dict[str, Any] = field(default_factory=dict)  # full options, defaults included
+
+    def ros_parameters(self) -> dict[str, Any]:
+        """Parameters as ROS accepts them (dotted names; empty lists dropped: their type is unknown)."""
+        return {k: v for k, v in flatten(self.parameters).items() if not (isinstance(v, list) and not v)}
+
+
+def profile_path(name_or_path: str | Path) -> Path:
+    """``bench-sim`` -> ``launch/bench-sim.yaml``; an existing path is returned as is."""
+    path = Path(name_or_path)
+    if path.suffix in (".yaml", ".yml") and path.exists():
+        return path
+    candidate = LAUNCH_DIR / f"{name_or_path}.yaml"
+    if not candidate.exists():
+        known = sorted(p.stem for p in LAUNCH_DIR.glob("*.yaml"))
+        raise ConfigError(str(name_or_path), "profile", str(name_or_path), f"a profile file or one of {known}")
+    return candidate
+
+
+def load_profile(name_or_path: str | Path) -> tuple[Path, Profile]:
+    """Read and validate a profile (structure only; node parameters are checked by :func:`node_specs`)."""
+    path = profile_path(name_or_path)
+    try:
+        data = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        raise ConfigError(str(path), "<yaml>", str(exc).splitlines()[0], "valid YAML") from None
+    try:
+        return path, Profile.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        key = ".".join(str(p) for p in err["loc"])
+        raise ConfigError(str(path), key, err.get("input"), err["msg"]) from None
+
+
+def node_specs(name_or_path: str | Path, overrides: dict[str, dict[str, Any]] | None = None) -> list[NodeSpec]:
+    """The nodes of a profile with their options validated (defaults filled in).
+
+    ``overrides`` maps node name -> {parameter: value} applied on top of the profile (``--set``).
+    Raises :class:`ConfigError` naming the profile file, node, parameter and what was expected.
+    """
+    path, profile = load_profile(name_or_path)
+    overrides = dict(overrides or {})
+    specs: list[NodeSpec] = []
+    seen: set[str] = set()
+    for i, node in enumerate(profile.nodes):
+        exe = node.executable or node.name
+        if exe not in OPTIONS:
+            raise ConfigError(str(path), f"nodes[{i}].executable", exe, f"one of {sorted(OPTIONS)}")
+        if node.name in seen:
+            raise ConfigError(str(path), f"nodes[{i}].name", node.name, "a unique node name")
+        seen.add(node.name)
+        params = _merge(node.parameters, overrides.pop(node.name, {}))
+        try:
+            options = OPTIONS[exe].model_validate(params)
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            key = ".".join(str(p) for p in err["loc"])
+            raise ConfigError(str(path), f"{node.name}.parameters.{key}", err.get("input"), err["msg"]) from None
+        specs.append(NodeSpec(node.name, exe, node.process or node.name, options.model_dump()))
+    if overrides:
+        raise ConfigError(str(path), "--set", sorted(overrides), f"node names of the profile: {sorted(seen)}")
+    return specs
+
+
+def profile_env(name_or_path: str | Path) -> dict[str, str]:
+    return load_profile(name_or_path)[1].env
+
+
+def params_file_data(specs: list[NodeSpec]) -> dict[str, Any]:
+    """A ROS 2 ``--params-file`` document for the nodes (``{name: {ros__parameters: {...}}}``)."""
+    return {s.name: {"ros__parameters": s.ros_parameters()} for s in specs}
+
+
+def processes(specs: list[NodeSpec]) -> dict[str, list[NodeSpec]]:
+    """Process name -> the nodes it runs (profile order kept)."""
+    groups: dict[str, list[NodeSpec]] = {}
+    for spec in specs:
+        groups.setdefault(spec.process, []).append(spec)
+    return groups
+
+
+def parse_set(items: list[str]) -> dict[str, dict[str, Any]]:
+    """``["recorder.out_dir=/tmp/x", "virtual_stack.sim.seed=3"]`` -> overrides for :func:`node_specs`.
+
+    Values are parsed as YAML scalars (``3`` -> int, ``true`` -> bool, ``[a, b]`` -> list).
+    """
+    out: dict[str, dict[str, Any]] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        node, dot, param = key.partition(".")
+        if not sep or not dot or not param:
+            raise ConfigError("--set", item, item, "NODE.PARAM=VALUE")
+        cur = out.setdefault(node, {})
+        parts = param.split(".")
+        for part in parts[:-1]:
+            cur = cur.setdefault(part, {})
+        cur[parts[-1]] = yaml.safe_load(value) if value != "" else ""
+    return out
+
+
+def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for key, value in over.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+#: the ament_python package in ros2_ws/ that installs ``nodes/`` as console scripts
+ROS_PACKAGE = "rgbt_ros"
+
+
+def launch_entries(name_or_path: str | Path) -> list[dict[str, Any]]:
+    """What ``launch/rgbt.launch.py`` starts: one dict per node (package, executable, name, ROS parameters).
+
+    ``rgbt up`` starts the same :func:`node_specs`; both are derived here so they cannot drift.
+    """
+    return [{"package": ROS_PACKAGE, "executable": s.executable, "name": s.name, "process": s.process,
+             "parameters": s.ros_parameters()} for s in node_specs(name_or_path)]
+
+
+def launch_environment(name_or_path: str | Path) -> dict[str, str]:
+    """Environment a launch sets: loopback discovery + the shipped Fast DDS profile, then the profile's env."""
+    import os
+
+    env = {}
+    if "ROS_AUTOMATIC_DISCOVERY_RANGE" not in os.environ:
+        env["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
+    if "FASTRTPS_DEFAULT_PROFILES_FILE" not in os.environ:
+        env["FASTRTPS_DEFAULT_PROFILES_FILE"] = str(LAUNCH_DIR / "fastdds_loopback.xml")
+    env.update(profile_env(name_or_path))
+    return env

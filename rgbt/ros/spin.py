@@ -1,0 +1,107 @@
+"""The executor loop (DESIGN.md section 5) and the node-process entry point.
+
+``rclpy.experimental.EventsExecutor`` driven by ``spin_until_future_complete(Future(), 0.2)`` in a
+loop: its ``spin()`` busy-loops and ignores SIGINT. SIGINT / SIGTERM set a stop flag; on the way
+out every node's ``close()`` runs (the recorder closes its bag) before rclpy shuts down.
+
+``python -m rgbt.ros.spin --node NAME:EXECUTABLE [...] [--duration S] --ros-args ...`` runs
+several nodes of ``nodes/`` in one process (how ``rgbt up`` starts a profile's process groups).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import signal
+import sys
+import time
+from typing import Callable, Sequence
+
+import rclpy
+from rclpy.experimental import EventsExecutor
+from rclpy.node import Node
+from rclpy.signals import SignalHandlerOptions
+from rclpy.task import Future
+
+from rgbt.paths import REPO_ROOT
+
+
+def node_class(executable: str) -> type:
+    """The node class of ``nodes/<executable>.py`` (module attribute ``NODE``)."""
+    if str(REPO_ROOT) not in sys.path:
+        sys.path.insert(0, str(REPO_ROOT))
+    try:
+        module = importlib.import_module(f"nodes.{executable}")
+    except ModuleNotFoundError as exc:
+        if exc.name != f"nodes.{executable}":
+            raise
+        module = importlib.import_module(f"rgbt_nodes.{executable}")  # installed by ros2_ws (colcon)
+    return module.NODE
+
+
+def run_nodes(factories: Sequence[Callable[[], Node]], args: list[str] | None = None,
+              duration_s: float | None = None) -> int:
+    """Create the nodes, spin them until SIGINT/SIGTERM, ``duration_s`` or every node ``finished``.
+
+    Returns 0 on a clean stop. ``args`` are the ROS arguments (``--ros-args ...``).
+    """
+    rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
+    stop = {"signal": 0}
+
+    def on_signal(signum: int, _frame: object) -> None:
+        stop["signal"] = signum
+
+    old = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+    nodes: list[Node] = []
+    executor = EventsExecutor()
+    try:
+        for make in factories:
+            nodes.append(make())
+            executor.add_node(nodes[-1])
+        deadline = None if not duration_s else time.monotonic() + duration_s
+        while rclpy.ok() and not stop["signal"]:
+            if deadline is not None and time.monotonic() >= deadline:
+                break
+            if nodes and all(getattr(n, "finished", False) for n in nodes):
+                break
+            executor.spin_until_future_complete(Future(), timeout_sec=0.2)
+    finally:
+        for node in nodes:
+            try:
+                getattr(node, "close", lambda: None)()
+            except Exception as exc:  # noqa: BLE001 - keep closing the others
+                print(f"rgbt: closing {node.get_name()} failed: {exc}", file=sys.stderr)
+        executor.shutdown()
+        for node in nodes:
+            node.destroy_node()
+        rclpy.try_shutdown()
+        for s, handler in old.items():
+            signal.signal(s, handler)
+    return 0
+
+
+def node_main(cls: type, args: list[str] | None = None) -> int:
+    """``main()`` of a single-node executable (ament entry point or ``python nodes/X.py``)."""
+    return run_nodes([lambda: cls()], args if args is not None else sys.argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    ros_args: list[str] = []
+    if "--ros-args" in argv:
+        i = argv.index("--ros-args")
+        argv, ros_args = argv[:i], argv[i:]
+    parser = argparse.ArgumentParser(prog="python -m rgbt.ros.spin")
+    parser.add_argument("--node", action="append", required=True, help="NAME:EXECUTABLE")
+    parser.add_argument("--duration", type=float, default=None)
+    args = parser.parse_args(argv)
+    factories = []
+    for item in args.node:
+        name, _, exe = item.partition(":")
+        cls = node_class(exe or name)
+        factories.append(lambda cls=cls, name=name: cls(name))
+    return run_nodes(factories, ["rgbt", *ros_args], args.duration)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,133 @@
+"""Profiles: validation errors, ``--set`` overrides, and ``rgbt up`` == ``launch/rgbt.launch.py``.
+
+The launch file is executed with small recording stand-ins for the ``launch`` / ``launch_ros``
+modules (which have no PyPI wheel): what it would start must equal what ``rgbt up`` starts.
+"""
+
+from __future__ import annotations
+
+import json
+import runpy
+import sys
+import types
+from pathlib import Path
+
+import pytest
+import yaml
+
+from rgbt.errors import ConfigError
+from rgbt.paths import LAUNCH_DIR
+from rgbt.ros.options import OPTIONS
+from rgbt.ros.profile import launch_entries, node_specs, params_file_data, parse_set, processes
+
+PROFILES = ["bench-sim", "flight", "replay"]
+
+
+@pytest.mark.parametrize("profile", PROFILES)
+def test_profiles_validate_and_nodes_exist(profile: str) -> None:
+    specs = node_specs(profile)
+    assert specs and len({s.name for s in specs}) == len(specs)
+    repo = LAUNCH_DIR.parent
+    for spec in specs:
+        assert (repo / "nodes" / f"{spec.executable}.py").is_file(), spec.executable
+        OPTIONS[spec.executable].model_validate(spec.parameters)  # defaults filled, still valid
+
+
+def _run_launch_file(profile: str) -> tuple[list[dict], dict]:
+    """Execute launch/rgbt.launch.py with stand-ins recording the actions it creates."""
+    started: list[dict] = []
+    env: dict = {}
+
+    class Node:
+        def __init__(self, **kw):
+            started.append(kw)
+
+    class SetEnvironmentVariable:
+        def __init__(self, name, value):
+            env[name] = value
+
+    class LaunchConfiguration:
+        def __init__(self, name):
+            self.name = name
+
+        def perform(self, context):
+            return context[self.name]
+
+    class DeclareLaunchArgument:
+        def __init__(self, name, default_value=None, description=""):
+            self.name, self.default = name, default_value
+
+    class OpaqueFunction:
+        def __init__(self, function):
+            self.function = function
+
+    class LaunchDescription(list):
+        pass
+
+    mods = {
+        "launch": types.SimpleNamespace(LaunchDescription=LaunchDescription),
+        "launch.actions": types.SimpleNamespace(DeclareLaunchArgument=DeclareLaunchArgument,
+                                                OpaqueFunction=OpaqueFunction,
+                                                SetEnvironmentVariable=SetEnvironmentVariable),
+        "launch.substitutions": types.SimpleNamespace(LaunchConfiguration=LaunchConfiguration),
+        "launch_ros": types.SimpleNamespace(),
+        "launch_ros.actions": types.SimpleNamespace(Node=Node),
+    }
+    saved = {k: sys.modules.get(k) for k in mods}
+    sys.modules.update(mods)  # type: ignore[arg-type]
+    try:
+        ns = runpy.run_path(str(LAUNCH_DIR / "rgbt.launch.py"))
+        desc = ns["generate_launch_description"]()
+        opaque = [a for a in desc if isinstance(a, OpaqueFunction)][0]
+        opaque.function({"profile": profile})
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                sys.modules.pop(k, None)
+            else:
+                sys.modules[k] = v
+    return started, env
+
+
+@pytest.mark.parametrize("profile", PROFILES)
+def test_launch_file_and_rgbt_up_start_the_same_nodes(profile: str, rgbt_cli) -> None:
+    started, env = _run_launch_file(profile)
+    up = json.loads(rgbt_cli("up", profile, "--print").stdout)
+    assert [n["name"] for n in started] == [n["name"] for n in up]
+    assert [n["executable"] for n in started] == [n["executable"] for n in up]
+    for launched, spec in zip(started, node_specs(profile)):
+        assert launched["package"] == "rgbt_ros"
+        assert launched["parameters"] == [spec.ros_parameters()]
+    # and the parameters rgbt up hands to rclpy are those same ROS parameters
+    assert params_file_data(node_specs(profile)) == {n["name"]: {"ros__parameters": n["parameters"]}
+                                                     for n in launch_entries(profile)}
+    assert set(env) >= {"ROS_AUTOMATIC_DISCOVERY_RANGE", "FASTRTPS_DEFAULT_PROFILES_FILE"} or \
+        "ROS_AUTOMATIC_DISCOVERY_RANGE" in __import__("os").environ
+
+
+def test_set_overrides_and_nested_parameters() -> None:
+    specs = node_specs("bench-sim", parse_set(["recorder.out_dir=/tmp/x", "virtual_stack.sim.seed=3",
+                                               "recorder.split_size_mb=5"]))
+    by = {s.name: s for s in specs}
+    assert by["recorder"].parameters["out_dir"] == "/tmp/x"
+    assert by["recorder"].parameters["split_size_mb"] == 5
+    assert by["virtual_stack"].parameters["sim"]["seed"] == 3
+    assert by["virtual_stack"].ros_parameters()["sim.seed"] == 3
+    assert set(processes(specs)) == {s.process for s in specs}
+
+
+def test_errors_name_file_node_and_parameter(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(yaml.safe_dump({"nodes": [{"name": "recorder", "parameters": {"split_size_mb": -1}}]}))
+    with pytest.raises(ConfigError, match=r"bad\.yaml: recorder\.parameters\.split_size_mb"):
+        node_specs(bad)
+    bad.write_text(yaml.safe_dump({"nodes": [{"name": "x", "executable": "nope"}]}))
+    with pytest.raises(ConfigError, match="executable"):
+        node_specs(bad)
+    bad.write_text(yaml.safe_dump({"nodes": [{"name": "recorder", "parameters": {"typo": 1}}]}))
+    with pytest.raises(ConfigError, match="typo"):
+        node_specs(bad)
+    with pytest.raises(ConfigError, match="profile"):
+        node_specs("no-such-profile")
+    with pytest.raises(ConfigError, match="--set"):
+        node_specs("bench-sim", parse_set(["ghost.rate=1"]))
