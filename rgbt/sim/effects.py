@@ -1,0 +1,135 @@
+"""Sensor effects applied to noise-free renders: thermal FPN / shading / drift / noise, optical
+vignetting and noise, the VN-100 noise and bias model, GNSS error.
+
+Per-frame random noise comes from a bank of precomputed noise images (seeded) from which each
+frame takes a randomly placed window: one saturating add per frame instead of drawing ~1e6
+normal samples (the dominant cost otherwise). Everything is seeded: same seed, same bytes.
+"""
+
+from __future__ import annotations
+
+import cv2
+import numpy as np
+
+_BANK = 4  # noise images per camera
+_MARGIN = 48  # window offsets drawn from [0, _MARGIN)
+
+
+class NoiseBank:
+    """Zero-mean Gaussian noise windows, stored with a positive offset for saturating uint adds."""
+
+    def __init__(self, rng: np.random.Generator, shape: tuple[int, ...], sigma: float, dtype: type) -> None:
+        self.offset = int(np.ceil(4 * sigma)) + 1
+        h, w = shape[:2]
+        full = (h + _MARGIN, w + _MARGIN) + tuple(shape[2:])
+        self.bank = [
+            np.clip(np.round(rng.standard_normal(full, dtype=np.float32) * sigma) + self.offset, 0,
+                    2 * self.offset).astype(dtype)
+            for _ in range(_BANK)
+        ]
+        self.h, self.w = h, w
+
+    def window(self, rng: np.random.Generator) -> np.ndarray:
+        k, dy, dx = rng.integers(0, _BANK), rng.integers(0, _MARGIN), rng.integers(0, _MARGIN)
+        return self.bank[int(k)][dy:dy + self.h, dx:dx + self.w]
+
+
+def radial_falloff(height: int, width: int, fx: float, cx: float, cy: float) -> np.ndarray:
+    """cos^4 of the off-axis angle per pixel (float32, 1 on axis)."""
+    v, u = np.mgrid[0:height, 0:width].astype(np.float32)
+    r2 = ((u - cx) ** 2 + (v - cy) ** 2) / np.float32(fx * fx)
+    return (1.0 / (1.0 + r2) ** 2).astype(np.float32)
+
+
+class ThermalEffects:
+    """Boson-like non-uniformity: column/pixel fixed-pattern noise, radial shading (vignetting of the
+    scene flux, ~1.5 K at the corners), an offset drift that grows between flat-field corrections
+    and is reset by each FFC, and temporal noise (NETD 50 mK = 5 counts)."""
+
+    NETD_COUNTS = 5.0
+    FPN_COUNTS = 12.0
+    COLUMN_COUNTS = 8.0
+    SHADING_COUNTS = 150.0
+    DRIFT_COUNTS = 40.0
+
+    def __init__(self, rng: np.random.Generator, height: int, width: int, fx: float, cx: float, cy: float,
+                 noise: bool) -> None:
+        self.noise = noise
+        shading = -self.SHADING_COUNTS * (1.0 - radial_falloff(height, width, fx, cx, cy))
+        if noise:
+            fpn = rng.standard_normal((height, width), dtype=np.float32) * self.FPN_COUNTS
+            fpn += rng.standard_normal((1, width), dtype=np.float32) * self.COLUMN_COUNTS
+            drift = cv2.GaussianBlur(rng.standard_normal((height, width), dtype=np.float32), (0, 0), 40.0)
+            drift *= self.DRIFT_COUNTS / max(float(drift.std()), 1e-6)
+            self.bank = NoiseBank(rng, (height, width), self.NETD_COUNTS, np.uint16)
+        else:
+            fpn = np.zeros((height, width), np.float32)
+            drift = np.zeros((height, width), np.float32)
+            self.bank = None
+        self._fixed = shading + fpn
+        self._drift = drift
+        self._bias = 2000  # keeps the static pattern positive for saturating uint16 adds
+        self._step = -1
+        self._static = None
+
+    def apply(self, img: np.ndarray, rng: np.random.Generator, since_ffc_frac: float) -> np.ndarray:
+        """``img`` uint16 counts -> counts with non-uniformity and noise (drift quantized to 1/8 period)."""
+        step = int(min(max(since_ffc_frac, 0.0), 1.0) * 8)
+        if step != self._step:
+            static = self._fixed + self._drift * (step / 8.0) + self._bias
+            self._static = np.clip(np.round(static), 0, 65535).astype(np.uint16)
+            self._step = step
+        out = cv2.add(img, self._static)
+        if self.bank is not None:
+            out = cv2.add(out, self.bank.window(rng))
+            return cv2.subtract(out, self._bias + self.bank.offset)
+        return cv2.subtract(out, self._bias)
+
+
+class OpticalEffects:
+    """Lens vignetting (cos^4, multiplicative) and shot/read noise for the colour and mono cameras
+    (sigma 1.5 DN by day, 3 DN at night: higher gain)."""
+
+    def __init__(self, rng: np.random.Generator, height: int, width: int, channels: int, fx: float,
+                 cx: float, cy: float, night: bool, noise: bool) -> None:
+        vig = 0.35 + 0.65 * radial_falloff(height, width, fx, cx, cy)
+        vig = np.clip(np.round(vig * 255), 0, 255).astype(np.uint8)
+        self.vig = np.dstack([vig] * channels) if channels > 1 else vig
+        shape = (height, width, channels) if channels > 1 else (height, width)
+        self.bank = NoiseBank(rng, shape, 3.0 if night else 1.5, np.uint8) if noise else None
+
+    def apply(self, img: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        out = cv2.multiply(img, self.vig, scale=1.0 / 255.0)
+        if self.bank is not None:
+            out = cv2.add(out, self.bank.window(rng))
+            off = self.bank.offset
+            out = cv2.subtract(out, (off, off, off, 0) if out.ndim == 3 else off)
+        return out
+
+
+class ImuNoise:
+    """VN-100 noise model: white noise (density ``n``) + bias random walk (``w``), continuous-time
+    densities from ``stack.imu.noise``; discrete sigma = n * sqrt(rate), bias step = w * sqrt(dt)."""
+
+    def __init__(self, rng: np.random.Generator, n_samples: int, rate_hz: float, acc_n: float, gyr_n: float,
+                 acc_w: float, gyr_w: float) -> None:
+        dt = 1.0 / rate_hz
+        self.gyro_bias = np.cumsum(rng.standard_normal((n_samples, 3)) * gyr_w * np.sqrt(dt), axis=0)
+        self.accel_bias = np.cumsum(rng.standard_normal((n_samples, 3)) * acc_w * np.sqrt(dt), axis=0)
+        # a turn-on bias as the part has after power-up (small: 0.02 deg/s, 2 mg)
+        self.gyro_bias += rng.standard_normal(3) * np.deg2rad(0.02)
+        self.accel_bias += rng.standard_normal(3) * 0.02
+        self.gyro_white = rng.standard_normal((n_samples, 3)) * gyr_n / np.sqrt(dt)
+        self.accel_white = rng.standard_normal((n_samples, 3)) * acc_n / np.sqrt(dt)
+
+
+def gauss_markov(rng: np.random.Generator, n: int, dt: float, sigma: np.ndarray, tau_s: float) -> np.ndarray:
+    """First-order Gauss-Markov sequence (n x len(sigma)) with stationary std ``sigma``."""
+    phi = np.exp(-dt / tau_s)
+    q = np.sqrt(1 - phi * phi)
+    out = np.zeros((n, len(sigma)))
+    x = rng.standard_normal(len(sigma)) * sigma
+    for i in range(n):
+        out[i] = x
+        x = phi * x + q * sigma * rng.standard_normal(len(sigma))
+    return out

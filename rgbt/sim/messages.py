@@ -1,0 +1,131 @@
+"""ROS 2 messages (rosbags dataclasses) for simulated samples, and the bag topics of a simulated run."""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.spatial.transform import Rotation
+
+from rgbt.sim.simstack import GnssData, ImuData, PoseData, SimSample, StateData
+
+GT_TOPIC = "/rgbt/sim/ground_truth/imu_pose"
+LABEL_TOPICS = {"thermal": "/rgbt/sim/labels/thermal", "color": "/rgbt/sim/labels/color"}
+TRIGGER_TOPIC = "/rgbt/trigger"
+WORLD_FRAME = "map"
+
+MAVROS_STATE_MSG = """\
+std_msgs/Header header
+bool connected
+bool armed
+bool guided
+bool manual_input
+string mode
+uint8 system_status
+"""
+
+
+def typestore():
+    """The ROS 2 Jazzy typestore with ``mavros_msgs/msg/State`` registered (rgbt.bag.types when present)."""
+    try:
+        from rgbt.bag.types import typestore as bag_typestore  # contract C2
+
+        return bag_typestore()
+    except ImportError:
+        pass
+    from rosbags.typesys import Stores, get_types_from_msg, get_typestore
+
+    store = get_typestore(Stores.ROS2_JAZZY)
+    store.register(get_types_from_msg(MAVROS_STATE_MSG, "mavros_msgs/msg/State"))
+    return store
+
+
+class MessageFactory:
+    """Builds rosbags message objects for the sim's samples."""
+
+    def __init__(self, store, stack) -> None:  # noqa: ANN001
+        self.store = store
+        self.stack = stack
+        T = store.types
+        self.Time = T["builtin_interfaces/msg/Time"]
+        self.Header = T["std_msgs/msg/Header"]
+        self.Image = T["sensor_msgs/msg/Image"]
+        self.Imu = T["sensor_msgs/msg/Imu"]
+        self.Vector3 = T["geometry_msgs/msg/Vector3"]
+        self.Quaternion = T["geometry_msgs/msg/Quaternion"]
+        self.Point = T["geometry_msgs/msg/Point"]
+        self.Pose = T["geometry_msgs/msg/Pose"]
+        self.PoseStamped = T["geometry_msgs/msg/PoseStamped"]
+        self.NavSatFix = T["sensor_msgs/msg/NavSatFix"]
+        self.NavSatStatus = T["sensor_msgs/msg/NavSatStatus"]
+        self.TimeReference = T["sensor_msgs/msg/TimeReference"]
+        self.State = T["mavros_msgs/msg/State"]
+        n = stack.imu.noise
+        rate = stack.imu.rate_hz
+        self._gyr_cov = np.diag([n.gyr_n ** 2 * rate] * 3).ravel().astype(np.float64)
+        self._acc_cov = np.diag([n.acc_n ** 2 * rate] * 3).ravel().astype(np.float64)
+
+    def stamp(self, t_ns: int):  # noqa: ANN201
+        return self.Time(sec=int(t_ns // 1_000_000_000), nanosec=int(t_ns % 1_000_000_000))
+
+    def header(self, t_ns: int, frame_id: str):  # noqa: ANN201
+        return self.Header(stamp=self.stamp(t_ns), frame_id=frame_id)
+
+    def image(self, arr: np.ndarray, t_ns: int, frame_id: str, encoding: str):  # noqa: ANN201
+        arr = np.ascontiguousarray(arr)
+        h, w = arr.shape[:2]
+        step = arr.strides[0]
+        data = arr.view(np.uint8).reshape(-1)
+        return self.Image(header=self.header(t_ns, frame_id), height=h, width=w, encoding=encoding,
+                          is_bigendian=0, step=step, data=data)
+
+    def imu(self, s: SimSample, frame_id: str):  # noqa: ANN201
+        d: ImuData = s.data
+        return self.Imu(
+            header=self.header(s.t_ns, frame_id),
+            orientation=self.Quaternion(x=0.0, y=0.0, z=0.0, w=1.0),
+            orientation_covariance=np.array([-1.0] + [0.0] * 8),
+            angular_velocity=self.Vector3(x=float(d.gyro_rad_s[0]), y=float(d.gyro_rad_s[1]), z=float(d.gyro_rad_s[2])),
+            angular_velocity_covariance=self._gyr_cov,
+            linear_acceleration=self.Vector3(x=float(d.accel_m_s2[0]), y=float(d.accel_m_s2[1]), z=float(d.accel_m_s2[2])),
+            linear_acceleration_covariance=self._acc_cov,
+        )
+
+    def navsatfix(self, s: SimSample, frame_id: str, rtk: bool):  # noqa: ANN201
+        d: GnssData = s.data
+        cov = np.diag([d.sigma_h_m ** 2, d.sigma_h_m ** 2, d.sigma_v_m ** 2]).ravel().astype(np.float64)
+        status = self.NavSatStatus(status=2 if rtk else 0, service=1)
+        return self.NavSatFix(header=self.header(s.t_ns, frame_id), status=status, latitude=d.lat,
+                              longitude=d.lon, altitude=d.alt, position_covariance=cov,
+                              position_covariance_type=2)
+
+    def pose(self, T: np.ndarray, t_ns: int, frame_id: str = WORLD_FRAME):  # noqa: ANN201
+        q = Rotation.from_matrix(T[:3, :3]).as_quat()  # x y z w
+        return self.PoseStamped(
+            header=self.header(t_ns, frame_id),
+            pose=self.Pose(position=self.Point(x=float(T[0, 3]), y=float(T[1, 3]), z=float(T[2, 3])),
+                           orientation=self.Quaternion(x=float(q[0]), y=float(q[1]), z=float(q[2]), w=float(q[3]))))
+
+    def state(self, s: SimSample):  # noqa: ANN201
+        d: StateData = s.data
+        return self.State(header=self.header(s.t_ns, ""), connected=d.connected, armed=d.armed, guided=True,
+                          manual_input=False, mode=d.mode, system_status=4 if d.armed else 3)
+
+    def trigger(self, s: SimSample):  # noqa: ANN201
+        return self.TimeReference(header=self.header(s.t_host_ns, ""), time_ref=self.stamp(s.t_ns),
+                                  source=str(s.seq))
+
+
+def topics_for(stack, cameras: list[str], labels: bool = True) -> dict[str, str]:  # noqa: ANN001
+    """Topic -> message type of a simulated bag."""
+    topics = {stack.camera(c).topic: "sensor_msgs/msg/Image" for c in cameras}
+    topics[stack.imu.topic] = "sensor_msgs/msg/Imu"
+    topics[stack.gnss.topic] = "sensor_msgs/msg/NavSatFix"
+    topics[stack.autopilot.global_topic] = "sensor_msgs/msg/NavSatFix"
+    topics[stack.autopilot.pose_topic] = "geometry_msgs/msg/PoseStamped"
+    topics[stack.autopilot.state_topic] = "mavros_msgs/msg/State"
+    topics[GT_TOPIC] = "geometry_msgs/msg/PoseStamped"
+    topics[TRIGGER_TOPIC] = "sensor_msgs/msg/TimeReference"
+    if labels:
+        for cam, topic in LABEL_TOPICS.items():
+            if cam in cameras:
+                topics[topic] = "sensor_msgs/msg/Image"
+    return topics
