@@ -1,0 +1,132 @@
+"""``rgbt bench seg``: FPS at batch 1 and latency tiers per zoo model, bare backend vs stage.
+
+For every model: the bare backend (``run`` on a prepared 1xCxHxW array, class-id output only),
+the stage run serially (``process``: raw 16-bit frame -> normalization -> infer -> class ids at
+input resolution -> colour mask) and the stage streaming (``stream``: pre/post-processing
+overlapped with inference), all in one process, interleaved in rounds so load changes hit all
+three alike. Beside each row: the CART paper's FPS (Orin TensorRT / NUC CPU).
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+import numpy as np
+
+from rgbt.bench.timing import summarize_ms
+
+PAPER_TABLE2 = {  # CART paper Table 2: FPS at batch 1, Jetson AGX Orin (TensorRT) / NUC (CPU)
+    "FastSCNN": (124.2, 85.6), "MobileNetV3-L": (59.0, 15.5), "EfficientViT-B0": (51.2, 5.5), "ResNet18": (69.3, 12.4),
+}
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--models", nargs="*", help="ONNX files (default: the single-input thermal models in engines/)")
+    p.add_argument("--backend", default="onnxruntime")
+    p.add_argument("--threads", type=int, default=0, help="ORT intra-op threads (0 = all cores)")
+    p.add_argument("-n", type=int, default=40, help="timed calls per round and mode")
+    p.add_argument("--rounds", type=int, default=3)
+
+
+def _models(args: argparse.Namespace) -> list[Path]:
+    from rgbt.paths import ENGINES_DIR
+    from rgbt.seg.sidecar import load_sidecar
+
+    if args.models:
+        return [Path(m) for m in args.models]
+    out = []
+    for p in sorted(ENGINES_DIR.glob("*.onnx")):
+        try:
+            sc = load_sidecar(p)
+        except Exception:
+            continue
+        if len(sc.inputs) == 1 and sc.inputs[0].modality == "thermal":
+            out.append(p)
+    return out
+
+
+def _frame(h: int, w: int) -> np.ndarray:
+    rng = np.random.default_rng(0)
+    yy, xx = np.mgrid[0:h, 0:w]
+    return (21000 + 800 * np.sin(xx / 37.0) * np.cos(yy / 23.0) + rng.normal(0, 40, (h, w))).astype(np.uint16)
+
+
+def bench_model(path: Path, args: argparse.Namespace) -> dict:
+    from rgbt.seg.stage import SegmentationStage, SegStageOptions
+
+    opts = {"threads": args.threads} if args.backend == "onnxruntime" else {}
+    stage = SegmentationStage(SegStageOptions(str(path), args.backend, opts, color=True))
+    sc = stage.model.sidecar
+    spec = sc.inputs[0]
+    frame = _frame(512, 640)  # a Boson frame; the stage fits it to the model
+    x, _ = stage._pre(frame, None, np.empty_like(stage._buf))
+    be, out = stage.model.backend, [stage.model.class_output or stage.model.float_output]
+    feeds = {spec.name: x}
+    be.warmup(3)
+    for _ in range(3):
+        stage.process(frame)
+    bare, serial, streamed, streamed_fps = [], [], [], []
+    tiers = {"copy_in": [], "compute": [], "copy_out": []}
+    for _ in range(args.rounds):
+        be.timing.reset()
+        for _ in range(args.n):
+            t0 = time.perf_counter_ns()
+            be.run(feeds, out)
+            bare.append(time.perf_counter_ns() - t0)
+        tiers["copy_in"] += be.timing.copy_in_ns
+        tiers["compute"] += be.timing.compute_ns
+        tiers["copy_out"] += be.timing.copy_out_ns
+        for _ in range(args.n):
+            t0 = time.perf_counter_ns()
+            stage.process(frame)
+            serial.append(time.perf_counter_ns() - t0)
+        t0 = time.perf_counter_ns()
+        last = t0
+        for _ in stage.stream(frame for _ in range(args.n)):
+            now = time.perf_counter_ns()
+            streamed.append(now - last)
+            last = now
+        streamed_fps.append(args.n / ((last - t0) / 1e9))
+    b, s = summarize_ms(bare), summarize_ms(serial)
+    backend_fps = 1000.0 / b["mean_ms"]
+    stream_fps = float(np.mean(streamed_fps))
+    paper = sc.paper or {}
+    return {
+        "model": path.stem, "architecture": sc.architecture, "input": [spec.channels, spec.height, spec.width],
+        "params": sc.params, "gflops": sc.gflops, "weights": sc.weights,
+        "fps": backend_fps, "p50_ms": b["median_ms"], "p90_ms": b["p90_ms"], "p99_ms": b["p99_ms"],
+        "backend_fps": backend_fps, "stage_fps": stream_fps, "stage_serial_fps": 1000.0 / s["mean_ms"],
+        "stage_ratio": stream_fps / backend_fps,
+        "stage_p50_ms": s["median_ms"], "stage_p90_ms": s["p90_ms"], "stage_p99_ms": s["p99_ms"],
+        "tiers": {k: summarize_ms(v) for k, v in tiers.items()},
+        "backend": be.describe(),
+        "paper": {"model": paper.get("model"), "fps_orin": paper.get("fps_orin"), "fps_nuc": paper.get("fps_nuc")},
+    }
+
+
+def run(args: argparse.Namespace) -> dict:
+    from rich.progress import track
+
+    models = _models(args)
+    results = [bench_model(p, args) for p in track(models, description="bench seg", transient=True)]
+    return {"benchmark": "seg", "backend": args.backend, "n": args.n, "rounds": args.rounds,
+            "note": "stage_fps = streaming stage (pre/post overlapped with inference); stage_serial_fps = process() "
+                    "one frame at a time; fps/p*_ms = bare backend, batch 1, class-id output",
+            "models": {r["model"]: r for r in results}}
+
+
+def print_result(result: dict) -> None:
+    from rgbt.cli.output import print_table
+
+    rows = []
+    for r in result["models"].values():
+        p = r["paper"]
+        rows.append([r["model"], f"{r['params'] / 1e6:.2f} M" if r["params"] else "-", r["gflops"] or "-",
+                     f"{r['backend_fps']:.1f}", f"{r['p50_ms']:.1f}/{r['p90_ms']:.1f}/{r['p99_ms']:.1f}",
+                     f"{r['stage_fps']:.1f}", f"{r['stage_serial_fps']:.1f}", f"{r['stage_ratio']:.2f}",
+                     p.get("model") or "-", p.get("fps_orin") or "-", p.get("fps_nuc") or "-"])
+    print_table(f"segmentation, batch 1, backend {result['backend']} (paper: CART Table 2)",
+                ["model", "params", "GFLOP", "backend FPS", "p50/p90/p99 ms", "stage FPS", "serial FPS",
+                 "stage/backend", "paper model", "paper Orin FPS", "paper NUC FPS"], rows)
