@@ -1,0 +1,465 @@
+"""Read ROS 1 ``.bag`` files and ROS 2 bags (sqlite3 / MCAP directories, or a bare ``.mcap``).
+
+:func:`open_bag` returns a :class:`BagReader` whose :meth:`BagReader.messages` yields
+:class:`Record` s in log-time order. Message types come from the bag's own definitions (ROS 1
+connection headers, MCAP schemas, rosbag2 sqlite3 ``message_definitions``), falling back to
+rosbags' ROS 2 Jazzy store plus :mod:`rgbt.bag.types` (or ROS 1 Noetic for ROS 1 bags). A type with
+no usable definition is listed as unknown (``TopicInfo.known == False``) and skipped unless its
+topic is asked for by name; it never stops the bag from being read.
+
+Every failure is a :class:`rgbt.errors.BagError` naming the file and, where known, the offset.
+"""
+
+from __future__ import annotations
+
+import heapq
+import re
+import struct
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable, Iterator, Mapping
+
+from rosbags.interfaces import Connection, MessageDefinitionFormat
+from rosbags.typesys import Stores, get_types_from_idl, get_types_from_msg, get_typestore
+from rosbags.typesys.store import Typestore
+
+from rgbt.errors import BagError
+
+_OFFSET_RE = re.compile(r"offset (\d+)")
+
+
+@dataclass(frozen=True)
+class TopicInfo:
+    """One topic of a bag: message type, message count, and whether it can be deserialized."""
+
+    msgtype: str
+    count: int
+    known: bool = True
+    connections: int = 1
+
+
+class Record:
+    """One message: ``topic`` (after renames), ``msgtype``, ``t_ns`` (log time, int ns), ``raw``
+    (serialized bytes as stored: CDR for ROS 2 bags, ROS 1 wire format for ROS 1 bags) and ``msg``
+    (the deserialized rosbags message, built on first access; images are zero-copy numpy views)."""
+
+    __slots__ = ("topic", "msgtype", "t_ns", "raw", "source_topic", "_reader", "_msg")
+
+    def __init__(self, topic: str, msgtype: str, t_ns: int, raw: bytes | memoryview, source_topic: str,
+                 reader: BagReader) -> None:
+        self.topic, self.msgtype, self.t_ns, self.raw = topic, msgtype, t_ns, raw
+        self.source_topic = source_topic
+        self._reader = reader
+        self._msg: Any = None
+
+    @property
+    def msg(self) -> Any:
+        if self._msg is None:
+            self._msg = self._reader.deserialize(self.raw, self.msgtype, self.source_topic)
+        return self._msg
+
+    def __repr__(self) -> str:
+        return f"Record(topic={self.topic!r}, msgtype={self.msgtype!r}, t_ns={self.t_ns}, {len(self.raw)} B)"
+
+
+def open_bag(path: str | Path) -> BagReader:
+    """Open a bag for reading (ROS 1 ``.bag``; ROS 2 directory; ``.mcap`` or ``.db3`` file)."""
+    reader = BagReader(path)
+    reader.open()
+    return reader
+
+
+class BagReader:
+    """A bag opened for reading. Attributes after :meth:`open`: ``kind`` (``"ros1"``/``"ros2"``),
+    ``storage`` (``"bag"``, ``"mcap"``, ``"sqlite3"``), ``topics``, ``start_ns``, ``end_ns``
+    (last message log time), ``duration_ns``, ``message_count``, ``metadata`` (rosbag2
+    ``custom_data``; ``{}`` for ROS 1), ``unknown_types``, ``unfinished_files`` (MCAP files in
+    the directory that metadata.yaml does not list: an interrupted recording)."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.kind = ""
+        self.storage = ""
+        self.topics: dict[str, TopicInfo] = {}
+        self.start_ns = 0
+        self.end_ns = 0
+        self.message_count = 0
+        self.metadata: dict[str, str] = {}
+        self.unknown_types: list[str] = []
+        self.unfinished_files: list[Path] = []
+        self.typestore: Typestore = get_typestore(Stores.EMPTY)
+        self._reader: Any = None
+        self._connections: list[Connection] = []
+        self._known: set[str] = set()
+
+    @property
+    def duration_ns(self) -> int:
+        """Time from the first to the last message (log time, ns)."""
+        return max(0, self.end_ns - self.start_ns) if self.message_count else 0
+
+    @property
+    def synthetic(self) -> bool:
+        """True when the bag says it was generated (``custom_data`` ``rgbt.synthetic: "true"``)."""
+        return str(self.metadata.get("rgbt.synthetic", "")).lower() == "true"
+
+    # -- open / close ----------------------------------------------------------------------------
+    def open(self) -> None:
+        path = self.path
+        if not path.exists():
+            raise BagError(f"{path}: no such file or directory")
+        if path.is_dir():
+            self._open_ros2_dir()
+        elif path.suffix == ".bag":
+            self._open_ros1()
+        elif path.suffix in (".mcap", ".db3"):
+            self._open_ros2(path)
+        else:
+            raise BagError(f"{path}: not a bag: expected a ROS 1 .bag file, a ROS 2 bag directory "
+                           "(with metadata.yaml), or a .mcap / .db3 file")
+        self._build_typestore()
+        self._summarize()
+
+    def close(self) -> None:
+        if self._reader is not None:
+            reader, self._reader = self._reader, None
+            try:
+                reader.close()
+            except Exception:  # noqa: BLE001 - closing a damaged reader must not mask the real error
+                pass
+
+    def __enter__(self) -> BagReader:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return (f"BagReader({str(self.path)!r}, {self.kind}/{self.storage}, {self.message_count} messages, "
+                f"{len(self.topics)} topics)")
+
+    def _open_ros1(self) -> None:
+        from rosbags.rosbag1 import Reader as Reader1
+
+        self.kind, self.storage = "ros1", "bag"
+        reader = Reader1(self.path)
+        try:
+            reader.open()
+        except Exception as exc:  # noqa: BLE001 - rosbags raises several types for damaged files
+            raise BagError(f"{self.path}: cannot read ROS 1 bag: {_ros1_diagnosis(self.path) or exc}") from exc
+        self._reader = reader
+        self._connections = list(reader.connections)
+
+    def _open_ros2_dir(self) -> None:
+        meta = self.path / "metadata.yaml"
+        mcaps = sorted(self.path.glob("*.mcap"))
+        if not meta.exists():
+            if mcaps:
+                raise BagError(f"{self.path}: no metadata.yaml but {len(mcaps)} .mcap file(s): an interrupted "
+                               f"recording? run `rgbt bag recover {self.path}`")
+            raise BagError(f"{self.path}: not a ROS 2 bag directory (no metadata.yaml)")
+        self._open_ros2(self.path)
+        listed = {Path(str(s.path)).name for s in getattr(self._reader.storage, "storages", [])}
+        self.unfinished_files = [p for p in mcaps if p.name not in listed]
+
+    def _open_ros2(self, path: Path) -> None:
+        from rosbags.rosbag2 import Reader as Reader2
+
+        self.kind = "ros2"
+        try:
+            reader = Reader2(path)
+            reader.open()
+        except Exception as exc:  # noqa: BLE001
+            raise BagError(f"{path}: cannot read ROS 2 bag: {self._ros2_diagnosis(path, exc)}") from exc
+        self._reader = reader
+        self._connections = list(reader.connections)
+        if path.is_dir():
+            self.storage = _storage_id(path)
+            custom = reader.storage.metadata.custom or {}
+            self.metadata = {str(k): str(v) for k, v in custom.items()}
+        else:
+            self.storage = "mcap" if path.suffix == ".mcap" else "sqlite3"
+            self.metadata = _mcap_custom_data(path) if path.suffix == ".mcap" else {}
+
+    def _ros2_diagnosis(self, path: Path, exc: Exception) -> str:
+        files = sorted(path.glob("*.mcap")) if path.is_dir() else [path] if path.suffix == ".mcap" else []
+        for file in files:
+            from rgbt.bag.mcapscan import scan_mcap
+
+            scan = scan_mcap(file)
+            if not scan.finished:
+                hint = f"; run `rgbt bag recover {path}`" if scan.magic_ok and path.is_dir() else ""
+                return (f"{file.name}: {scan.problem or 'unfinished MCAP file (no footer)'}; last complete record "
+                        f"ends at offset {scan.complete_end} of {scan.size} bytes{hint} ({exc})")
+        dbs = sorted(path.glob("*.db3")) if path.is_dir() else [path] if path.suffix == ".db3" else []
+        for db in dbs:
+            size = db.stat().st_size
+            if size % 1024 or size < 1024:
+                return f"{db.name}: sqlite3 file of {size} bytes is not a whole number of pages (truncated?) ({exc})"
+        return str(exc)
+
+    # -- types -----------------------------------------------------------------------------------
+    def _build_typestore(self) -> None:
+        from rgbt.bag.types import ros1_typestore, ros2_typestore
+
+        fallback = ros1_typestore() if self.kind == "ros1" else ros2_typestore()
+        store = get_typestore(Stores.EMPTY)
+        by_type: dict[str, list[Connection]] = {}
+        for conn in self._connections:
+            by_type.setdefault(conn.msgtype, []).append(conn)
+        for msgtype, conns in by_type.items():
+            # ROS 1 definitions and hashed ROS 2 definitions (Iron+) are authoritative; older ROS 2
+            # bags carry no hash and rosbags may report a partial definition for them, so the
+            # typestore goes first there.
+            from_bag = next((t for c in conns if (t := _types_from_msgdef(c, msgtype))), None)
+            from_store = _closure(fallback, msgtype) if msgtype in fallback.fielddefs else None
+            hashed = self.kind == "ros1" or any(c.digest for c in conns)
+            order = [from_bag, from_store] if hashed else [from_store, from_bag]
+            candidates = [t for t in order if t]
+            for typs in candidates:
+                try:
+                    store.register(typs)
+                    self._known.add(msgtype)
+                    break
+                except Exception:  # noqa: BLE001 - conflicting or broken definitions: try the next
+                    continue
+        self.typestore = store
+        self.unknown_types = sorted(set(by_type) - self._known)
+
+    def deserialize(self, raw: bytes | memoryview, msgtype: str, topic: str = "?") -> Any:
+        """Deserialize ``raw`` bytes of ``msgtype`` stored in this bag (CDR or ROS 1 wire format)."""
+        if msgtype not in self._known:
+            raise BagError(f"{self.path}: topic {topic}: message type {msgtype!r} has no definition in the bag "
+                           "or in rgbt's typestore; cannot deserialize")
+        try:
+            if self.kind == "ros1":
+                return self.typestore.deserialize_ros1(raw, msgtype)
+            return self.typestore.deserialize_cdr(raw, msgtype)
+        except Exception as exc:  # noqa: BLE001
+            raise BagError(f"{self.path}: topic {topic}: cannot deserialize a {msgtype} message of {len(raw)} B: "
+                           f"{exc}") from exc
+
+    # -- summary ---------------------------------------------------------------------------------
+    def _summarize(self) -> None:
+        topics: dict[str, list[Connection]] = {}
+        for conn in self._connections:
+            topics.setdefault(conn.topic, []).append(conn)
+        self.topics = {}
+        for name, conns in sorted(topics.items()):
+            types = sorted({c.msgtype for c in conns})
+            self.topics[name] = TopicInfo(types[0] if len(types) == 1 else "|".join(types),
+                                          sum(c.msgcount for c in conns),
+                                          all(t in self._known for t in types), len(conns))
+        self.message_count = int(self._reader.message_count)
+        if self.message_count:
+            self.start_ns = int(self._reader.start_time)
+            self.end_ns = int(self._reader.end_time) - 1  # rosbags: end_time is one past the last
+        else:
+            self.start_ns = self.end_ns = 0
+
+    # -- messages --------------------------------------------------------------------------------
+    def messages(self, topics: Iterable[str] | None = None, start_ns: int | None = None,
+                 end_ns: int | None = None, renames: Mapping[str, str] | None = None,
+                 include_unknown: bool = False) -> Iterator[Record]:
+        """Yield messages in log-time order.
+
+        ``topics``: names to keep (original or renamed names; ``None`` = all). ``start_ns`` /
+        ``end_ns``: log-time window, start inclusive, end exclusive (absolute int ns).
+        ``renames``: original -> new topic name (e.g. :data:`rgbt.bag.renames.CART_RENAMES`).
+        Topics whose type is unknown are skipped unless named in ``topics`` or
+        ``include_unknown`` is set (their ``Record.msg`` then raises :class:`BagError`).
+        """
+        if self._reader is None:
+            raise BagError(f"{self.path}: bag is not open")
+        renames = dict(renames or {})
+        wanted = set(topics) if topics is not None else None
+        conns = []
+        for conn in self._connections:
+            new = renames.get(conn.topic, conn.topic)
+            if wanted is not None and conn.topic not in wanted and new not in wanted:
+                continue
+            if conn.msgtype not in self._known and wanted is None and not include_unknown:
+                continue
+            conns.append(conn)
+        if not conns:
+            return
+        last_t = None
+        try:
+            for conn, t_ns, raw in self._raw_messages(conns, start_ns, end_ns):
+                last_t = t_ns
+                yield Record(renames.get(conn.topic, conn.topic), conn.msgtype, t_ns, raw, conn.topic, self)
+        except BagError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - damaged data found while iterating
+            where = f"after log time {last_t} ns" if last_t is not None else "before the first message"
+            offset = self._offset_hint(exc, last_t)
+            raise BagError(f"{self.path}: cannot read messages {where}{offset}: {exc}") from exc
+
+    def _raw_messages(self, conns: list[Connection], start: int | None,
+                      stop: int | None) -> Iterator[tuple[Connection, int, bytes]]:
+        """(connection, log time, raw) in time order.
+
+        For ROS 2 directories the storages are read directly and matched on (topic, type):
+        rosbags 0.11.9 also compares QoS, which differs between metadata.yaml v4 and the storage
+        for real ``ros2 bag record`` output, and then yields nothing. Files are merged by time.
+        """
+        directory = getattr(self._reader, "storage", None)
+        storages = getattr(directory, "storages", None)
+        if self.kind != "ros2" or storages is None:
+            yield from self._reader.messages(connections=conns, start=start, stop=stop)
+            return
+        wanted = {(c.topic, c.msgtype): c for c in conns}
+        sources = []
+        for storage in storages:
+            sconns = [x for x in storage.connections if (x.topic, x.msgtype) in wanted]
+            if sconns:
+                sources.append(((wanted[(x.topic, x.msgtype)], t, d)
+                                for x, t, d in storage.messages(sconns, start, stop)))
+        merged = heapq.merge(*sources, key=lambda m: m[1])
+        if directory.metadata.compression_mode == "message":
+            from rosbags.rosbag2.writer import zstd
+
+            merged = ((c, t, zstd.decompress(d)) for c, t, d in merged)
+        yield from merged
+
+    def _offset_hint(self, exc: Exception, last_t: int | None) -> str:
+        if m := _OFFSET_RE.search(str(exc)):
+            return f" (offset {m.group(1)})"
+        # ROS 1: find the damaged chunk by decompressing the candidates (only on this error path)
+        infos = getattr(self._reader, "chunk_infos", None)
+        headers = getattr(self._reader, "chunks", None)
+        if infos and headers:
+            candidates = [c for c in infos if last_t is None or c.end_time >= last_t]
+            with self.path.open("rb") as bio:
+                for info in candidates:
+                    head = headers.get(info.pos)
+                    if head is None:
+                        continue
+                    try:
+                        bio.seek(head.datapos)
+                        data = bio.read(head.datasize)
+                        if len(data) < head.datasize:
+                            raise ValueError("short")
+                        head.decompressor(data)
+                    except Exception:  # noqa: BLE001 - this is the damaged chunk
+                        return f" (damaged chunk record at offset {info.pos}, data at {head.datapos})"
+        return ""
+
+
+def _closure(store: Typestore, msgtype: str) -> dict[str, Any]:
+    """``msgtype`` and every type it embeds, as field definitions copied from ``store``."""
+    from rosbags.interfaces import Nodetype
+
+    out: dict[str, Any] = {}
+    todo = [msgtype]
+    while todo:
+        name = todo.pop()
+        if name in out:
+            continue
+        out[name] = store.fielddefs[name]
+        for _, desc in out[name][1]:
+            node, arg = desc
+            if node in (Nodetype.ARRAY, Nodetype.SEQUENCE):
+                node, arg = arg[0]
+            if node == Nodetype.NAME:
+                todo.append(arg)
+    return out
+
+
+def _types_from_msgdef(conn: Connection, msgtype: str) -> dict[str, Any]:
+    """Types from a connection's embedded definition, or ``{}`` when absent or unparsable."""
+    fmt, data = conn.msgdef.format, conn.msgdef.data
+    try:
+        if fmt == MessageDefinitionFormat.MSG and data.strip():
+            return dict(get_types_from_msg(data, msgtype))
+        if fmt == MessageDefinitionFormat.IDL and data.strip():
+            sep = "=" * 80 + "\n"
+            typs: dict[str, Any] = {}
+            parts = data.split(sep)[1:] if data.startswith(f"{sep}IDL: ") else [f"IDL: x\n{data}"]
+            for part in parts:
+                typs.update(get_types_from_idl(part.split("\n", 1)[1]))
+            return typs if msgtype in typs else {}
+    except Exception:  # noqa: BLE001 - a broken definition makes the type unknown, not the bag unreadable
+        return {}
+    return {}
+
+
+def _storage_id(path: Path) -> str:
+    from ruamel.yaml import YAML
+
+    try:
+        meta = YAML(typ="safe").load((path / "metadata.yaml").read_text())
+        return str(meta["rosbag2_bagfile_information"]["storage_identifier"])
+    except Exception:  # noqa: BLE001
+        return ""
+
+
+def _mcap_custom_data(path: Path) -> dict[str, str]:
+    """Find the ``rosbag2`` metadata record (opcode 0x0C) and read its custom_data."""
+    from ruamel.yaml import YAML
+
+    from rgbt.bag.mcapscan import MAGIC
+
+    with path.open("rb") as bio:
+        if bio.read(8) != MAGIC:
+            return {}
+        size = path.stat().st_size
+        pos = 8
+        while pos + 9 <= size:
+            bio.seek(pos)
+            op, length = struct.unpack("<BQ", bio.read(9))
+            if op == 0x0C:
+                body = memoryview(bio.read(length))
+                (n,) = struct.unpack_from("<I", body, 0)
+                name = bytes(body[4:4 + n]).decode()
+                off = 8 + n
+                entries: dict[str, str] = {}
+                while off < len(body):
+                    (k,) = struct.unpack_from("<I", body, off)
+                    key = bytes(body[off + 4:off + 4 + k]).decode()
+                    off += 4 + k
+                    (v,) = struct.unpack_from("<I", body, off)
+                    entries[key] = bytes(body[off + 4:off + 4 + v]).decode()
+                    off += 4 + v
+                if name == "rosbag2" and "serialized_metadata" in entries:
+                    try:
+                        meta = YAML(typ="safe").load(entries["serialized_metadata"]) or {}
+                    except Exception:  # noqa: BLE001
+                        return {}
+                    meta = meta.get("rosbag2_bagfile_information", meta)
+                    return {str(k): str(v) for k, v in (meta.get("custom_data") or {}).items()}
+            if op == 0x02:
+                break
+            pos += 9 + length
+    return {}
+
+
+def _ros1_diagnosis(path: Path) -> str:
+    """Explain why a ROS 1 bag cannot be opened, with offsets, or ``""`` if nothing specific."""
+    size = path.stat().st_size
+    with path.open("rb") as bio:
+        magic = bio.read(13)
+        if magic != b"#ROSBAG V2.0\n":
+            return f"not a ROS 1 bag v2.0 (file starts with {magic[:13]!r}, {size} bytes)"
+        raw = bio.read(4)
+        if len(raw) < 4:
+            return f"file truncated at offset {size} inside the bag header record"
+        (hlen,) = struct.unpack("<I", raw)
+        header = bio.read(hlen)
+        if len(header) < hlen:
+            return f"file truncated at offset {size} inside the bag header record (needs {13 + 4 + hlen} bytes)"
+        fields: dict[str, bytes] = {}
+        off = 0
+        while off + 4 <= len(header):
+            (flen,) = struct.unpack_from("<I", header, off)
+            key, _, value = header[off + 4:off + 4 + flen].partition(b"=")
+            fields[key.decode(errors="replace")] = value
+            off += 4 + flen
+        index_pos = struct.unpack("<Q", fields["index_pos"])[0] if len(fields.get("index_pos", b"")) == 8 else None
+        if index_pos is None:
+            return "bag header record has no index_pos field"
+        if index_pos == 0:
+            return "bag is not indexed (index_pos = 0: the recording was interrupted; run `rosbag reindex`)"
+        if index_pos >= size:
+            return (f"file truncated: the bag header says the index starts at offset {index_pos} but the file "
+                    f"ends at offset {size}")
+    return ""

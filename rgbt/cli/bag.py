@@ -1,0 +1,166 @@
+"""``rgbt bag``: inspect, convert, clip and recover bags (ROS 1 ``.bag``, ROS 2 sqlite3 / MCAP)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from rgbt.errors import BagError
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser("bag", help="inspect, convert, clip and recover bags",
+                                   description="Bag tools: ROS 1 .bag and ROS 2 (sqlite3 / MCAP) bags.")
+    sub = parser.add_subparsers(dest="bag_cmd", metavar="CMD")
+    parser.set_defaults(func=lambda args: (parser.print_help(), 2)[1])
+
+    p = sub.add_parser("info", help="topics, types, counts, rates and gaps of a bag")
+    p.add_argument("path", help="ROS 1 .bag, ROS 2 bag directory, or .mcap / .db3 file")
+    p.add_argument("--json", action="store_true", help="print JSON (machine-readable)")
+    p.add_argument("--no-scan", action="store_true",
+                   help="do not read message times (faster; rates from counts, no gaps)")
+    p.set_defaults(func=_info)
+
+    for name, helptext in (("convert", "convert a bag (ROS 1 or ROS 2) to a rosbag2 MCAP bag directory"),
+                           ("clip", "copy a time window of a bag into a rosbag2 MCAP bag directory")):
+        p = sub.add_parser(name, help=helptext, description=helptext)
+        p.add_argument("input", help="ROS 1 .bag, ROS 2 bag directory, or .mcap / .db3 file")
+        p.add_argument("output", help="output bag directory (must not exist)")
+        p.add_argument("--start", type=float, default=0.0, metavar="S",
+                       help="start offset from the first message, s (like rosbag play -s)")
+        p.add_argument("--duration", type=float, default=-1.0, metavar="S",
+                       help="duration, s; -1 = to the end (like rosbag play -u; CART's bag_durr)")
+        p.add_argument("--cart-renames", action="store_true",
+                       help="apply CART's topic renames (e.g. /flir_boson/image -> /boson/thermal/image_raw)")
+        p.add_argument("--rename", action="append", metavar="/OLD:=/NEW", help="rename a topic (repeatable)")
+        p.add_argument("--topic", action="append", metavar="NAME", help="keep only this topic (repeatable)")
+        p.add_argument("--drop-topic", action="append", metavar="NAME", help="leave this topic out (repeatable)")
+        p.add_argument("--compression", choices=("none", "zstd"), default="none", help="MCAP chunk compression")
+        p.add_argument("--split-size-mb", type=float, help="start a new file every N MB")
+        p.add_argument("--split-duration", type=float, metavar="S", help="start a new file every S seconds")
+        p.add_argument("--json", action="store_true", help="print the summary as JSON")
+        p.set_defaults(func=_convert)
+
+    p = sub.add_parser("write-rate", help="measure MCAP write throughput for the full raw CART stack")
+    p.add_argument("--duration", type=float, default=2.0, metavar="S", help="stack time to write per run, s")
+    p.add_argument("--repeats", type=int, default=3, help="timed runs (median reported)")
+    p.add_argument("--compression", choices=("none", "zstd"), default="none")
+    p.add_argument("--raw", action="store_true", help="write pre-serialized CDR (recorder path) instead of "
+                                                      "building + serializing each message (simulator path)")
+    p.add_argument("--dir", help="directory for the temporary bag (default: system temp)")
+    p.add_argument("--no-tune-allocator", action="store_true",
+                   help="leave glibc's malloc defaults (see rgbt.bag.writer.tune_allocator)")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=_write_rate)
+
+    p = sub.add_parser("recover", help="finish an interrupted MCAP recording (killed writer) in place")
+    p.add_argument("path", help="rosbag2 MCAP bag directory")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=_recover)
+
+
+def _info(args: argparse.Namespace) -> int:
+    from rgbt.bag.info import bag_info
+    from rgbt.cli.output import print_json
+
+    info = bag_info(args.path, scan=not args.no_scan)
+    if args.json:
+        print_json(info)
+        return 0
+    rows = [(name, t["type"] + ("" if t["known"] else "  (unknown type)"), t["count"], t["rate_hz"],
+             "-" if t["max_gap_s"] is None else f"{t['max_gap_s']:.3f} s @ {t['max_gap_at_s']:.1f} s")
+            for name, t in info["topics"].items()]
+    title = (f"{info['path']}  [{info['format']} / {info['storage']}]  {info['message_count']} messages, "
+             f"{info['duration_s']:.3f} s" + ("  SYNTHETIC" if info["synthetic"] else ""))
+    _print_wide_table(title, ["topic", "type", "count", "rate Hz", "largest gap"], rows)
+    if info["custom_data"]:
+        print("custom_data: " + ", ".join(f"{k}={v}" for k, v in sorted(info["custom_data"].items())))
+    if info["unknown_types"]:
+        print("unknown types (listed, not deserialized): " + ", ".join(info["unknown_types"]))
+    if info["unfinished_files"]:
+        print(f"unfinished files (interrupted recording): {', '.join(info['unfinished_files'])}; "
+              f"run `rgbt bag recover {info['path']}`")
+    return 0
+
+
+def _convert(args: argparse.Namespace) -> int:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    from rgbt.bag.convert import ConvertOptions, convert_bag, ensure_new
+    from rgbt.bag.renames import CART_RENAMES, parse_renames
+    from rgbt.cli.output import print_json
+
+    renames = dict(CART_RENAMES) if args.cart_renames else {}
+    renames.update(parse_renames(args.rename))
+    if args.split_size_mb is not None and args.split_size_mb <= 0:
+        raise BagError(f"--split-size-mb {args.split_size_mb}: expected > 0")
+    opts = ConvertOptions(renames=renames, topics=args.topic, drop_topics=list(args.drop_topic or []),
+                          start_s=args.start, duration_s=args.duration, compression=args.compression,
+                          split_size_bytes=int(args.split_size_mb * 1e6) if args.split_size_mb else None,
+                          split_duration_ns=int(args.split_duration * 1e9) if args.split_duration else None)
+    ensure_new(args.output)
+    with Progress(TextColumn(f"{args.bag_cmd}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+                  transient=True, console=_stderr_console()) as bar:
+        task = bar.add_task("messages", total=None)
+        result = convert_bag(args.input, args.output, opts,
+                             progress=lambda done, total: bar.update(task, completed=done, total=total))
+    if args.json:
+        print_json(result)
+    else:
+        print(f"wrote {result['messages']} messages to {result['dst']}")
+        for topic, n in result["topics"].items():
+            print(f"  {topic}: {n}")
+        if result["skipped_topics"]:
+            print("skipped (unknown type): " + ", ".join(result["skipped_topics"]))
+    return 0
+
+
+def _write_rate(args: argparse.Namespace) -> int:
+    from rgbt.bag.writer import measure_write_rate
+    from rgbt.cli.output import print_json
+
+    res = measure_write_rate(args.duration, args.dir, compression=args.compression, serialize=not args.raw,
+                             repeats=args.repeats, tune_allocator=not args.no_tune_allocator)
+    res["path"] = "raw CDR (recorder)" if args.raw else "build + serialize (simulator)"
+    res["compression"] = args.compression
+    if args.json:
+        print_json(res)
+    else:
+        print(f"MCAP write ({res['path']}, {args.compression}, allocator tuned: {res['allocator_tuned']}): {res['mb_s']:.0f} MB/s = {res['ratio']:.2f} x the "
+              f"full stack's raw rate ({res['data_rate_mb_s']:.1f} MB/s); runs "
+              + ", ".join(f"{x:.0f}" for x in res["runs_mb_s"]))
+    return 0
+
+
+def _recover(args: argparse.Namespace) -> int:
+    from rgbt.bag.recover import recover_bag
+    from rgbt.cli.output import print_json
+
+    result = recover_bag(args.path)
+    if args.json:
+        print_json(result)
+    else:
+        print(f"{args.path}: {result['message_count']} messages; recovered {result['recovered'] or 'nothing'}"
+              + (f"; removed empty {result['removed']}" if result["removed"] else "")
+              + f"; {result['bytes_lost']} bytes of incomplete data dropped")
+    return 0
+
+
+def _stderr_console() -> Any:
+    from rich.console import Console
+
+    return Console(file=sys.stderr)
+
+
+def _print_wide_table(title: str, columns: list[str], rows: list[tuple[Any, ...]]) -> None:
+    """A rich table that keeps full topic and type names when stdout is not a terminal."""
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=title)
+    for col in columns:
+        table.add_column(col, no_wrap=True)
+    for row in rows:
+        table.add_row(*[f"{v:.3f}" if isinstance(v, float) else str(v) for v in row])
+    Console(width=None if sys.stdout.isatty() else 200).print(table)

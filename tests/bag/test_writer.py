@@ -1,0 +1,144 @@
+"""BagWriter: round trips, splits, compression, custom types, metadata, independent reader."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from ruamel.yaml import YAML
+
+from rgbt.bag import BagWriter, image_to_numpy, numpy_to_image_msg, open_bag
+from rgbt.bag.mcapscan import scan_mcap
+from rgbt.bag.types import ros2_typestore
+from rgbt.errors import BagError
+
+STORE = ros2_typestore()
+T0 = 1_700_000_000_000_000_000
+
+
+def _state(t_ns: int, armed: bool, mode: str):
+    T = STORE.types
+    sec, nsec = divmod(t_ns, 1_000_000_000)
+    return T["mavros_msgs/msg/State"](T["std_msgs/msg/Header"](T["builtin_interfaces/msg/Time"](sec, nsec), "base"),
+                                      True, armed, True, False, mode, 4)
+
+
+def _write_sample(path: Path, n: int = 12, **kwargs) -> list[tuple[str, int, bytes]]:
+    rng = np.random.default_rng(1)
+    written = []
+    with BagWriter(path, custom_data={"rgbt.synthetic": "true", "rgbt.seed": "1"}, **kwargs) as w:
+        w.add_topic("/boson/thermal/image_raw", "sensor_msgs/msg/Image")
+        w.add_topic("/uav1/mavros/state", "mavros_msgs/msg/State")
+        for i in range(n):
+            t = T0 + i * 16_666_667
+            img = numpy_to_image_msg(rng.integers(0, 4096, (64, 80), dtype=np.uint16), t, "thermal", "mono16")
+            raw = bytes(STORE.serialize_cdr(img, "sensor_msgs/msg/Image"))
+            w.write("/boson/thermal/image_raw", t, raw)
+            written.append(("/boson/thermal/image_raw", t, raw))
+            st = _state(t + 1, i % 3 == 0, "GUIDED" if i % 2 else "LOITER")
+            w.write_msg("/uav1/mavros/state", t + 1, st)
+            written.append(("/uav1/mavros/state", t + 1, bytes(STORE.serialize_cdr(st, "mavros_msgs/msg/State"))))
+    return written
+
+
+def test_roundtrip_bit_exact(tmp_path: Path) -> None:
+    written = _write_sample(tmp_path / "bag")
+    with open_bag(tmp_path / "bag") as bag:
+        assert bag.synthetic and bag.metadata["rgbt.seed"] == "1"
+        assert bag.topics["/uav1/mavros/state"].msgtype == "mavros_msgs/msg/State"
+        recs = list(bag.messages())
+        assert [(r.topic, r.t_ns, bytes(r.raw)) for r in recs] == written
+        states = [r.msg for r in recs if r.topic == "/uav1/mavros/state"]
+        assert [s.armed for s in states] == [i % 3 == 0 for i in range(12)]
+        img = image_to_numpy(recs[0].msg)
+        assert img.shape == (64, 80) and img.dtype == np.uint16
+    meta = YAML(typ="safe").load((tmp_path / "bag" / "metadata.yaml").read_text())["rosbag2_bagfile_information"]
+    assert meta["storage_identifier"] == "mcap" and meta["message_count"] == 24
+    assert meta["custom_data"]["rgbt.synthetic"] == "true"
+    hashes = {t["topic_metadata"]["name"]: t["topic_metadata"]["type_description_hash"]
+              for t in meta["topics_with_message_count"]}
+    assert hashes["/uav1/mavros/state"] == STORE.hash_rihs01("mavros_msgs/msg/State")
+
+
+def test_independent_reader_mcap_ros2(tmp_path: Path) -> None:
+    """mcap-ros2-support decodes our files with its own CDR decoder and the embedded schemas."""
+    from mcap.reader import make_reader
+    from mcap_ros2.decoder import DecoderFactory
+
+    written = _write_sample(tmp_path / "bag", n=5)
+    got = []
+    for f in sorted((tmp_path / "bag").glob("*.mcap")):
+        with f.open("rb") as fh:
+            reader = make_reader(fh, decoder_factories=[DecoderFactory()])
+            got += [(ch.topic, m.log_time, msg) for _, ch, m, msg in reader.iter_decoded_messages(log_time_order=True)]
+    assert [(t, ts) for t, ts, _ in got] == [(t, ts) for t, ts, _ in written]
+    for (topic, _, raw), (_, _, msg) in zip(written, got):
+        ours = STORE.deserialize_cdr(raw, "sensor_msgs/msg/Image" if "image" in topic else "mavros_msgs/msg/State")
+        if "image" in topic:
+            assert (msg.width, msg.height, msg.encoding, msg.step) == (ours.width, ours.height, "mono16", ours.step)
+            assert bytes(msg.data) == ours.data.tobytes()
+        else:
+            assert (msg.armed, msg.mode, msg.system_status) == (ours.armed, ours.mode, ours.system_status)
+
+
+@pytest.mark.parametrize("split", [{"split_size_bytes": 40_000}, {"split_duration_ns": 50_000_000}])
+def test_split_files_all_finished_and_listed(tmp_path: Path, split: dict) -> None:
+    written = _write_sample(tmp_path / "bag", n=20, flush_interval_s=0.0, **split)
+    files = sorted((tmp_path / "bag").glob("*.mcap"))
+    assert len(files) > 2
+    assert all(scan_mcap(f).finished for f in files)
+    meta = YAML(typ="safe").load((tmp_path / "bag" / "metadata.yaml").read_text())["rosbag2_bagfile_information"]
+    assert sorted(meta["relative_file_paths"]) == sorted(f.name for f in files)
+    assert sum(f["message_count"] for f in meta["files"]) == len(written) == meta["message_count"]
+    if "split_duration_ns" in split:
+        for f in meta["files"]:
+            assert f["duration"]["nanoseconds"] < 50_000_000
+    with open_bag(tmp_path / "bag") as bag:
+        assert [(r.topic, r.t_ns, bytes(r.raw)) for r in bag.messages()] == written
+
+
+def test_zstd_chunks(tmp_path: Path) -> None:
+    with BagWriter(tmp_path / "z", compression="zstd") as w:
+        w.add_topic("/eo/mono/image_raw", "sensor_msgs/msg/Image")
+        for i in range(5):
+            w.write_msg("/eo/mono/image_raw", T0 + i, numpy_to_image_msg(np.full((600, 960), i, np.uint8), T0 + i,
+                                                                           "mono", "mono8"))
+    assert sum(f.stat().st_size for f in (tmp_path / "z").glob("*.mcap")) < 100_000  # 5 x 576 kB raw
+    with open_bag(tmp_path / "z") as bag:
+        assert [int(image_to_numpy(r.msg)[599, 959]) for r in bag.messages()] == [0, 1, 2, 3, 4]
+
+
+def test_writer_errors(tmp_path: Path) -> None:
+    w = BagWriter(tmp_path / "b")
+    with pytest.raises(BagError, match="unknown"):
+        w.add_topic("/x", "acme_msgs/msg/Nope")
+    with pytest.raises(BagError, match="add_topic"):
+        w.write("/never", 1, b"\0\1\0\0")
+    w.add_topic("/s", "std_msgs/msg/String")
+    with pytest.raises(BagError, match="already added"):
+        w.add_topic("/s", "std_msgs/msg/Int32")
+    w.write_msg("/s", 5, STORE.types["std_msgs/msg/String"]("hi"))
+    w.close()
+    w.close()  # idempotent
+    with pytest.raises(BagError, match="closed"):
+        w.write_msg("/s", 6, STORE.types["std_msgs/msg/String"]("late"))
+    with pytest.raises(BagError, match="exists"):
+        BagWriter(tmp_path / "b")
+    with pytest.raises(BagError, match="compression"):
+        BagWriter(tmp_path / "c", compression="lz4")  # type: ignore[arg-type]
+    with open_bag(tmp_path / "b") as bag:
+        assert [r.msg.data for r in bag.messages()] == ["hi"]
+
+
+def test_open_recording_is_listed_as_unfinished(tmp_path: Path) -> None:
+    """While recording (or after a kill) metadata.yaml exists and the open file is reported."""
+    w = BagWriter(tmp_path / "live")
+    w.add_topic("/s", "std_msgs/msg/String")
+    w.write_msg("/s", 1, STORE.types["std_msgs/msg/String"]("a"))
+    with open_bag(tmp_path / "live") as bag:
+        assert bag.message_count == 0
+        assert [p.name for p in bag.unfinished_files] == ["live_0.mcap"]
+    w.close()
+    with open_bag(tmp_path / "live") as bag:
+        assert bag.message_count == 1 and bag.unfinished_files == []
