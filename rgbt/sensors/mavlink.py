@@ -1,0 +1,285 @@
+"""ArduPilot over MAVLink (pymavlink): armed state, pose, global fix, camera events.
+
+Connections are pymavlink connection strings: ``udpin:127.0.0.1:14550``,
+``udpout:HOST:PORT``, ``tcp:HOST:PORT``, ``/dev/ttyACM0`` (with ``baudrate``), or a
+``.tlog`` file. Outputs mirror mavros so the ROS shells can publish them unchanged:
+
+- :class:`State` like ``mavros_msgs/State`` (``connected``, ``armed``, ``mode``),
+- :class:`GlobalFix` like ``sensor_msgs/NavSatFix`` on ``global_position/global``
+  (lat/lon deg, altitude m AMSL as reported by GLOBAL_POSITION_INT),
+- :class:`LocalPose` like ``geometry_msgs/PoseStamped`` on ``local_position/pose``:
+  position in ENU (x east, y north, z up) and orientation of the FLU body (x forward,
+  y left, z up) in ENU, converted from LOCAL_POSITION_NED and ATTITUDE (NED / FRD) the way
+  mavros does.
+
+The armed state comes only from the *vehicle's* HEARTBEAT: heartbeats from ground stations
+(``MAV_TYPE_GCS``) and from components that are not an autopilot
+(``MAV_AUTOPILOT_INVALID``: cameras, companion computers, gimbals) are ignored.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from rgbt.errors import DecodeError
+
+MAV_TYPE_GCS = 6
+MAV_AUTOPILOT_INVALID = 8
+MAV_MODE_FLAG_SAFETY_ARMED = 128
+
+
+def is_vehicle_heartbeat(msg) -> bool:  # noqa: ANN001 - pymavlink message
+    """A HEARTBEAT sent by an autopilot (not a GCS, not a camera / companion component)."""
+    return msg.get_type() == "HEARTBEAT" and msg.type != MAV_TYPE_GCS and msg.autopilot != MAV_AUTOPILOT_INVALID
+
+
+class ArmTracker:
+    """Armed/disarmed transitions of one vehicle from its heartbeats.
+
+    The first vehicle heartbeat fixes the vehicle (system id); a vehicle that starts
+    disarmed gives no event until it first arms. ``update`` returns ``(t_s, armed)`` on a
+    transition, else None.
+    """
+
+    def __init__(self) -> None:
+        self.sysid: int | None = None
+        self.armed: bool | None = None
+        self.events: list[tuple[float, bool]] = []
+
+    def update(self, msg, t_s: float) -> tuple[float, bool] | None:  # noqa: ANN001
+        if not is_vehicle_heartbeat(msg):
+            return None
+        if self.sysid is None:
+            self.sysid = msg.get_srcSystem()
+        elif msg.get_srcSystem() != self.sysid:
+            return None
+        armed = bool(msg.base_mode & MAV_MODE_FLAG_SAFETY_ARMED)
+        first = self.armed is None
+        changed = armed != self.armed
+        self.armed = armed
+        if changed and not (first and not armed):
+            ev = (t_s, armed)
+            self.events.append(ev)
+            return ev
+        return None
+
+
+def decode_tlog(path: str | Path) -> dict:
+    """Arm events (log time, Unix s) and message counts of a ``.tlog``."""
+    from pymavlink import mavutil
+
+    p = Path(path)
+    if not p.is_file():
+        raise DecodeError(f"{p}: no such file (expected a MAVLink .tlog)")
+    conn = mavutil.mavlink_connection(str(p), dialect="ardupilotmega", robust_parsing=True)
+    tracker = ArmTracker()
+    counts: Counter[str] = Counter()
+    try:
+        while True:
+            msg = conn.recv_match()
+            if msg is None:
+                break
+            counts[msg.get_type()] += 1
+            tracker.update(msg, float(msg._timestamp))
+    finally:
+        conn.close()
+    return {"arm_events": [[round(t, 3), a] for t, a in tracker.events], "messages": dict(sorted(counts.items()))}
+
+
+# ----------------------------------------------------------------------------- frames
+
+R_ENU_NED = np.array([[0.0, 1.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, -1.0]])
+R_FRD_FLU = np.diag([1.0, -1.0, -1.0])
+
+
+def rot_zyx(roll: float, pitch: float, yaw: float) -> np.ndarray:
+    """R = Rz(yaw) Ry(pitch) Rx(roll) (aerospace Euler angles, rad)."""
+    cr, sr, cp, sp, cy, sy = math.cos(roll), math.sin(roll), math.cos(pitch), math.sin(pitch), math.cos(yaw), math.sin(yaw)
+    return np.array([
+        [cy * cp, cy * sp * sr - sy * cr, cy * sp * cr + sy * sr],
+        [sy * cp, sy * sp * sr + cy * cr, sy * sp * cr - cy * sr],
+        [-sp, cp * sr, cp * cr],
+    ])
+
+
+def quat_xyzw(R: np.ndarray) -> tuple[float, float, float, float]:
+    """Unit quaternion (x, y, z, w), w >= 0, of a rotation matrix."""
+    m = R
+    tr = m[0, 0] + m[1, 1] + m[2, 2]
+    if tr > 0:
+        s = math.sqrt(tr + 1.0) * 2
+        w, x, y, z = 0.25 * s, (m[2, 1] - m[1, 2]) / s, (m[0, 2] - m[2, 0]) / s, (m[1, 0] - m[0, 1]) / s
+    elif m[0, 0] > m[1, 1] and m[0, 0] > m[2, 2]:
+        s = math.sqrt(1.0 + m[0, 0] - m[1, 1] - m[2, 2]) * 2
+        w, x, y, z = (m[2, 1] - m[1, 2]) / s, 0.25 * s, (m[0, 1] + m[1, 0]) / s, (m[0, 2] + m[2, 0]) / s
+    elif m[1, 1] > m[2, 2]:
+        s = math.sqrt(1.0 + m[1, 1] - m[0, 0] - m[2, 2]) * 2
+        w, x, y, z = (m[0, 2] - m[2, 0]) / s, (m[0, 1] + m[1, 0]) / s, 0.25 * s, (m[1, 2] + m[2, 1]) / s
+    else:
+        s = math.sqrt(1.0 + m[2, 2] - m[0, 0] - m[1, 1]) * 2
+        w, x, y, z = (m[1, 0] - m[0, 1]) / s, (m[0, 2] + m[2, 0]) / s, (m[1, 2] + m[2, 1]) / s, 0.25 * s
+    if w < 0:
+        w, x, y, z = -w, -x, -y, -z
+    return (x, y, z, w)
+
+
+def ned_to_enu(x: float, y: float, z: float) -> tuple[float, float, float]:
+    return (y, x, -z)
+
+
+def attitude_ned_frd_to_enu_flu(roll: float, pitch: float, yaw: float) -> np.ndarray:
+    """R_enu_flu from MAVLink ATTITUDE (FRD body in NED, rad), as mavros publishes it."""
+    return R_ENU_NED @ rot_zyx(roll, pitch, yaw) @ R_FRD_FLU
+
+
+# ----------------------------------------------------------------------------- outputs
+
+@dataclass
+class State:
+    """mavros_msgs/State: ``t_ns`` host time of the heartbeat."""
+
+    t_ns: int
+    connected: bool
+    armed: bool
+    mode: str
+    system_status: int
+
+
+@dataclass
+class GlobalFix:
+    """sensor_msgs/NavSatFix from GLOBAL_POSITION_INT: deg, deg, m (AMSL), status 0 = fix."""
+
+    t_ns: int
+    latitude: float
+    longitude: float
+    altitude: float
+    status: int = 0
+    position_covariance_type: int = 0  # COVARIANCE_TYPE_UNKNOWN
+
+
+@dataclass
+class LocalPose:
+    """geometry_msgs/PoseStamped: position ENU (m), orientation FLU-in-ENU quaternion (x, y, z, w)."""
+
+    t_ns: int
+    position: tuple[float, float, float]
+    orientation: tuple[float, float, float, float]
+    frame_id: str = "map"
+
+
+@dataclass
+class CameraEvent:
+    """CAMERA_FEEDBACK (ArduPilot) or CAMERA_TRIGGER: autopilot time (us) and image index."""
+
+    t_ns: int
+    time_usec: int
+    index: int
+    kind: str
+
+
+@dataclass
+class MavlinkOptions:
+    """``url`` is a pymavlink connection string; ``stream_rate_hz`` is requested on connect."""
+
+    url: str = "udpin:127.0.0.1:14550"
+    baudrate: int = 921600
+    source_system: int = 254
+    stream_rate_hz: int = 20
+    heartbeat_timeout_s: float = 3.0
+
+
+class Autopilot:
+    """A live MAVLink link with mavros-like outputs.
+
+    ``clock`` returns the time in ns used to stamp outputs (default ``time.time_ns``: the
+    host wall clock, like a tlog); tests replaying a log pass the log's clock.
+    """
+
+    def __init__(self, options: MavlinkOptions, clock: Callable[[], int] = time.time_ns) -> None:
+        from pymavlink import mavutil
+
+        self.options = options
+        self.clock = clock
+        self.conn = mavutil.mavlink_connection(options.url, baud=options.baudrate, dialect="ardupilotmega",
+                                               source_system=options.source_system, autoreconnect=True)
+        self.arm = ArmTracker()
+        self.counts: Counter[str] = Counter()
+        self.state: State | None = None
+        self.fix: GlobalFix | None = None
+        self.pose: LocalPose | None = None
+        self.camera_events: list[CameraEvent] = []
+        self._attitude: tuple[float, float, float] | None = None
+        self._last_hb_ns: int | None = None
+        self._streams_requested = False
+
+    def request_streams(self, rate_hz: int | None = None) -> None:
+        """Ask the vehicle for its data streams (ArduPilot REQUEST_DATA_STREAM, all streams)."""
+        from pymavlink import mavutil
+
+        rate = rate_hz or self.options.stream_rate_hz
+        self.conn.mav.request_data_stream_send(self.conn.target_system, self.conn.target_component,
+                                               mavutil.mavlink.MAV_DATA_STREAM_ALL, rate, 1)
+
+    def handle(self, msg) -> list[object]:  # noqa: ANN001
+        """Update from one message; returns the outputs it produced."""
+        t = self.clock()
+        kind = msg.get_type()
+        self.counts[kind] += 1
+        out: list[object] = []
+        if kind == "HEARTBEAT" and is_vehicle_heartbeat(msg):
+            ev = self.arm.update(msg, t / 1e9)
+            if self.arm.sysid == msg.get_srcSystem():
+                from pymavlink import mavutil
+
+                mode = mavutil.mode_string_v10(msg)
+                self.state = State(t, True, bool(msg.base_mode & MAV_MODE_FLAG_SAFETY_ARMED), mode, msg.system_status)
+                self._last_hb_ns = t
+                out.append(self.state)
+                if not self._streams_requested:
+                    self.conn.target_system = msg.get_srcSystem()
+                    self.conn.target_component = msg.get_srcComponent()
+                    self.request_streams()
+                    self._streams_requested = True
+            if ev is not None:
+                out.append(ev)
+        elif kind == "GLOBAL_POSITION_INT":
+            self.fix = GlobalFix(t, msg.lat * 1e-7, msg.lon * 1e-7, msg.alt * 1e-3)
+            out.append(self.fix)
+        elif kind == "ATTITUDE":
+            self._attitude = (msg.roll, msg.pitch, msg.yaw)
+        elif kind == "LOCAL_POSITION_NED" and self._attitude is not None:
+            R = attitude_ned_frd_to_enu_flu(*self._attitude)
+            self.pose = LocalPose(t, ned_to_enu(msg.x, msg.y, msg.z), quat_xyzw(R))
+            out.append(self.pose)
+        elif kind == "CAMERA_FEEDBACK":
+            ev2 = CameraEvent(t, int(msg.time_usec), int(msg.img_idx), kind)
+            self.camera_events.append(ev2)
+            out.append(ev2)
+        elif kind == "CAMERA_TRIGGER":
+            ev2 = CameraEvent(t, int(msg.time_usec), int(msg.seq), kind)
+            self.camera_events.append(ev2)
+            out.append(ev2)
+        return out
+
+    def poll(self, timeout: float = 0.05) -> list[object]:
+        """Handle every message that arrives within ``timeout`` s."""
+        out: list[object] = []
+        msg = self.conn.recv_match(blocking=True, timeout=timeout)
+        while msg is not None:
+            if msg.get_type() != "BAD_DATA":
+                out.extend(self.handle(msg))
+            msg = self.conn.recv_match(blocking=False)
+        if self.state is not None and self._last_hb_ns is not None:
+            if self.clock() - self._last_hb_ns > self.options.heartbeat_timeout_s * 1e9:
+                self.state.connected = False
+        return out
+
+    def close(self) -> None:
+        self.conn.close()

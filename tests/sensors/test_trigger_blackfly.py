@@ -1,0 +1,126 @@
+"""Trigger generator protocol over a pty (the test side runs the device model) and the
+Blackfly parameter file."""
+
+from __future__ import annotations
+
+import threading
+from types import SimpleNamespace
+
+import pytest
+import yaml
+
+from rgbt.errors import ConfigError, DecodeError
+from rgbt.sensors import blackfly, trigger
+from rgbt.sensors.serial_link import SerialLink
+
+
+class TriggerDevice(threading.Thread):
+    def __init__(self, dev) -> None:
+        super().__init__(daemon=True)
+        self.dev, self.model = dev, trigger.TriggerDeviceModel(rate_hz=30.0)
+        self.stop = threading.Event()
+
+    def run(self) -> None:
+        buf = b""
+        while not self.stop.is_set():
+            buf += self.dev.read(0.005)
+            while b"\n" in buf:
+                line, _, buf = buf.partition(b"\n")
+                self.dev.write(self.model.handle(line))
+
+
+def test_protocol_checksums():
+    assert trigger.frame_line("RATE 60.000") == b"RATE 60.000*" + trigger.checksum("RATE 60.000").encode() + b"\n"
+    assert trigger.parse_line(b"COUNT 12*" + trigger.checksum("COUNT 12").encode()) == "COUNT 12"
+    with pytest.raises(DecodeError):
+        trigger.parse_line(b"COUNT 13*" + trigger.checksum("COUNT 12").encode())
+    model = trigger.TriggerDeviceModel()
+    assert model.handle(b"START*00\n").startswith(b"ERR CHECKSUM")
+    assert model.handle(trigger.frame_line("RATE 5000")).startswith(b"ERR RANGE")
+
+
+def test_pty_trigger_rate_start_count_stop_reconnect(pty_device):
+    dev = TriggerDevice(pty_device)
+    dev.start()
+    gen = trigger.TriggerGenerator(trigger.TriggerOptions(port=str(pty_device.path)),
+                                   SerialLink(str(pty_device.path), backoff_s=(0.02, 0.1)))
+    try:
+        gen.set_rate(60)
+        assert gen.rate() == 60.0
+        gen.start()
+        dev.model.tick(1.0)  # one second of pulses
+        assert gen.count() == 60
+        gen.stop()
+        dev.model.tick(1.0)
+        assert gen.count() == 60
+        with pytest.raises(DecodeError, match="ERR"):
+            gen.request("FIRE")
+        pty_device.unplug()
+        with pytest.raises(DecodeError):
+            gen.count()
+        pty_device.plug()
+        gen.link.poll()
+        import time
+        deadline = time.monotonic() + 5
+        while not gen.link.poll() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert gen.count() == 60  # the device kept its counter
+    finally:
+        dev.stop.set()
+        dev.join(2)
+        gen.link.close()
+
+
+def _stack():
+    cam = SimpleNamespace(frame_id="color_optical", width=960, height=600, modality="color", trigger_divider=2)
+    return SimpleNamespace(cameras={"color": cam}, trigger=SimpleNamespace(rate_hz=60.0))
+
+
+def test_blackfly_params_trigger_line0_exposure_below_period():
+    stack = _stack()
+    p = blackfly.spinnaker_params(stack, "color", exposure_us=50_000)
+    assert p["trigger_source"] == "Line0" and p["trigger_activation"] == "RisingEdge" and p["trigger_mode"] == "On"
+    assert p["chunk_enable_frame_id"] and p["chunk_enable_timestamp"] and p["chunk_mode_active"]
+    period_us = 1e6 * 2 / 60.0
+    assert p["exposure_time"] < period_us
+    text = blackfly.spinnaker_params_yaml(stack, "color")
+    loaded = yaml.safe_load(text)
+    assert loaded["blackfly_color"]["ros__parameters"]["image_width"] == 960
+    with pytest.raises(ConfigError):
+        blackfly.spinnaker_params(stack, "thermal")
+
+
+def test_blackfly_params_from_the_repository_stack(tmp_path, rgbt_cli):
+    from rgbt.stack import load_stack
+    from rgbt.sync import RestamperOptions
+
+    stack = load_stack()
+    out = tmp_path / "color.yaml"
+    rgbt_cli("sensors", "blackfly-params", "--camera", "color", "--out", str(out))
+    p = yaml.safe_load(out.read_text())["blackfly_color"]["ros__parameters"]
+    cam = stack.cameras["color"]
+    assert (p["image_width"], p["image_height"], p["frame_id"]) == (cam.width, cam.height, cam.frame_id)
+    assert p["exposure_time"] < 1e6 * cam.trigger_divider / stack.trigger.rate_hz
+    opts = RestamperOptions.from_stack(stack)
+    assert opts.cameras["thermal"].divider == 1 and opts.cameras["color"].divider == 2
+    assert opts.trigger_rate_hz == stack.trigger.rate_hz
+
+
+def test_cli_trigger_against_pty_device(pty_device, rgbt_cli):
+    import json
+
+    dev = TriggerDevice(pty_device)
+    dev.start()
+    try:
+        out = json.loads(rgbt_cli("sensors", "trigger", str(pty_device.path), "rate", "60", "--json").stdout)
+        assert out == {"rate_hz": 60.0, "count": 0}
+        rgbt_cli("sensors", "trigger", str(pty_device.path), "start")
+        assert dev.model.running
+        dev.model.tick(0.5)
+        out = json.loads(rgbt_cli("sensors", "trigger", str(pty_device.path), "count", "--json").stdout)
+        assert out["count"] == 30
+    finally:
+        dev.stop.set()
+        dev.join(2)
+    gone = rgbt_cli("sensors", "trigger", str(pty_device.path) + ".absent", "count", check=False)
+    assert gone.returncode == 2 and "not connected" in gone.stderr
