@@ -1,7 +1,8 @@
 """Convert / clip / rename any readable bag into a rosbag2 MCAP bag directory.
 
-ROS 1 messages are converted to ROS 2 CDR by rosbags' converter (``std_msgs/Header.seq`` dropped;
-types missing from ROS 2 Jazzy are carried over from the bag's own definitions). ROS 2 messages
+ROS 1 messages are converted to ROS 2 CDR by rosbags' converter (``std_msgs/Header.seq`` dropped,
+``tf/tfMessage`` renamed ``tf2_msgs/TFMessage``; types missing from ROS 2 Jazzy are carried over
+from the bag's own definitions). ROS 2 messages
 are copied byte for byte.
 """
 
@@ -35,18 +36,27 @@ class ConvertOptions:
     split_duration_ns: int | None = None
 
 
+def ros2_msgtype(ros1_msgtype: str) -> str:
+    """The ROS 2 name of a ROS 1 message type (``tf/msg/tfMessage`` -> ``tf2_msgs/msg/TFMessage``,
+    rosbags' static renames); other names are unchanged."""
+    from rosbags.convert.converter import STATIC_MSGTYPE_RENAMES
+
+    return STATIC_MSGTYPE_RENAMES.get(ros1_msgtype, ros1_msgtype)
+
+
 def _ros1_converter(bag: BagReader, dst_store: Any, msgtype: str) -> Callable[[Any], Any]:
     """A raw ROS 1 -> ROS 2 CDR function for ``msgtype`` (registers missing types in ``dst_store``)."""
     from rosbags.convert.converter import generate_message_converter
     from rosbags.typesys import get_types_from_msg
 
-    if msgtype not in dst_store.fielddefs:
-        typs = get_types_from_msg(bag.typestore.generate_msgdef(msgtype, ros_version=2)[0], msgtype)
+    dst_type = ros2_msgtype(msgtype)
+    if dst_type not in dst_store.fielddefs:
+        typs = get_types_from_msg(bag.typestore.generate_msgdef(msgtype, ros_version=2)[0], dst_type)
         typs = {k: v for k, v in typs.items() if k not in dst_store.fielddefs}
         dst_store.register(typs)
     # rosbags prints a note when a type needs field migration; keep stdout clean for --json.
     with contextlib.redirect_stdout(sys.stderr):
-        return generate_message_converter(bag.typestore, dst_store, msgtype, msgtype, {}, src_is2=False,
+        return generate_message_converter(bag.typestore, dst_store, msgtype, dst_type, {}, src_is2=False,
                                           dst_is2=True)
 
 
@@ -82,8 +92,9 @@ def convert_bag(src: str | Path, dst: str | Path, options: ConvertOptions | None
                 msgtype = bag.topics[name].msgtype
                 new = opts.renames.get(name, name)
                 if bag.kind == "ros1":
-                    converters.setdefault(msgtype, _ros1_converter(bag, dst_store, msgtype))
-                    writer.add_topic(new, msgtype)
+                    if msgtype not in converters:
+                        converters[msgtype] = _ros1_converter(bag, dst_store, msgtype)
+                    writer.add_topic(new, ros2_msgtype(msgtype))
                 else:
                     writer.add_topic(new, msgtype, msgdef=bag.typestore.generate_msgdef(msgtype, ros_version=2)[0],
                                      rihs01=bag.typestore.hash_rihs01(msgtype))

@@ -109,15 +109,21 @@ class BagReader:
             raise BagError(f"{path}: no such file or directory")
         if path.is_dir():
             self._open_ros2_dir()
-        elif path.suffix == ".bag":
+        elif path.suffix == ".bag" or path.name.endswith(".bag.active"):
             self._open_ros1()
         elif path.suffix in (".mcap", ".db3"):
             self._open_ros2(path)
         else:
             raise BagError(f"{path}: not a bag: expected a ROS 1 .bag file, a ROS 2 bag directory "
                            "(with metadata.yaml), or a .mcap / .db3 file")
-        self._build_typestore()
-        self._summarize()
+        try:
+            self._build_typestore()
+            self._summarize()
+        except Exception as exc:
+            self.close()
+            if isinstance(exc, BagError):
+                raise
+            raise BagError(f"{path}: cannot summarize bag: {exc}") from exc
 
     def close(self) -> None:
         if self._reader is not None:
@@ -287,8 +293,6 @@ class BagReader:
             for conn, t_ns, raw in self._raw_messages(conns, start_ns, end_ns):
                 last_t = t_ns
                 yield Record(renames.get(conn.topic, conn.topic), conn.msgtype, t_ns, raw, conn.topic, self)
-        except BagError:
-            raise
         except Exception as exc:  # noqa: BLE001 - damaged data found while iterating
             where = f"after log time {last_t} ns" if last_t is not None else "before the first message"
             offset = self._offset_hint(exc, last_t)
@@ -312,9 +316,8 @@ class BagReader:
         for storage in storages:
             sconns = [x for x in storage.connections if (x.topic, x.msgtype) in wanted]
             if sconns:
-                sources.append(((wanted[(x.topic, x.msgtype)], t, d)
-                                for x, t, d in storage.messages(sconns, start, stop)))
-        merged = heapq.merge(*sources, key=lambda m: m[1])
+                sources.append(_named_source(storage, sconns, wanted, start, stop))
+        merged = (m for m in heapq.merge(*sources, key=lambda m: m[1]) if m[0] is not None)
         if directory.metadata.compression_mode == "message":
             from rosbags.rosbag2.writer import zstd
 
@@ -343,6 +346,23 @@ class BagReader:
                     except Exception:  # noqa: BLE001 - this is the damaged chunk
                         return f" (damaged chunk record at offset {info.pos}, data at {head.datapos})"
         return ""
+
+
+def _named_source(storage: Any, sconns: list[Connection], wanted: dict[tuple[str, str], Connection],
+                  start: int | None, stop: int | None) -> Iterator[tuple[Connection | None, int, bytes]]:
+    """Messages of one storage file; a read error names that file.
+
+    Starts with a ``(None, first log time, b"")`` placeholder so that merging files by time reads a
+    file only when its turn comes (split files follow each other in time).
+    """
+    first = int(getattr(getattr(storage, "metadata", None), "start_time", 0) or 0)
+    yield None, first, b""
+    try:
+        for x, t, d in storage.messages(sconns, start, stop):
+            yield wanted[(x.topic, x.msgtype)], t, d
+    except Exception as exc:  # noqa: BLE001 - damaged data in this file
+        name = Path(str(getattr(storage, "path", "?"))).name
+        raise BagError(f"{name}: {exc}") from exc
 
 
 def _closure(store: Typestore, msgtype: str) -> dict[str, Any]:
@@ -384,10 +404,10 @@ def _types_from_msgdef(conn: Connection, msgtype: str) -> dict[str, Any]:
 
 
 def _storage_id(path: Path) -> str:
-    from ruamel.yaml import YAML
+    import yaml
 
     try:
-        meta = YAML(typ="safe").load((path / "metadata.yaml").read_text())
+        meta = yaml.safe_load((path / "metadata.yaml").read_text())
         return str(meta["rosbag2_bagfile_information"]["storage_identifier"])
     except Exception:  # noqa: BLE001
         return ""
@@ -395,7 +415,7 @@ def _storage_id(path: Path) -> str:
 
 def _mcap_custom_data(path: Path) -> dict[str, str]:
     """Find the ``rosbag2`` metadata record (opcode 0x0C) and read its custom_data."""
-    from ruamel.yaml import YAML
+    import yaml
 
     from rgbt.bag.mcapscan import MAGIC
 
@@ -422,7 +442,7 @@ def _mcap_custom_data(path: Path) -> dict[str, str]:
                     off += 4 + v
                 if name == "rosbag2" and "serialized_metadata" in entries:
                     try:
-                        meta = YAML(typ="safe").load(entries["serialized_metadata"]) or {}
+                        meta = yaml.safe_load(entries["serialized_metadata"]) or {}
                     except Exception:  # noqa: BLE001
                         return {}
                     meta = meta.get("rosbag2_bagfile_information", meta)
@@ -458,8 +478,9 @@ def _ros1_diagnosis(path: Path) -> str:
         if index_pos is None:
             return "bag header record has no index_pos field"
         if index_pos == 0:
-            return "bag is not indexed (index_pos = 0: the recording was interrupted; run `rosbag reindex`)"
+            return (f"bag is not indexed (index_pos = 0: the recording was interrupted); salvage it with "
+                    f"`rgbt bag reindex {path} OUT.bag`")
         if index_pos >= size:
             return (f"file truncated: the bag header says the index starts at offset {index_pos} but the file "
-                    f"ends at offset {size}")
+                    f"ends at offset {size}; salvage the whole chunks with `rgbt bag reindex {path} OUT.bag`")
     return ""

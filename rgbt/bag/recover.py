@@ -17,7 +17,7 @@ from typing import Any
 from rosbags.interfaces import Connection, ConnectionExtRosbag2, MessageDefinition, MessageDefinitionFormat
 from rosbags.rosbag2.enums import CompressionMode
 from rosbags.rosbag2.metadata import dump_qos_v9, parse_qos
-from ruamel.yaml import YAML
+import yaml
 
 from rgbt.bag.mcapscan import Channel, Schema, read_chunk, scan_mcap
 from rgbt.bag.writer import BAG_VERSION, McapFile, _yaml_text
@@ -163,7 +163,7 @@ def recover_bag(path: str | Path) -> dict[str, Any]:
     meta_path = path / "metadata.yaml"
     if meta_path.exists():
         try:
-            old = YAML(typ="safe").load(meta_path.read_text())["rosbag2_bagfile_information"]
+            old = yaml.safe_load(meta_path.read_text())["rosbag2_bagfile_information"]
             custom = {str(k): str(v) for k, v in (old.get("custom_data") or {}).items()}
         except Exception:  # noqa: BLE001 - a damaged metadata.yaml is rebuilt from the files
             custom = {}

@@ -25,10 +25,11 @@ import threading
 import time
 from collections import defaultdict
 from dataclasses import dataclass, field
-from io import BytesIO, StringIO
+from io import BytesIO
 from pathlib import Path
 from typing import Any, Literal
 
+import yaml
 from rosbags.interfaces import (
     Connection,
     ConnectionExtRosbag2,
@@ -40,7 +41,6 @@ from rosbags.rosbag2.enums import CompressionMode
 from rosbags.rosbag2.metadata import dump_qos_v9, parse_qos
 from rosbags.rosbag2.storage_mcap import McapWriter, PendingChunk
 from rosbags.typesys.store import Typestore
-from ruamel.yaml import YAML
 
 from rgbt.errors import BagError
 
@@ -319,11 +319,7 @@ class _FileInfo:
 
 
 def _yaml_text(data: Any) -> str:
-    yaml = YAML(typ="safe")
-    yaml.default_flow_style = False
-    stream = StringIO()
-    yaml.dump(data, stream)
-    return stream.getvalue()
+    return yaml.safe_dump(data, default_flow_style=False, sort_keys=False)
 
 
 class BagWriter:
@@ -655,7 +651,8 @@ def measure_write_rate(duration_s: float = 2.0, out_dir: str | os.PathLike[str] 
     written (the recorder's path). A 0.5 s warm-up run is discarded, then ``repeats`` timed runs
     are made and the median reported. Returns ``mb_s`` (payload MB/s written, 10^6 B),
     ``data_rate_mb_s`` (the stack's own rate), ``ratio`` (= mb_s / data_rate_mb_s), ``bytes``,
-    ``messages``, ``seconds`` (wall), ``file_bytes`` (on disk) and ``allocator_tuned`` (whether
+    ``messages``, ``seconds`` (wall), ``file_bytes`` (on disk), ``read_mb_s`` (median rate of
+    reading the bag back with every image turned into an array) and ``allocator_tuned`` (whether
     :func:`tune_allocator` is in effect in this process: it cannot be undone, so compare both
     settings in separate processes).
     """
@@ -664,7 +661,8 @@ def measure_write_rate(duration_s: float = 2.0, out_dir: str | os.PathLike[str] 
 
     import numpy as np
 
-    from rgbt.bag.images import numpy_to_image_msg
+    from rgbt.bag.images import image_to_numpy, numpy_to_image_msg
+    from rgbt.bag.reader import open_bag
     from rgbt.bag.types import ros2_typestore
 
     store = ros2_typestore()
@@ -699,14 +697,14 @@ def measure_write_rate(duration_s: float = 2.0, out_dir: str | os.PathLike[str] 
     if not serialize:
         prebuilt = {i: bytes(store.serialize_cdr(make(s[0], s[2], 0), s[1]))
                     for i, s in enumerate(FULL_STACK_STREAMS)}
-    def one_run(sched: list[tuple[int, int]]) -> tuple[int, float, int]:
+    def one_run(sched: list[tuple[int, int]]) -> tuple[int, float, int, float]:
         tmp = Path(tempfile.mkdtemp(prefix="rgbt-bench-bag-", dir=out_dir))
         try:
             return _timed_write(tmp, sched)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
 
-    def _timed_write(tmp: Path, sched: list[tuple[int, int]]) -> tuple[int, float, int]:
+    def _timed_write(tmp: Path, sched: list[tuple[int, int]]) -> tuple[int, float, int, float]:
         total = 0
         t0 = time.perf_counter()
         with BagWriter(tmp / "bag", compression=compression, fsync=False, tune_allocator=tune_allocator,
@@ -719,14 +717,23 @@ def measure_write_rate(duration_s: float = 2.0, out_dir: str | os.PathLike[str] 
                 writer.write(topic, t_ns, raw)
                 total += len(raw)
         seconds = time.perf_counter() - t0
-        return total, seconds, sum(f.stat().st_size for f in (tmp / "bag").iterdir())
+        file_bytes = sum(f.stat().st_size for f in (tmp / "bag").iterdir())
+        t0 = time.perf_counter()
+        with open_bag(tmp / "bag") as bag:  # read back: every image to numpy (zero-copy views)
+            for rec in bag.messages():
+                if rec.msgtype == "sensor_msgs/msg/Image":
+                    image_to_numpy(rec.msg)
+        read_s = time.perf_counter() - t0
+        return total, seconds, file_bytes, read_s
 
     warm = [x for x in schedule if x[0] < 500_000_000]
     one_run(warm)
     runs = sorted((one_run(schedule) for _ in range(max(1, repeats))), key=lambda r: r[0] / r[1])
-    total, seconds, file_bytes = runs[len(runs) // 2]
+    total, seconds, file_bytes, _ = runs[len(runs) // 2]
+    reads = sorted(r[2] / 1e6 / r[3] for r in runs)
     mb_s = total / 1e6 / seconds
     rate = full_stack_data_rate_mb_s()
     return {"mb_s": mb_s, "data_rate_mb_s": rate, "ratio": mb_s / rate, "bytes": float(total),
             "messages": float(len(schedule)), "seconds": seconds, "file_bytes": float(file_bytes),
-            "runs_mb_s": [r[0] / 1e6 / r[1] for r in runs], "allocator_tuned": _ALLOCATOR_TUNED}
+            "runs_mb_s": [r[0] / 1e6 / r[1] for r in runs], "allocator_tuned": _ALLOCATOR_TUNED,
+            "read_mb_s": reads[len(reads) // 2]}

@@ -32,7 +32,8 @@ def register(subparsers: Any) -> None:
         p.add_argument("--duration", type=float, default=-1.0, metavar="S",
                        help="duration, s; -1 = to the end (like rosbag play -u; CART's bag_durr)")
         p.add_argument("--cart-renames", action="store_true",
-                       help="apply CART's topic renames (e.g. /flir_boson/image -> /boson/thermal/image_raw)")
+                       help="apply CART's topic renamer: /flir_boson/image -> /boson/thermal/image_raw, "
+                            "/camera/image_raw -> /eo/color/image_raw, ... (and drop the topic it deleted)")
         p.add_argument("--rename", action="append", metavar="/OLD:=/NEW", help="rename a topic (repeatable)")
         p.add_argument("--topic", action="append", metavar="NAME", help="keep only this topic (repeatable)")
         p.add_argument("--drop-topic", action="append", metavar="NAME", help="leave this topic out (repeatable)")
@@ -41,6 +42,12 @@ def register(subparsers: Any) -> None:
         p.add_argument("--split-duration", type=float, metavar="S", help="start a new file every S seconds")
         p.add_argument("--json", action="store_true", help="print the summary as JSON")
         p.set_defaults(func=_convert)
+
+    p = sub.add_parser("reindex", help="salvage a truncated or unindexed ROS 1 bag (.bag.active) into a new .bag")
+    p.add_argument("input", help="damaged ROS 1 bag")
+    p.add_argument("output", help="new ROS 1 .bag (must not exist)")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=_reindex)
 
     p = sub.add_parser("write-rate", help="measure MCAP write throughput for the full raw CART stack")
     p.add_argument("--duration", type=float, default=2.0, metavar="S", help="stack time to write per run, s")
@@ -64,7 +71,12 @@ def _info(args: argparse.Namespace) -> int:
     from rgbt.bag.info import bag_info
     from rgbt.cli.output import print_json
 
-    info = bag_info(args.path, scan=not args.no_scan)
+    from rich.progress import Progress, SpinnerColumn, TextColumn
+
+    with Progress(SpinnerColumn(), TextColumn("scanning message times: {task.completed} messages"),
+                  transient=True, console=_stderr_console()) as bar:
+        task = bar.add_task("scan", total=None)
+        info = bag_info(args.path, scan=not args.no_scan, progress=lambda n: bar.update(task, completed=n))
     if args.json:
         print_json(info)
         return 0
@@ -88,14 +100,15 @@ def _convert(args: argparse.Namespace) -> int:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
     from rgbt.bag.convert import ConvertOptions, convert_bag, ensure_new
-    from rgbt.bag.renames import CART_RENAMES, parse_renames
+    from rgbt.bag.renames import CART_DROP_TOPICS, CART_RENAMES, parse_renames
     from rgbt.cli.output import print_json
 
     renames = dict(CART_RENAMES) if args.cart_renames else {}
     renames.update(parse_renames(args.rename))
+    drops = list(args.drop_topic or []) + (sorted(CART_DROP_TOPICS) if args.cart_renames else [])
     if args.split_size_mb is not None and args.split_size_mb <= 0:
         raise BagError(f"--split-size-mb {args.split_size_mb}: expected > 0")
-    opts = ConvertOptions(renames=renames, topics=args.topic, drop_topics=list(args.drop_topic or []),
+    opts = ConvertOptions(renames=renames, topics=args.topic, drop_topics=drops,
                           start_s=args.start, duration_s=args.duration, compression=args.compression,
                           split_size_bytes=int(args.split_size_mb * 1e6) if args.split_size_mb else None,
                           split_duration_ns=int(args.split_duration * 1e9) if args.split_duration else None)
@@ -129,7 +142,21 @@ def _write_rate(args: argparse.Namespace) -> int:
     else:
         print(f"MCAP write ({res['path']}, {args.compression}, allocator tuned: {res['allocator_tuned']}): {res['mb_s']:.0f} MB/s = {res['ratio']:.2f} x the "
               f"full stack's raw rate ({res['data_rate_mb_s']:.1f} MB/s); runs "
-              + ", ".join(f"{x:.0f}" for x in res["runs_mb_s"]))
+              + ", ".join(f"{x:.0f}" for x in res["runs_mb_s"]) + f"; read back {res['read_mb_s']:.0f} MB/s")
+    return 0
+
+
+def _reindex(args: argparse.Namespace) -> int:
+    from rgbt.bag.ros1scan import reindex_ros1
+    from rgbt.cli.output import print_json
+
+    result = reindex_ros1(args.input, args.output)
+    if args.json:
+        print_json(result)
+    else:
+        print(f"{args.output}: {result['messages']} messages on {result['connections']} connections from "
+              f"{result['chunks']} whole chunks; {result['bytes_dropped']} bytes dropped"
+              + (f" ({result['problem']})" if result["problem"] else ""))
     return 0
 
 

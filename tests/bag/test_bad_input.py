@@ -123,3 +123,42 @@ def test_unknown_types_listed_skipped_not_crashed(tmp_path: Path) -> None:
     assert "unknown types" in proc.stdout and "acme_msgs/msg/Widget" in proc.stdout
     res = convert_bag(tmp_path / "u", tmp_path / "out")
     assert res["skipped_topics"] == ["/widget"] and res["topics"] == {"/chatter": 3}
+
+
+def test_corrupt_chunk_in_a_split_mcap_bag_names_the_file(tmp_path: Path) -> None:
+    from rgbt.bag import BagWriter
+
+    import numpy as np
+
+    rng = np.random.default_rng(3)
+    String = ros2_typestore().types["std_msgs/msg/String"]
+    with BagWriter(tmp_path / "z", compression="zstd", split_size_bytes=30_000, chunk_size_bytes=10_000) as w:
+        w.add_topic("/n", "std_msgs/msg/String")
+        for i in range(300):
+            w.write_msg("/n", 1_000 + i, String(f"{i:08d}" + rng.bytes(200).hex()))  # incompressible
+    assert len(list((tmp_path / "z").glob("*.mcap"))) >= 3
+    victim = tmp_path / "z" / "z_1.mcap"
+    from rgbt.bag.mcapscan import scan_mcap
+
+    chunk_offset = scan_mcap(victim).chunks[0][0]
+    with victim.open("r+b") as fh:  # damage the first chunk's CRC field: its data no longer match it
+        fh.seek(chunk_offset + 9 + 24)
+        fh.write(b"\xff\xff\xff\xff")
+    with open_bag(tmp_path / "z") as bag:
+        seen = []
+        with pytest.raises(BagError, match=rf"z: cannot read messages after log time \d+ ns.*{victim.name}"):
+            for rec in bag.messages():
+                seen.append(int(rec.msg.data[:8]))
+        assert seen == list(range(len(seen))) and len(seen) > 0  # the first file's messages came through
+
+
+def test_unindexed_ros1_bag_is_explained(ros1_bag: Path, tmp_path: Path) -> None:
+    """A ROS 1 recording that was never closed (``.bag.active``, index_pos = 0)."""
+    bad = _copy(ros1_bag, tmp_path / "rec.bag.active")
+    data = bad.read_bytes()
+    pos = data.index(b"index_pos=", 0, 4096) + len(b"index_pos=")
+    with bad.open("r+b") as fh:
+        fh.seek(pos)
+        fh.write(b"\0" * 8)
+    with pytest.raises(BagError, match=r"rec\.bag\.active: .*not indexed \(index_pos = 0"):
+        open_bag(bad)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from ruamel.yaml import YAML
+import yaml
 
 from rgbt.bag import BagWriter, image_to_numpy, numpy_to_image_msg, open_bag
 from rgbt.bag.mcapscan import scan_mcap
@@ -53,7 +53,7 @@ def test_roundtrip_bit_exact(tmp_path: Path) -> None:
         assert [s.armed for s in states] == [i % 3 == 0 for i in range(12)]
         img = image_to_numpy(recs[0].msg)
         assert img.shape == (64, 80) and img.dtype == np.uint16
-    meta = YAML(typ="safe").load((tmp_path / "bag" / "metadata.yaml").read_text())["rosbag2_bagfile_information"]
+    meta = yaml.safe_load((tmp_path / "bag" / "metadata.yaml").read_text())["rosbag2_bagfile_information"]
     assert meta["storage_identifier"] == "mcap" and meta["message_count"] == 24
     assert meta["custom_data"]["rgbt.synthetic"] == "true"
     hashes = {t["topic_metadata"]["name"]: t["topic_metadata"]["type_description_hash"]
@@ -72,6 +72,9 @@ def test_independent_reader_mcap_ros2(tmp_path: Path) -> None:
         with f.open("rb") as fh:
             reader = make_reader(fh, decoder_factories=[DecoderFactory()])
             got += [(ch.topic, m.log_time, msg) for _, ch, m, msg in reader.iter_decoded_messages(log_time_order=True)]
+            summary = reader.get_summary()  # the summary section rosbags wrote, read by mcap's own parser
+            assert summary is not None and summary.statistics is not None
+            assert summary.statistics.message_count == len(written)
     assert [(t, ts) for t, ts, _ in got] == [(t, ts) for t, ts, _ in written]
     for (topic, _, raw), (_, _, msg) in zip(written, got):
         ours = STORE.deserialize_cdr(raw, "sensor_msgs/msg/Image" if "image" in topic else "mavros_msgs/msg/State")
@@ -88,7 +91,7 @@ def test_split_files_all_finished_and_listed(tmp_path: Path, split: dict) -> Non
     files = sorted((tmp_path / "bag").glob("*.mcap"))
     assert len(files) > 2
     assert all(scan_mcap(f).finished for f in files)
-    meta = YAML(typ="safe").load((tmp_path / "bag" / "metadata.yaml").read_text())["rosbag2_bagfile_information"]
+    meta = yaml.safe_load((tmp_path / "bag" / "metadata.yaml").read_text())["rosbag2_bagfile_information"]
     assert sorted(meta["relative_file_paths"]) == sorted(f.name for f in files)
     assert sum(f["message_count"] for f in meta["files"]) == len(written) == meta["message_count"]
     if "split_duration_ns" in split:
@@ -142,3 +145,42 @@ def test_open_recording_is_listed_as_unfinished(tmp_path: Path) -> None:
     w.close()
     with open_bag(tmp_path / "live") as bag:
         assert bag.message_count == 1 and bag.unfinished_files == []
+
+
+def test_concurrent_writers_and_close(tmp_path: Path) -> None:
+    """Two threads write (like executor callbacks) while the main thread closes: every write that
+    returned is in the bag, each thread's messages in order, no write after close succeeds."""
+    import threading
+
+    String = STORE.types["std_msgs/msg/String"]
+    w = BagWriter(tmp_path / "mt", chunk_size_bytes=8_000, split_size_bytes=60_000, fsync=False)
+    w.add_topic("/a", "std_msgs/msg/String")
+    w.add_topic("/b", "std_msgs/msg/String")
+    done: dict[str, int] = {}
+    started = threading.Barrier(3)
+
+    def run(topic: str) -> None:
+        started.wait()
+        n = 0
+        try:
+            while n < 1_000_000:
+                w.write_msg(topic, T0 + n * 1000 + (topic == "/b"), String(f"{n:08d}" + "k" * 300))
+                n += 1
+        except BagError:
+            pass
+        done[topic] = n
+
+    threads = [threading.Thread(target=run, args=(t,)) for t in ("/a", "/b")]
+    for t in threads:
+        t.start()
+    started.wait()
+    import time
+
+    time.sleep(0.3)
+    w.close()
+    for t in threads:
+        t.join(timeout=30)
+    with open_bag(tmp_path / "mt") as bag:
+        for topic in ("/a", "/b"):
+            got = [int(r.msg.data[:8]) for r in bag.messages(topics=[topic])]
+            assert got == list(range(done[topic])) and done[topic] > 0
