@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import heapq
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Iterator, Optional
+from typing import Any, Callable, Iterable, Iterator, Optional
 
 import numpy as np
 
@@ -73,15 +73,33 @@ class StateData:
 
 @dataclass
 class SimSample:
+    """One sample of a stream. ``label`` (uint8 CART class ids of an image sample) is computed on
+    first access, so consumers that do not need labels do not pay for them."""
+
     kind: str
     t_ns: int
     t_host_ns: int
     seq: int
     data: Any
-    label: Optional[np.ndarray] = None
+    label_fn: Optional[Callable[[], np.ndarray]] = field(default=None, repr=False)
     ffc: bool = False
     dropped: bool = False
     meta: dict = field(default_factory=dict)
+
+    @property
+    def label(self) -> Optional[np.ndarray]:
+        return self.label_fn() if self.label_fn is not None else None
+
+
+def _memo(fn: Callable[[], np.ndarray]) -> Callable[[], np.ndarray]:
+    cache: list[np.ndarray] = []
+
+    def once() -> np.ndarray:
+        if not cache:
+            cache.append(fn())
+        return cache[0]
+
+    return once
 
 
 class SimStack:
@@ -199,13 +217,14 @@ class SimStack:
             if in_ffc and frozen is not None:
                 img, label = frozen
             else:
-                clean, label = render.render(T)
+                clean, label = render.render_lazy(T)
+                label = _memo(label)
                 if cam.modality == "thermal":
                     img = effects.apply(clean, noise_rng, since_frac)
                 else:
                     img = effects.apply(clean, noise_rng)
                 frozen = (img, label) if ffc_on else None
-            yield SimSample(kind=name, t_ns=t, t_host_ns=t_host, seq=n, data=img, label=label, ffc=in_ffc,
+            yield SimSample(kind=name, t_ns=t, t_host_ns=t_host, seq=n, data=img, label_fn=label, ffc=in_ffc,
                             dropped=dropped)
 
     def _imu_stream(self) -> Iterator[SimSample]:

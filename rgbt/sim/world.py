@@ -14,7 +14,7 @@ seed; day and night share the layout (same classes), only temperatures and colou
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import cv2
 import numpy as np
@@ -46,7 +46,8 @@ TEMPERATURE_C = {
 }
 SKY_TEMPERATURE_C = {False: -20.0, True: -35.0}
 SKY_RGB = {False: (150, 190, 235), True: (4, 6, 12)}
-NIGHT_BRIGHTNESS = 0.07  # colour/mono radiance scale at night (moonlight + a long exposure)
+NIGHT_BRIGHTNESS = 0.1
+DETAIL_RES_M = 0.02  # texel of the fine detail texture (metres)  # colour/mono radiance scale at night (moonlight + a long exposure)
 
 # Appearance (sRGB) by day
 BASE_RGB = {
@@ -79,6 +80,31 @@ class World:
     sky_counts: int
     sky_rgb: tuple[int, int, int]
     sky_gray: int
+
+    _pyramids: dict = field(default_factory=dict, repr=False)
+
+    def pyramid(self, kind: str, levels: int = 13) -> list[np.ndarray]:
+        """Mip levels of the ``thermal`` / ``rgb`` / ``gray`` raster (level k: 2^k cells per texel)."""
+        if kind not in self._pyramids:
+            pyr = [getattr(self, kind)]
+            while len(pyr) < levels and pyr[-1].shape[0] >= 2:
+                pyr.append(cv2.pyrDown(pyr[-1]))
+            self._pyramids[kind] = pyr
+        return self._pyramids[kind]
+
+    def detail(self, levels: int = 5) -> tuple[float, list[np.ndarray]]:
+        """A fine periodic texture (``DETAIL_RES_M`` per texel, mean 128, uint8) and its mip levels,
+        modulating the optical cameras where the world raster is magnified (low altitude)."""
+        if "detail" not in self._pyramids:
+            rng = np.random.default_rng(np.random.SeedSequence([self.size_px, 0xDE7]))
+            n = 2048
+            tex = fractal_noise(rng, n, DETAIL_RES_M, [0.5, 0.15, 0.05], [1.0, 0.8, 0.6])
+            tex = np.clip(128.0 + 22.0 * tex / max(float(tex.std()), 1e-6), 0, 255).astype(np.uint8)
+            pyr = [tex]
+            while len(pyr) < levels:
+                pyr.append(cv2.pyrDown(pyr[-1]))
+            self._pyramids["detail"] = pyr
+        return DETAIL_RES_M, self._pyramids["detail"]
 
     def raster_from_world(self) -> np.ndarray:
         """3x3 affine mapping homogeneous world (x, y, 1) to raster (col, row, 1)."""

@@ -17,6 +17,8 @@ from rgbt.sim import SimOptions, SimStack
 from rgbt.sim.messages import GT_TOPIC, LABEL_TOPICS, TRIGGER_TOPIC, typestore
 from rgbt.sim.record import write_sim_bag
 
+pytestmark = pytest.mark.slow  # the acceptance run: 20 s of the full stack at full rate
+
 DURATION_S = 20.0
 
 
