@@ -23,7 +23,7 @@ PAPER_TABLE2 = {  # CART paper Table 2: FPS at batch 1, Jetson AGX Orin (TensorR
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--models", nargs="*", help="ONNX files (default: the single-input thermal models in engines/)")
+    p.add_argument("--models", nargs="*", help="ONNX files (default: the thermal zoo models in engines/ and sim_thermal_seg)")
     p.add_argument("--backend", default="onnxruntime")
     p.add_argument("--threads", type=int, default=0, help="ORT intra-op threads (0 = all cores)")
     p.add_argument("-n", type=int, default=40, help="timed calls per round and mode")
@@ -42,7 +42,7 @@ def _models(args: argparse.Namespace) -> list[Path]:
             sc = load_sidecar(p)
         except Exception:
             continue
-        if len(sc.inputs) == 1 and sc.inputs[0].modality == "thermal":
+        if len(sc.inputs) == 1 and sc.inputs[0].modality == "thermal" and (sc.paper or p.stem == "sim_thermal_seg"):
             out.append(p)
     return out
 

@@ -4,7 +4,7 @@ Used for development, tests and the RGB-T fusion demonstration where pixel-align
 needed. Not the simulator (``rgbt.sim``): a 2-D label field with per-class thermal and colour
 statistics, built so that each modality has a blind spot: in daylight road and bare ground have
 the same temperature (colour separates them) while trees and water look alike in colour
-(temperature separates them); at night the colour camera sees almost nothing.
+(temperature separates them); at night the colour camera sees almost nothing (1 % of the light, under the read noise).
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ import cv2
 import numpy as np
 
 # class id -> (day temperature, night temperature) in degC-like units; counts = 20000 + 80 * T
-TEMPS = {2: (38, 10), 3: (42, 14), 4: (44, 18), 5: (38, 16), 6: (29, 8), 7: (24, 12), 8: (-15, -25),
-         9: (17, 15), 10: (48, 13), 11: (34, 31)}
+TEMPS = {2: (38, 8), 3: (42, 15), 4: (45, 21), 5: (38, 17), 6: (29, 4), 7: (24, 11), 8: (-15, -25),
+         9: (17, 13), 10: (50, 25), 11: (34, 31)}
 COLORS = {2: (185, 160, 125), 3: (125, 112, 100), 4: (170, 170, 176), 5: (82, 84, 90), 6: (120, 150, 60),
           7: (46, 84, 56), 8: (150, 190, 235), 9: (48, 82, 62), 10: (200, 40, 35), 11: (60, 60, 160)}
 GROUND = (2, 3, 6, 7, 9)
@@ -71,7 +71,7 @@ def scene(h: int, w: int, seed: int, night: bool = False) -> tuple[np.ndarray, n
     rgb *= rng.uniform(0.75, 1.2)
     rgb += 10 * _field(rng, h, w, max(cell // 4, 2))[:, :, None] + rng.normal(0, 6, (h, w, 3)).astype(np.float32)
     if night:
-        rgb = rgb * 0.03 + rng.normal(0, 2.0, (h, w, 3)).astype(np.float32) + 2.0
+        rgb = rgb * 0.01 + rng.normal(0, 2.0, (h, w, 3)).astype(np.float32) + 2.0
     return thermal, np.clip(rgb, 0, 255).astype(np.uint8), labels
 
 

@@ -14,7 +14,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from rgbt.seg.sidecar import Sidecar, file_sha256, save_sidecar
+from rgbt.seg.sidecar import InputSpec, Sidecar, file_sha256, save_sidecar
 from rgbt.seg.zoo_reference import reference_input, sample_index
 
 OPSET = 17
