@@ -1,8 +1,9 @@
-"""RGB-T rectify: colour + thermal frames with the same (restamped) trigger time -> a stereo-rectified
-960x600 pair (``rgbt.image.rectify.RgbtRectifier``) on ``{output_prefix}/color`` and ``/thermal``.
+"""RGB-T rectify: the two images of a stack pair (``color_thermal``: colour = cam0, thermal = cam1) with
+the same (restamped) trigger time -> both stereo-rectified onto the pair's 960x600 canvas
+(``rgbt.image.rectify.RgbtRectifier``), published on ``{output_prefix}/<camera name>``.
 
 Pairs are matched on identical header stamps, which the trigger sync makes exact (colour at every
-second trigger, thermal at every trigger). Unmatched thermal frames are normal (30 of 60 Hz).
+second trigger, thermal at every trigger); unmatched thermal frames are normal (30 of 60 Hz).
 """
 
 from __future__ import annotations
@@ -29,30 +30,28 @@ class RectifyNode(RgbtNode):
         o = self.options
         stack = self.stack()
         self.rectifier = RgbtRectifier.from_stack(stack, pair=o.pair)
-        self.color_topic = o.color_topic or stack.cameras["color"].topic
-        self.thermal_topic = o.thermal_topic or stack.cameras["thermal"].topic
-        self.color_frame = stack.cameras["color"].frame_id
-        self.pending: dict[str, OrderedDict] = {"color": OrderedDict(), "thermal": OrderedDict()}
-        self.pub_color = self.create_publisher(Image, f"{o.output_prefix}/color", self.out_qos)
-        self.pub_thermal = self.create_publisher(Image, f"{o.output_prefix}/thermal", self.out_qos)
-        self.create_subscription(Image, self.color_topic, self.guard(lambda m: self.on_image("color", m),
-                                                                     self.color_topic), self.in_qos)
-        self.create_subscription(Image, self.thermal_topic, self.guard(lambda m: self.on_image("thermal", m),
-                                                                       self.thermal_topic), self.in_qos)
+        pair = stack.pairs[o.pair]
+        self.cams = (pair.cam0, pair.cam1)
+        topics = (o.cam0_topic or stack.camera(pair.cam0).topic, o.cam1_topic or stack.camera(pair.cam1).topic)
+        self.frame_id = stack.camera(pair.cam0).frame_id  # rectified canvas = cam0's rectified frame
+        self.pending: tuple[OrderedDict, OrderedDict] = (OrderedDict(), OrderedDict())
+        self.pubs = [self.create_publisher(Image, f"{o.output_prefix}/{cam}", self.out_qos) for cam in self.cams]
+        for side, topic in enumerate(topics):
+            self.create_subscription(Image, topic, self.guard(lambda m, s=side: self.on_image(s, m), topic),
+                                     self.in_qos)
 
-    def on_image(self, kind: str, msg: Image) -> None:
+    def on_image(self, side: int, msg: Image) -> None:
         t_ns = stamp_to_ns(msg.header.stamp)
-        other = "thermal" if kind == "color" else "color"
-        match = self.pending[other].pop(t_ns, None)
+        match = self.pending[1 - side].pop(t_ns, None)
         if match is None:
-            self.pending[kind][t_ns] = msg
-            while len(self.pending[kind]) > self.options.max_pending:
-                self.pending[kind].popitem(last=False)
+            self.pending[side][t_ns] = msg
+            while len(self.pending[side]) > self.options.max_pending:
+                self.pending[side].popitem(last=False)
             return
-        color, thermal = (msg, match) if kind == "color" else (match, msg)
-        c_rect, t_rect = self.rectifier.rectify(image_to_numpy(color), image_to_numpy(thermal))
-        self.pub_color.publish(numpy_to_image(c_rect, t_ns, self.color_frame, color.encoding))
-        self.pub_thermal.publish(numpy_to_image(t_rect, t_ns, self.color_frame, thermal.encoding))
+        msgs = (msg, match) if side == 0 else (match, msg)
+        rect = self.rectifier.rectify(image_to_numpy(msgs[0]), image_to_numpy(msgs[1]))
+        for pub, img, src in zip(self.pubs, rect, msgs):
+            pub.publish(numpy_to_image(img, t_ns, self.frame_id, src.encoding))
         self.diag.topic("pairs").tick(self.now_ns() - t_ns)
 
 

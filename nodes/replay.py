@@ -55,6 +55,7 @@ class ReplayNode(RgbtNode):
     def _play(self) -> None:
         o = self.options
         try:
+            self.wait_for_subscribers(o.wait_for, o.wait_timeout_s, self._stop)
             if self._stop.wait(o.start_delay_s):
                 return
             while True:
@@ -64,6 +65,9 @@ class ReplayNode(RgbtNode):
         except Exception as exc:  # noqa: BLE001 - reported in diagnostics
             self.diag.error(f"{type(exc).__name__}: {exc}")
             self.get_logger().error(f"replay failed: {exc}")
+        for pub in [*self.pubs.values(), self.clock_pub]:  # reliable subscribers get the tail too
+            if pub is not None:
+                pub.wait_for_all_acked(Duration(seconds=5))
         self.get_logger().info(f"replay done: {self.published} messages")
         if o.exit_when_done:
             self.finished = True

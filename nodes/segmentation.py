@@ -26,7 +26,7 @@ class SegmentationNode(RgbtNode):
 
         o = self.options
         self.input_topic = o.input_topic or self.stack().cameras["thermal"].topic
-        self.stage = make_stage(o.model, o.backend, o.stage)
+        self.stage = make_stage(o.model, o.backend, {"color": o.publish_color, **o.stage})
         self.pub_ids = self.create_publisher(Image, f"{o.output_prefix}/class_ids", self.out_qos)
         self.pub_color = self.create_publisher(Image, f"{o.output_prefix}/color", self.out_qos)
         self.create_subscription(Image, self.input_topic, self.guard(self.on_image, self.input_topic), self.in_qos)
@@ -35,7 +35,7 @@ class SegmentationNode(RgbtNode):
         t_ns = stamp_to_ns(msg.header.stamp)
         result = self.stage.process(image_to_numpy(msg))
         self.pub_ids.publish(numpy_to_image(result.class_ids, t_ns, msg.header.frame_id, "mono8"))
-        if self.options.publish_color:
+        if result.color is not None:
             self.pub_color.publish(numpy_to_image(result.color, t_ns, msg.header.frame_id, "rgb8"))
         self.diag.topic(self.input_topic).tick(self.now_ns() - t_ns)
         for key, value in (result.timing or {}).items():

@@ -2,8 +2,9 @@
 
 Inputs (driver level, host-stamped): ``{raw_prefix}/<camera>/image`` + ``.../frame_info``
 (``sensor_msgs/TimeReference``: ``source`` = frame counter, ``;ffc`` suffix when frozen),
-``{raw_prefix}/imu`` + ``{raw_prefix}/imu/sync_info`` (``source`` = SyncIn count,
-``time_ref`` = host time of the last SyncIn pulse). A frame and its info are paired by their
+``{raw_prefix}/imu`` + ``{raw_prefix}/imu/sync_info`` (``source`` = ``SyncInCnt;TimeSyncIn_ns``,
+``time_ref`` = the sample's time on the IMU clock, VN-100 TimeStartup). IMU samples are restamped
+onto the host clock through the restamper's IMU clock fit. A frame and its info are paired by their
 identical header stamp. Outputs: the stack topics (``/boson/thermal/image_raw``, ...) with the
 header stamp replaced by the restamped trigger time, patched in the raw CDR bytes (pixels are
 forwarded untouched, never deserialized). Before lock frames keep their host stamp
@@ -34,7 +35,7 @@ class TriggerSyncNode(RgbtNode):
 
         o = self.options
         self.stack_model = self.stack()
-        self.restamper = make_restamper(self.stack_model, o.restamper)
+        self.restamper = make_restamper(self.stack_model, o.restamper, o.camera_latency_ms)
         self.infos: dict[str, OrderedDict] = {}
         self.pending: dict[str, OrderedDict] = {}
         self.outputs = {}
@@ -76,7 +77,7 @@ class TriggerSyncNode(RgbtNode):
     def emit(self, kind: str, raw: bytes, t_host_ns: int, info: TimeReference) -> None:
         counter, _, flags = info.source.partition(";")
         if kind == "imu":
-            t_new = self.restamper.imu(int(counter), t_host_ns, t_host_ns - stamp_to_ns(info.time_ref))
+            t_new = self.restamper.imu(int(counter), t_host_ns, int(flags), stamp_to_ns(info.time_ref))
             topic = self.imu_topic
         else:
             t_new, status = self.restamper.frame(kind, int(counter), t_host_ns, ffc="ffc" in flags)

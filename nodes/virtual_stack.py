@@ -1,16 +1,21 @@
 """Virtual sensor stack: publishes ``rgbt.sim.SimStack.samples()`` at the real rate, as the drivers would.
 
 Frames and IMU samples go to the driver-level topics (host-stamped) with their counters on companion
-``sensor_msgs/TimeReference`` topics (``source`` = counter, ``;ffc`` when frozen by a flat-field
-correction); the trigger sync node restamps them onto the stack topics. GNSS, autopilot pose and
+``sensor_msgs/TimeReference`` topics (frames: ``source`` = device frame counter, ``;ffc`` when frozen
+by a flat-field correction; IMU: ``source`` = ``SyncInCnt;TimeSyncIn_ns``, ``time_ref`` = the IMU's own
+clock, here the simulator's true clock); the trigger sync node restamps them onto the stack topics. GNSS, autopilot pose and
 the armed state (``std_msgs/Bool`` on ``/rgbt/armed``, latched) go straight to their topics.
-Samples marked ``dropped`` are never published. With ``manifest_path`` set, a JSON manifest of what
-was published (counts, CRC32 and true trigger time of every frame) is written at exit.
+Samples marked ``dropped`` are never published. ``preload_s`` generates the first seconds before
+playing, so they go out at the real rate even where the simulator is slower than real time. With ``manifest_path`` set, a JSON manifest of what
+was published (counts, CRC32 and true trigger time of every frame) is written once every sample is
+out (``"done": true``) and again at exit.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
+import os
 import threading
 import time
 import zlib
@@ -53,10 +58,12 @@ class VirtualStackNode(RgbtNode):
         self._pub("imu", Imu, f"{o.raw_prefix}/imu", out)
         self.info_pubs["imu"] = self.create_publisher(TimeReference, f"{o.raw_prefix}/imu/sync_info", out)
         self._pub("gnss", NavSatFix, self.stack_model.gnss.topic, out)
+        self._pub("global", NavSatFix, self.stack_model.autopilot.global_topic, out)
         self._pub("pose", PoseStamped, self.stack_model.autopilot.pose_topic, out)
         self._pub("trigger", TimeReference, TRIGGER_TOPIC, out)
         self._pub("state", Bool, ARMED_TOPIC, qos_profile("latched"))
         self.manifest: dict = {"synthetic": True, "sim": sim_fields, "topics": {}, "frames": {}}
+        self.late_ns = 0  # how late the last sample went out (simulator slower than real time)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._play, name="virtual_stack", daemon=True)
         self._thread.start()
@@ -72,16 +79,23 @@ class VirtualStackNode(RgbtNode):
         if stack_topic:
             expected = self.manifest.setdefault("stack_topics", {})
             expected[stack_topic] = expected.get(stack_topic, 0) + 1
-        self.diag.topic(topic).tick()
+        self.diag.topic(topic).tick(self.late_ns)
 
     # -- playback thread -----------------------------------------------------------------------
     def _play(self) -> None:
         o = self.options
+        try:
+            samples = self._preloaded(self.sim.samples(), o.preload_s)
+        except Exception as exc:  # noqa: BLE001 - reported, the node keeps its diagnostics
+            self.diag.error(f"{type(exc).__name__}: {exc}")
+            self.get_logger().error(f"simulation failed: {exc}")
+            samples = iter(())
+        self.wait_for_subscribers(o.wait_for, o.wait_timeout_s, self._stop)
         t0_wall = time.time_ns() + int(o.start_delay_s * 1e9)
         t0_sim = None
         self.manifest["t0_wall_ns"] = t0_wall
         try:
-            for sample in self.sim.samples():
+            for sample in samples:
                 if self._stop.is_set():
                     break
                 if t0_sim is None:
@@ -96,14 +110,40 @@ class VirtualStackNode(RgbtNode):
                     wait = (t_host - time.time_ns()) / 1e9
                     if wait > 0 and self._stop.wait(wait):
                         break
-                # a driver stamps the arrival: now (later than planned when the simulator runs late)
-                self._publish(sample, max(t_host, time.time_ns()), t0_wall + (sample.t_ns - t0_sim))
+                # stamped with the simulated host arrival (the simulator's latency + jitter model), even
+                # when the simulator runs late: the lateness then shows as hop latency, not as clock error
+                self.late_ns = max(0, time.time_ns() - t_host)
+                self._publish(sample, t_host, t0_wall + (sample.t_ns - t0_sim))
         except Exception as exc:  # noqa: BLE001 - reported, the node keeps its diagnostics
             self.diag.error(f"{type(exc).__name__}: {exc}")
             self.get_logger().error(f"simulation failed: {exc}")
         self.manifest["done"] = True
+        self._write_manifest()
         if o.exit_when_done:
             self.finished = True
+
+    def _write_manifest(self) -> None:
+        """Write the manifest atomically (when the samples are all out, and again at close)."""
+        if not self.options.manifest_path:
+            return
+        tmp = self.options.manifest_path + ".tmp"
+        with open(tmp, "w") as fh:
+            json.dump(self.manifest, fh)
+        os.replace(tmp, self.options.manifest_path)
+
+    def _preloaded(self, samples, preload_s: float):  # type: ignore[no-untyped-def]
+        """Generate the first ``preload_s`` seconds before playing (the simulator may be slower than
+        real time on a small machine); returns an iterator over all samples."""
+        buffer = []
+        if preload_s > 0:
+            t_first = None
+            for sample in samples:
+                buffer.append(sample)
+                t_first = sample.t_ns if t_first is None else t_first
+                if sample.t_ns - t_first >= preload_s * 1e9 or self._stop.is_set():
+                    break
+            self.get_logger().info(f"preloaded {len(buffer)} samples ({preload_s} s)")
+        return itertools.chain(buffer, samples)
 
     def _publish(self, s, t_host: int, t_true: int) -> None:  # type: ignore[no-untyped-def]
         kind = s.kind
@@ -130,22 +170,22 @@ class VirtualStackNode(RgbtNode):
             msg.angular_velocity.x, msg.angular_velocity.y, msg.angular_velocity.z = map(float, d.gyro_rad_s)
             msg.linear_acceleration.x, msg.linear_acceleration.y, msg.linear_acceleration.z = map(float, d.accel_m_s2)
             msg.orientation_covariance[0] = -1.0  # no orientation
-            info = TimeReference()
+            info = TimeReference()  # the VN-100's own clock is the simulator's true clock
             info.header.stamp = msg.header.stamp
-            ns_to_stamp(t_host - int(d.t_since_sync_ns), info.time_ref)
-            info.source = str(int(d.syncin_count))
+            ns_to_stamp(t_true, info.time_ref)
+            info.source = f"{int(d.syncin_count)};{int(d.t_since_sync_ns)}"
             self.info_pubs["imu"].publish(info)
             self.pubs["imu"].publish(msg)
             self.manifest.setdefault("imu_t_true_ns", []).append(t_true)
             self._count("imu", self.stack_model.imu.topic)
-        elif kind == "gnss":
+        elif kind in ("gnss", "global"):
             d = s.data
             msg = NavSatFix()
             ns_to_stamp(t_host, msg.header.stamp)
-            msg.header.frame_id = self.stack_model.gnss.frame_id
+            msg.header.frame_id = self.stack_model.gnss.frame_id if kind == "gnss" else "base_link"
             msg.latitude, msg.longitude, msg.altitude = float(d.lat), float(d.lon), float(d.alt)
-            self.pubs["gnss"].publish(msg)
-            self._count("gnss")
+            self.pubs[kind].publish(msg)
+            self._count(kind)
         elif kind == "pose":
             T = s.data.T_world_body if hasattr(s.data, "T_world_body") else s.data
             msg = PoseStamped()
@@ -160,7 +200,9 @@ class VirtualStackNode(RgbtNode):
         elif kind == "state":
             armed = bool(s.data.armed if hasattr(s.data, "armed") else s.data)
             self.pubs["state"].publish(Bool(data=armed))
-            self.manifest.setdefault("armed_events", []).append([t_true, armed])
+            events = self.manifest.setdefault("armed_events", [])
+            if not events or events[-1][1] != armed:
+                events.append([t_true, armed])
             self._count("state")
         elif kind == "trigger":
             msg = TimeReference()
@@ -173,10 +215,9 @@ class VirtualStackNode(RgbtNode):
     def close(self) -> None:
         self._stop.set()
         self._thread.join(timeout=5)
-        if self.options.manifest_path and not self.manifest.get("written"):
-            self.manifest["written"] = True
-            with open(self.options.manifest_path, "w") as fh:
-                json.dump(self.manifest, fh)
+        if not self.manifest.get("closed"):
+            self.manifest["closed"] = True
+            self._write_manifest()
 
 
 NODE = VirtualStackNode

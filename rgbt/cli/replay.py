@@ -17,7 +17,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-clock", action="store_true", help="do not publish /clock")
     p.add_argument("--loop", action="store_true", help="play again from the start when done")
     p.add_argument("--qos", choices=["reliable", "sensor_data"], default="reliable", help="publisher QoS")
-    p.add_argument("--delay", type=float, default=1.0, help="seconds to wait for subscribers before playing")
+    p.add_argument("--wait-for", nargs="*", default=[], metavar="TOPIC",
+                   help="start once each of these (output) topics has a subscriber (up to 30 s)")
+    p.add_argument("--delay", type=float, default=1.0, help="then wait this many seconds before playing")
     p.set_defaults(func=run)
 
 
@@ -32,7 +34,8 @@ def run(args: argparse.Namespace) -> int:
     options = ReplayOptions(path=str(Path(args.path).resolve()), rate=args.rate, start_s=args.start,
                             duration_s=args.duration, topics=args.topics, renames=args.rename,
                             clock=not args.no_clock, loop=args.loop, output_qos=args.qos,
-                            start_delay_s=args.delay, exit_when_done=True)
+                            start_delay_s=args.delay, wait_for=args.wait_for,
+                            exit_when_done=True)
     from rgbt.ros.launcher import ros_environment_defaults
 
     ros_environment_defaults()

@@ -8,6 +8,7 @@ start-up), publishes ``diagnostic_msgs/DiagnosticArray`` on ``/diagnostics`` eve
 from __future__ import annotations
 
 import functools
+import threading
 import time
 import traceback
 from typing import Any, Callable, ClassVar
@@ -81,6 +82,19 @@ class RgbtNode(Node):
                 return None
 
         return wrapped
+
+    def wait_for_subscribers(self, topics: list[str], timeout_s: float, stop: "threading.Event") -> bool:
+        """Block (in a worker thread) until every topic has a subscriber, ``timeout_s`` passes or
+        ``stop`` is set. Returns True when all were seen."""
+        deadline = time.monotonic() + timeout_s
+        missing = list(topics)
+        while missing and time.monotonic() < deadline and not stop.is_set():
+            missing = [t for t in missing if self.count_subscribers(t) == 0]
+            if missing:
+                stop.wait(0.1)
+        if missing:
+            self.get_logger().warn(f"no subscriber after {timeout_s} s on {missing}; starting anyway")
+        return not missing
 
     def publish_diagnostics(self) -> None:
         status = DiagnosticStatus()

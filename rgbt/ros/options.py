@@ -37,7 +37,10 @@ class VirtualStackOptions(NodeOptions):
 
     sim: dict[str, Any] = Field(default_factory=dict)  # rgbt.sim.SimOptions fields
     realtime: bool = True  # False: as fast as possible
-    start_delay_s: float = Field(1.0, ge=0)  # discovery time before the first sample
+    preload_s: float = Field(0.0, ge=0)  # simulate this much before playing (kept in memory: ~110 MB/s)
+    wait_for: list[str] = Field(default_factory=list)  # start once each of these topics has a subscriber
+    wait_timeout_s: float = Field(30.0, ge=0)
+    start_delay_s: float = Field(1.0, ge=0)  # then this long for the matching to complete
     raw_prefix: str = RAW_PREFIX
     manifest_path: str = ""  # JSON: counts + CRC32 of every published frame, written at exit
     exit_when_done: bool = False
@@ -49,7 +52,8 @@ class TriggerSyncOptions(NodeOptions):
     input_depth: int = Field(50, ge=1)  # must never lose a frame: deep queues
     raw_prefix: str = RAW_PREFIX
     cameras: list[str] = Field(default_factory=lambda: ["thermal", "color", "mono"])
-    restamper: dict[str, Any] = Field(default_factory=dict)  # rgbt.sync options
+    restamper: dict[str, Any] = Field(default_factory=dict)  # rgbt.sync.RestamperOptions fields
+    camera_latency_ms: dict[str, float] = Field(default_factory=dict)  # nominal host-arrival latency per camera
     publish_unlocked: bool = True  # before lock: forward with the host stamp (counted)
 
 
@@ -68,11 +72,11 @@ class PreprocessOptions(NodeOptions):
 
 
 class RectifyOptions(NodeOptions):
-    """Stereo-rectifies colour + thermal pairs (same restamped trigger time) to 960x600."""
+    """Stereo-rectifies a stack pair's images (same restamped trigger time) onto its canvas."""
 
     pair: str = "color_thermal"
-    color_topic: str = ""
-    thermal_topic: str = ""
+    cam0_topic: str = ""  # the stack topic of the pair's cam0 when empty
+    cam1_topic: str = ""
     output_prefix: str = "/rgbt/rectified"
     max_pending: int = 8
 
@@ -131,6 +135,8 @@ class ReplayOptions(NodeOptions):
     clock: bool = True
     loop: bool = False
     exit_when_done: bool = True
+    wait_for: list[str] = Field(default_factory=list)  # start once each of these topics has a subscriber
+    wait_timeout_s: float = Field(30.0, ge=0)
     start_delay_s: float = Field(1.0, ge=0)
 
 

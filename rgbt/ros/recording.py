@@ -17,8 +17,14 @@ from typing import Any, Callable
 
 from rgbt.ros.diagnostics import TopicStats
 from rgbt.ros.options import ARMED_TOPIC, TRIGGER_TOPIC, RecorderOptions
+from rgbt.ros.stamps import cdr_stamp_ns
 
 MANIFEST = "rgbt_manifest.json"
+
+#: message types whose first field is a std_msgs/Header (latency = arrival - header stamp)
+STAMPED_TYPES = frozenset({"sensor_msgs/msg/Image", "sensor_msgs/msg/Imu", "sensor_msgs/msg/NavSatFix",
+                           "sensor_msgs/msg/TimeReference", "geometry_msgs/msg/PoseStamped",
+                           "diagnostic_msgs/msg/DiagnosticArray", "sensor_msgs/msg/CameraInfo"})
 
 
 def stack_topic_types(stack: Any) -> dict[str, str]:
@@ -65,7 +71,8 @@ class Recording:
 
     def on_message(self, topic: str, raw: bytes, t_ns: int) -> None:
         stats = self.topic_stats[topic]
-        stats.tick(now_ns=t_ns)
+        stamped = self.topics[topic][0] in STAMPED_TYPES
+        stats.tick(t_ns - cdr_stamp_ns(raw) if stamped else None, now_ns=t_ns)
         if self.writer is None:
             return
         try:
@@ -221,7 +228,9 @@ class Recording:
             first, last = b.get("first_ns", {}).get(name), b.get("last_ns", {}).get(name)
             rate = (count - 1) * 1e9 / (last - first) if count > 1 and last > first else 0.0
             stats = self.topic_stats[name]
+            p50, p99 = stats.latency_ms()
             topics[name] = {"msgtype": msgtype, "count": count, "rate_hz": round(rate, 3),
+                            "latency_p50_ms": p50, "latency_p99_ms": p99,
                             "lost": b["lost"].get(name, 0),
                             "drops": stats.drops - b["drops_at_start"].get(name, 0)}
         sync = {name: {k: v for k, v in vals.items() if k.startswith("sync.") or "ffc" in k}

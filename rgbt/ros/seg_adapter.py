@@ -1,4 +1,4 @@
-"""The segmentation node's view of ``rgbt.seg`` (C6): build a stage from a model path + options."""
+"""The segmentation nodes' view of ``rgbt.seg`` (C6): build a stage from a model path + options."""
 
 from __future__ import annotations
 
@@ -8,11 +8,26 @@ from typing import Any
 from rgbt.paths import REPO_ROOT
 
 
+def _resolve(path: str | None) -> str | None:
+    if not path:
+        return path
+    p = Path(path)
+    return str(p if p.is_absolute() else REPO_ROOT / p)
+
+
 def make_stage(model: str, backend: str, options: dict[str, Any]):  # type: ignore[no-untyped-def]
     """A ``SegmentationStage`` for ``model`` (relative paths are from the repository root)."""
-    from rgbt.seg.stage import SegmentationStage, StageOptions
+    from rgbt.seg.stage import SegmentationStage, SegStageOptions
 
-    path = Path(model)
-    if not path.is_absolute():
-        path = REPO_ROOT / path
-    return SegmentationStage(StageOptions(model=str(path), backend=backend, **options))
+    return SegmentationStage(SegStageOptions(engine=_resolve(model), backend=backend, **options))
+
+
+def make_fusion(options: dict[str, Any]):  # type: ignore[no-untyped-def]
+    """A ``FusionStage`` from ``rgbt.seg.fusion.FusionOptions`` fields (model paths from the repository root)."""
+    from rgbt.seg.fusion import FusionOptions, FusionStage
+
+    opts = dict(options)
+    for key in ("thermal", "rgb", "model"):
+        if opts.get(key):
+            opts[key] = _resolve(opts[key])
+    return FusionStage(FusionOptions(**opts))

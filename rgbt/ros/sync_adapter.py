@@ -20,10 +20,12 @@ class Restamper:
         return (None if t is None else int(t)), {"dropped_before": int(getattr(res, "dropped_before", 0) or 0),
                                                  "residual_ns": getattr(res, "residual_ns", None)}
 
-    def imu(self, syncin_count: int, t_host_ns: int, t_since_sync_ns: int) -> int | None:
-        res = self.core.add_imu(syncin_count, t_host_ns, t_since_sync_ns)
-        t = res if isinstance(res, int) else getattr(res, "t_trigger_ns", None)
-        return None if t is None else int(t)
+    def imu(self, syncin_count: int, t_host_ns: int, t_since_sync_ns: int, t_sensor_ns: int) -> int | None:
+        """Feed one IMU sample; its time on the host clock once the IMU clock fit is locked, else None."""
+        self.core.add_imu(syncin_count, t_host_ns, t_since_sync_ns, t_sensor_ns)
+        if not self.core.clock_locked:
+            return None
+        return int(self.core.clock.to_host(int(t_sensor_ns)))
 
     def status(self) -> dict:
         status = self.core.status()
@@ -33,11 +35,25 @@ class Restamper:
             from dataclasses import asdict
 
             status = asdict(status)
-        return {k: v for k, v in dict(status).items() if not isinstance(v, (list, dict))}
+        return _flatten(dict(status))  # nested (per camera) values as dotted keys
 
 
-def make_restamper(stack: Any, options: dict[str, Any]) -> Restamper:
-    """A :class:`Restamper` over ``rgbt.sync.TriggerRestamper`` configured from the stack + ``options``."""
+def _flatten(d: dict) -> dict:
+    out: dict = {}
+    for key, value in d.items():
+        if isinstance(value, dict):
+            out.update({f"{key}.{k}": v for k, v in _flatten(value).items()})
+        elif not isinstance(value, list):
+            out[key] = value
+    return out
+
+
+def make_restamper(stack: Any, options: dict[str, Any], camera_latency_ms: dict[str, float] | None = None) -> Restamper:
+    """A :class:`Restamper` over ``rgbt.sync.TriggerRestamper`` configured from the stack + ``options``
+    (``RestamperOptions`` fields) + each camera's nominal host-arrival latency in ms."""
     from rgbt import sync
 
-    return Restamper(sync.TriggerRestamper(sync.SyncOptions.from_stack(stack, **options)))
+    opts = sync.RestamperOptions.from_stack(stack, **options)
+    for name, ms in (camera_latency_ms or {}).items():
+        opts.cameras[name].latency_ns = int(round(ms * 1e6))
+    return Restamper(sync.TriggerRestamper(opts))

@@ -1,0 +1,45 @@
+"""FLIR Blackfly driver node (colour or mono, ``camera`` option) through PySpin
+(``rgbt.sensors.blackfly``): hardware-triggered frames with the chunk FrameID as counter ->
+driver-level topics. On targets that run the ROS ``spinnaker_camera_driver`` instead (see
+``ros2_ws/rgbt.repos``), remap its output to the driver-level topics and publish the frame info.
+"""
+
+from __future__ import annotations
+
+from rgbt.ros.driver_node import DriverNode, monotonic_to_wall
+from rgbt.ros.options import DriverOptions
+from rgbt.ros.spin import node_main
+
+
+class ColorCameraNode(DriverNode):
+    options_model = DriverOptions
+    default_name = "color_camera"
+
+    def __init__(self, name: str | None = None, **kwargs) -> None:  # type: ignore[no-untyped-def]
+        super().__init__(name, **kwargs)
+        self.pubs = self.frame_publishers(self.options.camera)
+        self.start()
+
+    def open_device(self):  # type: ignore[no-untyped-def]
+        from rgbt.sensors.blackfly import PySpinSource, spinnaker_params
+
+        o = self.options
+        params = spinnaker_params(self.stack_model, o.camera, **{k: v for k, v in o.driver.items() if k != "index"})
+        return PySpinSource(params, index=int(o.driver.get("index", 0)))
+
+    def read_once(self) -> None:
+        got = self.device.read()
+        if got is not None:
+            image, counter, t_host = got
+            self.publish_frame(self.pubs, self.options.camera, image, counter, monotonic_to_wall(t_host))
+
+
+NODE = ColorCameraNode
+
+
+def main(args=None) -> int:  # type: ignore[no-untyped-def]
+    return node_main(NODE, args)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,62 @@
+"""u-blox GNSS driver node: UBX NAV-PVT over serial (pyubx2 framing, ``rgbt.sensors.ubx`` decoding)
+-> ``sensor_msgs/NavSatFix`` on the stack's GNSS topic (host-stamped; the fix's UTC time in the log)."""
+
+from __future__ import annotations
+
+import time
+
+from sensor_msgs.msg import NavSatFix, NavSatStatus
+
+from rgbt.ros.driver_node import DriverNode
+from rgbt.ros.options import DriverOptions
+from rgbt.ros.spin import node_main
+from rgbt.ros.stamps import ns_to_stamp
+
+
+class GnssNode(DriverNode):
+    options_model = DriverOptions
+    default_name = "gnss"
+
+    def __init__(self, name: str | None = None, **kwargs) -> None:  # type: ignore[no-untyped-def]
+        super().__init__(name, **kwargs)
+        self.topic = self.stack_model.gnss.topic
+        self.pub = self.create_publisher(NavSatFix, self.topic, self.out_qos)
+        self.start()
+
+    def open_device(self):  # type: ignore[no-untyped-def]
+        import serial
+        from pyubx2 import UBXReader
+
+        port = serial.serial_for_url(self.options.port, baudrate=self.options.baud, timeout=0.2)
+        self._reader = UBXReader(port)
+        return port
+
+    def read_once(self) -> None:
+        from rgbt.sensors.ubx import fix_from_nav_pvt
+
+        _raw, parsed = self._reader.read()
+        if parsed is None or getattr(parsed, "identity", "") != "NAV-PVT":
+            return
+        fix = fix_from_nav_pvt(parsed)
+        msg = NavSatFix()
+        ns_to_stamp(time.time_ns(), msg.header.stamp)
+        msg.header.frame_id = self.stack_model.gnss.frame_id
+        msg.status.status = int(fix.status)
+        msg.status.service = NavSatStatus.SERVICE_GPS
+        msg.latitude, msg.longitude, msg.altitude = fix.lat, fix.lon, fix.height_m
+        if fix.position_covariance is not None:
+            msg.position_covariance = [float(v) for v in fix.position_covariance]
+            msg.position_covariance_type = NavSatFix.COVARIANCE_TYPE_APPROXIMATED
+        self.pub.publish(msg)
+        self.diag.topic(self.topic).tick()
+
+
+NODE = GnssNode
+
+
+def main(args=None) -> int:  # type: ignore[no-untyped-def]
+    return node_main(NODE, args)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

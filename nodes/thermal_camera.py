@@ -1,0 +1,46 @@
+"""FLIR Boson / ADK driver node: raw Y16 frames over V4L2 with telemetry frame counters and the FFC
+state from the serial link (``rgbt.sensors.boson``) -> driver-level thermal topics.
+
+``port`` is the Boson's serial control port; ``driver.device`` the V4L2 device (default
+/dev/video0); other ``driver.*`` keys go to ``V4l2Options``.
+"""
+
+from __future__ import annotations
+
+from rgbt.ros.driver_node import DriverNode, monotonic_to_wall
+from rgbt.ros.options import DriverOptions
+from rgbt.ros.spin import node_main
+
+
+class ThermalCameraNode(DriverNode):
+    options_model = DriverOptions
+    default_name = "thermal_camera"
+
+    def __init__(self, name: str | None = None, **kwargs) -> None:  # type: ignore[no-untyped-def]
+        super().__init__(name, **kwargs)
+        self.pubs = self.frame_publishers(self.options.camera)
+        self.start()
+
+    def open_device(self):  # type: ignore[no-untyped-def]
+        from rgbt.sensors.boson import BosonCamera, BosonControl, BosonOptions, V4l2Options, V4l2Source
+
+        o = self.options
+        control = BosonControl(BosonOptions(port=o.port, baudrate=o.baud)) if o.port else None
+        return BosonCamera(V4l2Source(V4l2Options(**o.driver), control), control)
+
+    def read_once(self) -> None:
+        frame = self.device.read()
+        if frame is not None:
+            self.publish_frame(self.pubs, self.options.camera, frame.image, frame.frame_counter,
+                               monotonic_to_wall(frame.t_host_ns), frame.ffc)
+
+
+NODE = ThermalCameraNode
+
+
+def main(args=None) -> int:  # type: ignore[no-untyped-def]
+    return node_main(NODE, args)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,50 @@
+"""VectorNav VN-100 driver node: binary output over serial (``rgbt.sensors.vn100``) -> driver-level
+IMU topics with SyncIn count / time for the trigger sync node."""
+
+from __future__ import annotations
+
+from sensor_msgs.msg import Imu, TimeReference
+
+from rgbt.ros.driver_node import DriverNode, imu_messages, monotonic_to_wall
+from rgbt.ros.options import DriverOptions
+from rgbt.ros.spin import node_main
+
+
+class Vn100Node(DriverNode):
+    options_model = DriverOptions
+    default_name = "vn100"
+
+    def __init__(self, name: str | None = None, **kwargs) -> None:  # type: ignore[no-untyped-def]
+        super().__init__(name, **kwargs)
+        p = self.options.raw_prefix
+        self.pub = self.create_publisher(Imu, f"{p}/imu", self.out_qos)
+        self.pub_info = self.create_publisher(TimeReference, f"{p}/imu/sync_info", self.out_qos)
+        self.start()
+
+    def open_device(self):  # type: ignore[no-untyped-def]
+        from rgbt.sensors.vn100 import Vn100, Vn100Options
+
+        o = self.options
+        dev = Vn100(Vn100Options.from_stack(self.stack_model, port=o.port, baudrate=o.baud, **o.driver))
+        dev.configure()
+        return dev
+
+    def read_once(self) -> None:
+        frame_id = self.stack_model.imu.frame_id
+        for sample in self.device.read(timeout=0.05):
+            t_host = monotonic_to_wall(sample.t_host_ns)
+            msg, info = imu_messages(sample, t_host, frame_id)
+            self.pub_info.publish(info)
+            self.pub.publish(msg)
+            self.diag.topic(self.stack_model.imu.topic).tick()
+
+
+NODE = Vn100Node
+
+
+def main(args=None) -> int:  # type: ignore[no-untyped-def]
+    return node_main(NODE, args)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

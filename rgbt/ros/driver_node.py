@@ -1,0 +1,104 @@
+"""Base of the hardware driver nodes: a reader thread and the driver-level publishers.
+
+Drivers publish what the trigger sync node consumes (see ``nodes/trigger_sync.py``): frames on
+``{raw_prefix}/<camera>/image`` with their device counters on ``.../frame_info``, IMU samples on
+``{raw_prefix}/imu`` with SyncIn data on ``.../imu/sync_info``. Host times from the drivers
+(``time.monotonic_ns``) are moved onto the ROS clock (system time) before stamping.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Any
+
+from sensor_msgs.msg import Image, Imu, TimeReference
+
+from rgbt.ros.image import numpy_to_image
+from rgbt.ros.node import RgbtNode
+from rgbt.ros.stamps import ns_to_stamp
+
+
+def monotonic_to_wall(t_monotonic_ns: int) -> int:
+    """A ``time.monotonic_ns`` reading on the system clock (ROS time)."""
+    return int(t_monotonic_ns) + (time.time_ns() - time.monotonic_ns())
+
+
+class DriverNode(RgbtNode):
+    """Subclasses implement :meth:`open_device` and :meth:`read_once` (called in a loop in a thread)."""
+
+    def __init__(self, name: str | None = None, **kwargs: Any) -> None:
+        super().__init__(name, **kwargs)
+        self.stack_model = self.stack()
+        self._stop = threading.Event()
+        self.device: Any = None
+        self._thread = threading.Thread(target=self._loop, name=self.get_name(), daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def open_device(self) -> Any:
+        raise NotImplementedError
+
+    def read_once(self) -> None:
+        raise NotImplementedError
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            try:
+                if self.device is None:
+                    self.device = self.open_device()
+                self.read_once()
+            except Exception as exc:  # noqa: BLE001 - a driver retries; the error is counted
+                self.diag.error(f"{type(exc).__name__}: {exc}")
+                if self.diag.errors <= 5:
+                    self.get_logger().error(f"device error: {exc}")
+                self._stop.wait(1.0)
+
+    # -- publishers ----------------------------------------------------------------------------
+    def frame_publishers(self, camera: str) -> tuple[Any, Any]:
+        prefix = f"{self.options.raw_prefix}/{camera}"
+        return (self.create_publisher(Image, f"{prefix}/image", self.out_qos),
+                self.create_publisher(TimeReference, f"{prefix}/frame_info", self.out_qos))
+
+    def publish_frame(self, pubs: tuple[Any, Any], camera: str, image: Any, counter: int, t_host_ns: int,
+                      ffc: bool = False) -> None:
+        cam = self.stack_model.cameras[camera]
+        info = TimeReference()
+        ns_to_stamp(t_host_ns, info.header.stamp)
+        info.header.frame_id = cam.frame_id
+        ns_to_stamp(t_host_ns, info.time_ref)
+        info.source = f"{int(counter)}" + (";ffc" if ffc else "")
+        pubs[1].publish(info)
+        pubs[0].publish(numpy_to_image(image, t_host_ns, cam.frame_id, cam.encoding))
+        self.diag.topic(cam.topic).tick(time.time_ns() - t_host_ns)
+
+    def close(self) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout=5)
+        close = getattr(self.device, "close", None)
+        if close is not None:
+            close()
+        self.device = None
+
+
+def imu_messages(sample: Any, t_host_ns: int, frame_id: str) -> tuple[Imu, TimeReference]:
+    """(Imu, sync info) for one VN-100 sample (``rgbt.sensors.vn100.ImuSample``) stamped ``t_host_ns``."""
+    msg = Imu()
+    ns_to_stamp(t_host_ns, msg.header.stamp)
+    msg.header.frame_id = frame_id
+    if sample.gyro_rad_s is not None:
+        msg.angular_velocity.x, msg.angular_velocity.y, msg.angular_velocity.z = map(float, sample.gyro_rad_s)
+    if sample.accel_m_s2 is not None:
+        msg.linear_acceleration.x, msg.linear_acceleration.y, msg.linear_acceleration.z = map(float, sample.accel_m_s2)
+    if sample.quat_xyzw is not None:
+        o = msg.orientation
+        o.x, o.y, o.z, o.w = map(float, sample.quat_xyzw)
+    else:
+        msg.orientation_covariance[0] = -1.0
+    info = TimeReference()
+    info.header.stamp = msg.header.stamp
+    ns_to_stamp(int(sample.t_sensor_ns), info.time_ref)
+    info.source = f"{int(sample.syncin_count or 0)};{int(sample.t_since_sync_ns or 0)}"
+    return msg, info
