@@ -115,7 +115,7 @@ def rpe_per_distance(ref: Trajectory, est: Trajectory, delta_m: float, align: st
     Inputs are associated trajectories; the estimate is first aligned with ``align`` (only the
     scale matters for RPE: sim3 makes a monocular estimate metric).
     """
-    from evo.core import metrics
+    from evo.core import filters, metrics
     from evo.core.units import Unit
 
     rot, t, s = _align_dispatch(ref, est, align)
@@ -124,8 +124,8 @@ def rpe_per_distance(ref: Trajectory, est: Trajectory, delta_m: float, align: st
                       rel_delta_tol=0.1, all_pairs=False)
     try:
         rpe.process_data((ref.to_evo(), est_aligned.to_evo()))
-    except metrics.MetricsException as exc:
-        raise EvaluationError(f"RPE over {delta_m} m failed: {exc}") from exc
+    except (metrics.MetricsException, filters.FilterException) as exc:
+        raise EvaluationError(f"RPE over {delta_m} m failed ({ref.path_length():.1f} m of path): {exc}") from exc
     err = np.asarray(rpe.error)
     if err.size == 0:
         raise EvaluationError(f"RPE over {delta_m} m: no segment of that length in {ref.name}")

@@ -75,11 +75,13 @@ class VioEvalResult:
     def to_dict(self) -> dict:
         align = self.options["align"]
 
+        ok = [r for r in self.runs if "metrics" in r]
+
         def pick(run: dict, key: str, method: str) -> float | None:
             m = run["metrics"][key].get(method)
             return None if m is None else m["rmse"]
 
-        methods = sorted({m for r in self.runs for m in r["metrics"]["ate_tracked"]})
+        methods = sorted({m for r in ok for m in r["metrics"]["ate_tracked"]})
         out: dict[str, Any] = {
             "sequence": self.sequence,
             "synthetic": self.synthetic,
@@ -89,17 +91,18 @@ class VioEvalResult:
             "rate_hz": self.options["rate_hz"],
             "align": align,
             "runs": self.runs,
-            "ate_rmse": _summary([pick(r, "ate_tracked", align) for r in self.runs]),
-            "ate_full_rmse": _summary([pick(r, "ate_full", align) for r in self.runs]),
-            "ate_rmse_by_align": {m: _summary([pick(r, "ate_tracked", m) for r in self.runs]) for m in methods},
-            "ate_full_rmse_by_align": {m: _summary([pick(r, "ate_full", m) for r in self.runs]) for m in methods},
-            "tracked_fraction": _summary([r["metrics"]["tracked_fraction"] for r in self.runs])["mean"],
-            "tracked_fraction_stats": _summary([r["metrics"]["tracked_fraction"] for r in self.runs]),
-            "time_to_init_s": _summary([r["metrics"]["time_to_init_s"] for r in self.runs]),
-            "resets": _summary([r["resets"] for r in self.runs]),
-            "final_drift_percent": _summary([r["metrics"]["final_drift_percent"] for r in self.runs]),
-            "fps": _summary([r["fps"] for r in self.runs])["mean"],
-            "latency_ms": _summary([r["latency_ms"]["median_ms"] for r in self.runs]),
+            "failed_runs": len(self.runs) - len(ok),
+            "ate_rmse": _summary([pick(r, "ate_tracked", align) for r in ok]),
+            "ate_full_rmse": _summary([pick(r, "ate_full", align) for r in ok]),
+            "ate_rmse_by_align": {m: _summary([pick(r, "ate_tracked", m) for r in ok]) for m in methods},
+            "ate_full_rmse_by_align": {m: _summary([pick(r, "ate_full", m) for r in ok]) for m in methods},
+            "tracked_fraction": _summary([r["metrics"]["tracked_fraction"] for r in ok])["mean"],
+            "tracked_fraction_stats": _summary([r["metrics"]["tracked_fraction"] for r in ok]),
+            "time_to_init_s": _summary([r["metrics"]["time_to_init_s"] for r in ok]),
+            "resets": _summary([r["resets"] for r in ok]),
+            "final_drift_percent": _summary([r["metrics"]["final_drift_percent"] for r in ok]),
+            "fps": _summary([r["fps"] for r in ok])["mean"],
+            "latency_ms": _summary([r["latency_ms"]["median_ms"] for r in ok]),
             "options": self.options,
             "meta": self.meta,
         }
@@ -119,10 +122,6 @@ def build_feed(seq: Sequence, opts: EvalOptions, progress: Any = None) -> list[F
 
 
 def _run_once(seq: Sequence, feed: list[FeedFrame], opts: EvalOptions, advance: Any = None):  # type: ignore[no-untyped-def]
-    if opts.estimator != "orbslam3":
-        from rgbt.vio.runners import require_installed
-
-        require_installed(opts.estimator)  # raises: VINS / OpenVINS replay needs ROS 2 + the bridge
     from rgbt.vio.orbslam3 import OrbSlam3Options, run_orbslam3
 
     o = OrbSlam3Options(inertial=opts.inertial, features=opts.features, fps=opts.rate_hz, vocab=opts.vocab,
@@ -144,10 +143,22 @@ def evaluate_sequence(seq: Sequence, opts: EvalOptions, show_progress: bool = Fa
 
     from rgbt.bench.timing import summarize_ms
 
+    if opts.estimator != "orbslam3":  # fail before any work: VINS / OpenVINS need ROS 2 + the bridge
+        from rgbt.vio.runners import require_installed
+
+        require_installed(opts.estimator)
+        raise EvaluationError(f"{opts.estimator} is installed, but replaying a bag into it needs the ROS 2 VIO "
+                              "bridge (rgbt.ros), which this command does not start yet; use "
+                              "`rgbt vio estimators` for the exact command line")
     gt_cam = seq.ground_truth_camera()
     result = VioEvalResult(seq.name, seq.synthetic, {**asdict(opts), "align": opts.align}, meta=dict(seq.meta))
+    import os
+
+    # ORB-SLAM3 writes to fds 1 and 2 (captured into its log while it runs); the bars keep their own fd
+    bar_stream = os.fdopen(os.dup(2), "w") if show_progress else None
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-                  console=Console(stderr=True), disable=not show_progress, transient=True) as bar:
+                  console=Console(file=bar_stream, stderr=bar_stream is None), disable=not show_progress,
+                  transient=True) as bar:
         task = bar.add_task(f"feed {seq.name} ({opts.normalization})", total=None)
         feed = build_feed(seq, opts, progress=lambda: bar.advance(task))
         result.meta.update(feed_frames=len(feed), skipped_frozen=sum(f.frozen for f in feed),
@@ -157,10 +168,12 @@ def evaluate_sequence(seq: Sequence, opts: EvalOptions, show_progress: bool = Fa
             t0 = time.perf_counter()
             try:
                 run = _run_once(seq, feed, opts, advance=lambda: bar.advance(task))
-            except EvaluationError:
-                raise
-            frames = [RunFrame(f.t_ns, f.tracked, f.pose, f.map) for f in run.frames]
-            metrics = score_run(frames, gt_cam, rpe_delta_m=opts.rpe_delta_m)
+                frames = [RunFrame(f.t_ns, f.tracked, f.pose, f.map) for f in run.frames]
+                metrics = score_run(frames, gt_cam, rpe_delta_m=opts.rpe_delta_m)
+            except EvaluationError as exc:  # keep the other runs: report this one as failed
+                result.runs.append({"run": k, "error": str(exc), "wall_s": time.perf_counter() - t0})
+                result.frames_per_run.append([])
+                continue
             lat = [f.latency_ns for f in run.frames if f.state != "SKIPPED_FROZEN"]
             fed = len(lat)
             result.runs.append({

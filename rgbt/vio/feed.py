@@ -121,7 +121,11 @@ class ThermalToMono8:
         self._fixed: tuple[float, float] | None = None
         self._temporal = None
         if mode.startswith("temporal"):
-            from rgbt.image.normalize import TemporalNormalizer, TemporalOptions
+            try:
+                from rgbt.image.normalize import TemporalNormalizer, TemporalOptions
+            except ImportError as exc:
+                raise ImageError(f"normalization {mode!r} needs rgbt.image.normalize.TemporalNormalizer "
+                                 f"(contract C4), missing in this checkout: {exc}") from exc
 
             self._temporal = TemporalNormalizer(TemporalOptions(clahe=mode == "temporal_clahe"))
 

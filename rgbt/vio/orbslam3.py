@@ -78,17 +78,22 @@ class EstimatorRun:
 
 @contextlib.contextmanager
 def native_stdout_to(path: str | Path) -> Iterator[None]:
-    """Redirect the process's fd 1 (C++ ``std::cout``) to ``path`` for the block."""
+    """Redirect the process's fds 1 and 2 (C++ ``std::cout`` / ``std::cerr``) to ``path`` for the block."""
     sys.stdout.flush()
-    saved = os.dup(1)
+    sys.stderr.flush()
+    saved = os.dup(1), os.dup(2)
     with open(path, "ab") as fh:
         os.dup2(fh.fileno(), 1)
+        os.dup2(fh.fileno(), 2)
         try:
             yield
         finally:
             sys.stdout.flush()
-            os.dup2(saved, 1)
-            os.close(saved)
+            sys.stderr.flush()
+            os.dup2(saved[0], 1)
+            os.dup2(saved[1], 2)
+            os.close(saved[0])
+            os.close(saved[1])
 
 
 def write_settings(seq: Sequence, opts: OrbSlam3Options, path: str | Path) -> Path:

@@ -46,23 +46,57 @@ def ground_texture(size_px: int = 4096, seed: int = 0, thermal: bool = True) -> 
     return (20 + 215 * img).astype(np.uint8)
 
 
+def canopy_layer(texture: np.ndarray, seed: int, cover: float = 0.25) -> tuple[np.ndarray, np.ndarray]:
+    """Raised patches (roofs, tree crowns) for a layer above the ground: (texture, 0/1 uint8 mask).
+
+    A single plane is a degenerate scene for monocular initialisation (the two homography
+    decompositions explain it equally well, and ORB-SLAM3 may pick the mirrored one); raised layers
+    give the parallax real terrain has.
+    """
+    rng = np.random.default_rng(seed + 1000)
+    size = texture.shape[0]
+    mask = np.zeros(texture.shape[:2], np.uint8)
+    n = int(cover * size * size / (np.pi * (size / 60) ** 2))
+    for _ in range(n):
+        c = tuple(map(int, rng.integers(0, size, 2)))
+        r = int(rng.uniform(size / 200, size / 50))
+        if rng.random() < 0.5:
+            cv2.circle(mask, c, r, 1, -1)
+        else:
+            cv2.rectangle(mask, (c[0] - r, c[1] - r // 2), (c[0] + r, c[1] + r // 2), 1, -1)
+    shift = np.roll(np.roll(texture, size // 3, axis=0), size // 5, axis=1)
+    offset = (texture.max() - texture.min()) * 0.15
+    layer = np.clip(shift.astype(np.float32) + offset, 0, np.iinfo(texture.dtype).max).astype(texture.dtype)
+    return layer, mask
+
+
 @dataclass
 class PlaneScene:
-    """The textured plane z = 0 (world, z up), centred at the origin, ``metres_per_px`` per texel."""
+    """The textured plane z = 0 (world, z up), centred at the origin, ``metres_per_px`` per texel,
+    plus optional raised ``layers`` ``(texture, mask, height_m)`` drawn where their mask is set."""
 
     texture: np.ndarray
     metres_per_px: float = 0.1
+    layers: list = field(default_factory=list)
+
+    def _homography(self, K: np.ndarray, T_cam_world: np.ndarray, z: float) -> np.ndarray:
+        h, w = self.texture.shape[:2]
+        s = self.metres_per_px
+        A = np.array([[s, 0, -s * w / 2], [0, s, -s * h / 2], [0, 0, 1.0]])  # texel -> (X, Y, 1)
+        P = np.c_[T_cam_world[:3, 0], T_cam_world[:3, 1], T_cam_world[:3, 2] * z + T_cam_world[:3, 3]]
+        return K @ P @ A
 
     def render(self, K: np.ndarray, T_world_cam: np.ndarray, width: int, height: int) -> np.ndarray:
         """The image a pinhole camera ``K`` at ``T_world_cam`` sees (same dtype as the texture)."""
         T_cam_world = np.linalg.inv(T_world_cam)
-        h, w = self.texture.shape[:2]
-        s = self.metres_per_px
-        A = np.array([[s, 0, -s * w / 2], [0, s, -s * h / 2], [0, 0, 1.0]])  # texel -> (X, Y, 1)
-        P = np.c_[T_cam_world[:3, 0], T_cam_world[:3, 1], T_cam_world[:3, 3]]
-        H = K @ P @ A
-        return cv2.warpPerspective(self.texture, H, (width, height), flags=cv2.INTER_LINEAR,
-                                   borderMode=cv2.BORDER_REFLECT)
+        img = cv2.warpPerspective(self.texture, self._homography(K, T_cam_world, 0.0), (width, height),
+                                  flags=cv2.INTER_LINEAR, borderMode=cv2.BORDER_REFLECT)
+        for tex, mask, z in sorted(self.layers, key=lambda layer: layer[2]):
+            H = self._homography(K, T_cam_world, z)
+            top = cv2.warpPerspective(tex, H, (width, height), flags=cv2.INTER_LINEAR, borderMode=cv2.BORDER_REFLECT)
+            m = cv2.warpPerspective(mask, H, (width, height), flags=cv2.INTER_NEAREST, borderMode=cv2.BORDER_REFLECT)
+            np.copyto(img, top, where=m.astype(bool))
+        return img
 
 
 def _rot_z(a: float) -> np.ndarray:
@@ -88,13 +122,15 @@ class Flight:
     period_s: float = 60.0
     pitch_deg: float = 60.0
     T_imu_cam: np.ndarray = field(default_factory=lambda: np.eye(4))
+    #: start inside a turn with vertical motion: accelerations of ~0.5-1 m/s^2 from the first second
+    phase_s: float = 12.0
 
     def position(self, t: np.ndarray) -> np.ndarray:
         w = 2 * np.pi / self.period_s
-        t = np.asarray(t, dtype=np.float64)
+        t = np.asarray(t, dtype=np.float64) + self.phase_s
         return np.stack([self.radius_m * np.sin(w * t) + 0.15 * self.radius_m * np.sin(3.1 * w * t),
                          0.6 * self.radius_m * np.sin(2 * w * t),
-                         self.altitude_m + 2.0 * np.sin(1.7 * w * t)], axis=-1)
+                         self.altitude_m + 4.0 * np.sin(4.0 * w * t)], axis=-1)
 
     def R_world_imu(self, t: float) -> np.ndarray:
         dt = 1e-3
@@ -136,3 +172,62 @@ def forward_down_camera(pitch_deg: float) -> np.ndarray:
     T = np.eye(4)
     T[:3, :3] = R
     return T
+
+
+class TrajectoryFlight:
+    """A flight along a real trajectory (e.g. CART's RTK ground truth, positions only), same interface
+    as :class:`Flight`: positions smoothed (Gaussian, ``smooth_s``) and resampled at 200 Hz, lifted by
+    ``altitude_m``; heading along the horizontal velocity (held while hovering below 0.5 m/s).
+    Time 0 is ``start_s`` into the trajectory.
+    """
+
+    def __init__(self, t_s: np.ndarray, xyz: np.ndarray, start_s: float, duration_s: float, altitude_m: float = 35.0,
+                 smooth_s: float = 0.6, pitch_deg: float = 60.0, T_imu_cam: np.ndarray | None = None) -> None:
+        t_s = np.asarray(t_s, float) - float(t_s[0])
+        if start_s < 0 or start_s + duration_s > t_s[-1]:
+            raise ValueError(f"window [{start_s}, {start_s + duration_s}] s outside the trajectory (0..{t_s[-1]:.1f} s)")
+        self.pitch_deg = pitch_deg
+        self.T_imu_cam = np.eye(4) if T_imu_cam is None else T_imu_cam
+        margin = 5.0
+        dt = 0.005
+        grid = np.arange(max(0.0, start_s - margin), min(t_s[-1], start_s + duration_s + margin), dt)
+        raw = np.stack([np.interp(grid, t_s, xyz[:, i]) for i in range(3)], axis=1)
+        sigma = smooth_s / dt
+        k = np.arange(-int(4 * sigma), int(4 * sigma) + 1)
+        kernel = np.exp(-0.5 * (k / sigma) ** 2)
+        kernel /= kernel.sum()
+        pad = len(k) // 2
+        padded = np.pad(raw, ((pad, pad), (0, 0)), mode="edge")
+        smooth = np.stack([np.convolve(padded[:, i], kernel, mode="valid") for i in range(3)], axis=1)
+        smooth[:, 2] += altitude_m
+        self._t = grid - start_s
+        self._p = smooth
+        vel = np.gradient(smooth, dt, axis=0)
+        speed = np.linalg.norm(vel[:, :2], axis=1)
+        yaw = np.arctan2(vel[:, 1], vel[:, 0])
+        for i in range(1, len(yaw)):  # hold the heading while hovering
+            if speed[i] < 0.5:
+                yaw[i] = yaw[i - 1]
+        yaw = np.unwrap(yaw)
+        kernel_yaw = np.exp(-0.5 * (np.arange(-200, 201) / 60.0) ** 2)
+        kernel_yaw /= kernel_yaw.sum()
+        self._yaw = np.convolve(np.pad(yaw, (200, 200), mode="edge"), kernel_yaw, mode="valid")
+        self.duration_s = duration_s
+
+    def position(self, t: np.ndarray) -> np.ndarray:
+        t = np.asarray(t, dtype=np.float64)
+        return np.stack([np.interp(t, self._t, self._p[:, i]) for i in range(3)], axis=-1)
+
+    def R_world_imu(self, t: float) -> np.ndarray:
+        return _rot_z(float(np.interp(t, self._t, self._yaw)))
+
+    def T_world_imu(self, t: float) -> np.ndarray:
+        T = np.eye(4)
+        T[:3, :3] = self.R_world_imu(t)
+        T[:3, 3] = self.position(t)
+        return T
+
+    def T_world_cam(self, t: float) -> np.ndarray:
+        return self.T_world_imu(t) @ self.T_imu_cam
+
+    imu = Flight.imu

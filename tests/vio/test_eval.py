@@ -155,3 +155,10 @@ def test_euroc_and_kitti_loaders_agree(tmp_path):
     assert np.array_equal(a.t_ns, t) and np.array_equal(b.t_ns, t)
     assert np.allclose(a.positions, xyz) and np.allclose(k.positions, xyz)
     assert np.allclose(b.quat_wxyz, [[1, 0, 0, 0]] * 30)
+
+
+def test_rpe_longer_than_the_path_is_a_clear_error():
+    ref = _curve(n=50)
+    pairs = associate(_traj(ref), _traj(ref))
+    with pytest.raises(EvaluationError, match="RPE over 1000"):
+        rpe_per_distance(pairs.ref, pairs.est, delta_m=1000.0)
