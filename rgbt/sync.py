@@ -188,6 +188,7 @@ class _Camera:
         self.in_ffc = False
         self.reanchors = 0
         self.unlocked_frames = 0
+        self.duplicates = 0
 
 
 class TriggerRestamper:
@@ -275,7 +276,12 @@ class TriggerRestamper:
         dropped = 0
         if cam.last_counter is not None and frame_counter > cam.last_counter:
             dropped = frame_counter - cam.last_counter - 1
-        if cam.last_counter is not None and frame_counter <= cam.last_counter:
+        if cam.last_counter is not None and frame_counter == cam.last_counter and cam.anchor is not None:
+            cam.duplicates += 1  # the same frame delivered twice: same pulse, same stamp
+            k = cam.anchor[1] + cam.spec.divider * (frame_counter - cam.anchor[0])
+            stamp = self._stamps.get(k)
+            return RestampResult(stamp, k, 0, stamp is not None, None, ffc)
+        if cam.last_counter is not None and frame_counter < cam.last_counter:
             cam.anchor = None  # camera restarted its counter
             cam.pending = []
             cam.reanchors += 1
@@ -332,7 +338,8 @@ class TriggerRestamper:
         r = self.clock.residuals
         cams = {
             name: {"locked": c.anchor is not None, "frames": c.frames, "drops": c.drops, "ffc_frames": c.ffc_frames,
-                   "ffc_gaps": c.ffc_gaps, "reanchors": c.reanchors, "unlocked_frames": c.unlocked_frames}
+                   "ffc_gaps": c.ffc_gaps, "reanchors": c.reanchors, "unlocked_frames": c.unlocked_frames,
+                   "duplicates": c.duplicates}
             for name, c in self.cameras.items()
         }
         return {

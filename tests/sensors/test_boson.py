@@ -202,3 +202,10 @@ def test_cli_boson_status_and_ffc(pty_device, rgbt_cli):
     finally:
         cam.stop.set()
         cam.join(2)
+
+
+def test_v4l2_source_reports_a_missing_camera(tmp_path):
+    from rgbt.errors import DecodeError
+
+    with pytest.raises(DecodeError, match="cannot open"):
+        b.V4l2Source(b.V4l2Options(device=str(tmp_path / "video99")))

@@ -117,3 +117,39 @@ def test_imu_reboot_resets_and_relocks():
             errs_after.append(abs(r.t_trigger_ns - e.truth_t_ns))
     assert rs.status()["imu_resets"] == 1
     assert len(errs_after) > 500 and max(errs_after) < 100_000  # < 0.1 ms again after relock
+
+
+def test_restamper_on_simulator_streams():
+    """Streams from rgbt.sim (contract C3, synthetic): Gaussian jitter σ = 3 ms, 1 % drops, FFC."""
+    pytest.importorskip("rgbt.sim", reason="simulator ([sim]) not on this branch yet")
+    from rgbt.bench.sync import sim_events
+
+    events, truth, lat = sim_events(duration_s=8.0, seed=3, ffc_period_s=2.0)
+    opts = RestamperOptions(cameras={"thermal": CameraSync(1, int(lat["thermal"] * 1e6)),
+                                     "color": CameraSync(2, int(lat["color"] * 1e6))})
+    r = evaluate(events, truth, opts)
+    assert r["frames_restamped"] > 200
+    assert r["restamp_error_ms"]["max"] < 0.1 and r["misassociations"] == 0
+    assert r["drops_detected"] == r["drops_true"]
+    assert r["ffc_gaps_detected"] == r["ffc_gaps_true"] >= 1
+
+
+def test_a_frame_delivered_twice_keeps_its_stamp():
+    g = GenOptions(duration_s=8.0, seed=7, drop_prob=0.0, ffc_period_s=0)
+    events, _ = generate(g)
+    rs = TriggerRestamper(_options(g))
+    last = None
+    checked = 0
+    for e in events:
+        if e.kind == "imu":
+            rs.add_imu(e.seq, e.t_host_ns, e.t_since_sync_ns, e.t_sensor_ns)
+            continue
+        r = rs.add_frame(e.kind, e.seq, e.t_host_ns)
+        if e.kind == "thermal" and r.locked and checked < 5:
+            again = rs.add_frame("thermal", e.seq, e.t_host_ns + 3_000_000)
+            assert (again.slot, again.t_trigger_ns) == (r.slot, r.t_trigger_ns)
+            checked += 1
+            last = r
+    assert checked == 5 and last is not None
+    st = rs.status()["cameras"]["thermal"]
+    assert st["duplicates"] == 5 and st["reanchors"] == 0 and st["drops"] == 0

@@ -124,3 +124,13 @@ def test_cli_trigger_against_pty_device(pty_device, rgbt_cli):
         dev.join(2)
     gone = rgbt_cli("sensors", "trigger", str(pty_device.path) + ".absent", "count", check=False)
     assert gone.returncode == 2 and "not connected" in gone.stderr
+
+
+def test_pyspin_source_needs_pyspin():
+    try:
+        import PySpin  # noqa: F401
+    except ImportError:
+        with pytest.raises(ConfigError, match="PySpin"):
+            blackfly.PySpinSource(blackfly.spinnaker_params(_stack(), "color"))
+    else:  # pragma: no cover - only where the Spinnaker SDK is installed
+        pytest.skip("PySpin installed: covered on the hardware")
