@@ -65,7 +65,8 @@ def health(scan: Scan, stack: Any, bag_manifest: dict | None, vs_manifest: dict 
     if restamp_err_ms is not None and restamp_err_ms.size:
         e = np.abs(restamp_err_ms)
         out["restamp_error_ms"] = {"p50": float(np.percentile(e, 50)), "p99": float(np.percentile(e, 99)),
-                                   "max": float(e.max()), "n": int(e.size)}
+                                   "max": float(e.max()), "n": int(e.size),
+                                   "within_1ms": int((e <= 1.0 + 1e-6).sum())}
     if clock is not None:
         out["sim_realtime_factor"] = round(clock.realtime_factor, 3)
         out["clock_warped"] = bool(clock.warped)

@@ -71,9 +71,16 @@ def flight_overrides(options: Any, run_dir: Path, engine: Path, trajectory: str)
 
         sim["altitude_m"] = options.altitude_m
         sim["start_s"] = flight_start_s(trajectory, options.sim_duration_s())
+    from rgbt.ros.options import RAW_PREFIX
+    from rgbt.stack import load_stack
+
+    stack = load_stack()
+    # start once the sync node and the recorder listen to the streams this flight produces
+    wait_for = [f"{RAW_PREFIX}/{c}/image" for c in options.cameras] + [f"{RAW_PREFIX}/imu", stack.imu.topic]
+    wait_for += [stack.cameras[c].topic for c in options.cameras]
     return {
         "virtual_stack": {"sim": sim, "exit_when_done": True, "realtime": options.realtime,
-                          "manifest_path": str(run_dir / VS_MANIFEST)},
+                          "manifest_path": str(run_dir / VS_MANIFEST), "wait_for": wait_for},
         "trigger_sync": {"cameras": list(options.cameras)},
         "segmentation": {"model": str(engine)},
         "recorder": {"out_dir": str(run_dir), "start": "arm"},
@@ -89,12 +96,19 @@ def _bags(run_dir: Path) -> list[Path]:
     return sorted(p for p in run_dir.glob("rgbt_*") if p.is_dir())
 
 
+#: after the virtual stack has published its last sample, how long the recorder gets to see the
+#: disarm and close the bag itself before the graph is stopped (the recorder then closes on SIGINT)
+DRAIN_S = 15.0
+
+
 def fly(profile: str, overrides: dict[str, dict[str, Any]], run_dir: Path, expected_s: float,
         on_status: Callable[[str, float], None] | None = None, timeout_s: float | None = None) -> FlightResult:
     """Start the profile's graph, wait for the recorder to open a bag (arm) and close it (disarm),
     stop the graph (sources first). ``on_status(phase, seconds)`` is called a few times a second
     with phase ``starting`` / ``recording`` / ``stopping``. ``timeout_s`` bounds the whole flight
-    (default: 6 x ``expected_s`` + 120 s, for slow machines); on timeout what was recorded is kept."""
+    (default: 6 x ``expected_s`` + 120 s, for slow machines); on timeout what was recorded is kept.
+    With a virtual stack, the graph is also stopped :data:`DRAIN_S` after its last sample went out
+    if the recorder has not closed the bag by then (an overloaded machine); that is reported."""
     from rgbt.ros.launcher import start_graph
     from rgbt.ros.profile import node_specs, profile_env
 
@@ -109,10 +123,13 @@ def fly(profile: str, overrides: dict[str, dict[str, Any]], run_dir: Path, expec
     t0 = time.monotonic()
     with open(log, "wb") as fh:
         graph = start_graph(specs, profile_env(profile), duration_s=timeout_s, stdout=fh, stderr=fh)
-        t_arm = t_disarm = None
+        t_arm = t_disarm = t_done = None
+        vs_path = run_dir / VS_MANIFEST
         try:
             while True:
                 now = time.monotonic()
+                if t_done is None and vs_path.is_file():
+                    t_done = now  # the virtual stack writes its manifest once every sample is out
                 bags = _bags(run_dir)
                 if bags and t_arm is None:
                     t_arm = now
@@ -125,6 +142,11 @@ def fly(profile: str, overrides: dict[str, dict[str, Any]], run_dir: Path, expec
                     break
                 if dead and len(dead) == len(graph.procs):
                     result.problems.append("every node process exited")
+                    break
+                if t_done is not None and now - t_done > DRAIN_S:
+                    result.problems.append(f"the recorder had not closed the bag {DRAIN_S:.0f} s after the virtual stack "
+                                           "finished (overloaded machine?): stopping the graph; the bag keeps what "
+                                           "arrived")
                     break
                 if now - t0 > timeout_s:
                     result.problems.append(f"flight did not finish within {timeout_s:.0f} s; stopping the graph")

@@ -107,8 +107,10 @@ def write_report(summary: dict, path: Path) -> Path:
                  ", ".join(f"{k}={v}" for k, v in sync.items()) + ".")
     if "restamp_error_ms" in h:
         e = h["restamp_error_ms"]
-        L.append(f"Restamping error against the simulator's true trigger times: p50 {e['p50']:.3f} ms, "
-                 f"p99 {e['p99']:.3f} ms, max {e['max']:.3f} ms over {e['n']} frames.")
+        L.append(f"Restamping error |header stamp - true trigger time| of the recorded thermal frames: p50 "
+                 f"{e['p50']:.3f} ms, p99 {e['p99']:.3f} ms, max {e['max']:.3f} ms; {e.get('within_1ms', '-')} of "
+                 f"{e['n']} frames within 1 ms (frames recorded before the sync node locks carry their host "
+                 "arrival stamp, ~10-20 ms late).")
     if h.get("clock_warped"):
         L.append(f"The simulator ran at {h['sim_realtime_factor']:.2f}x real time on this machine, so the "
                  "virtual stack stamped frames when it published them (later than planned): the bag's clock runs "
@@ -149,7 +151,8 @@ def write_report(summary: dict, path: Path) -> Path:
             L.append(f"| {label} | {_fmt(v)} |")
         L.append("")
         L.append("Run-to-run tolerance: ORB-SLAM3 is multithreaded, so repeated runs on the same bag differ; "
-                 "the demo's test accepts |ΔATE| <= max(0.5 m, 50 %) and |Δtracked fraction| <= 0.25 between "
+                 "four runs on one 15 s demo bag gave ATE 0.35-1.07 m (std 0.28 m) and tracked fraction "
+                 "0.96-0.98; the demo's test accepts |ΔATE| <= 1.0 m and |Δtracked fraction| <= 0.15 between "
                  "the demo and `rgbt vio eval` (see docs/notes/demo.md).")
     L += ["", "## Plots", ""]
     for p in summary.get("plots", []):

@@ -85,7 +85,7 @@ def run_demo(options: DemoOptions, console: Any = None) -> dict:
         with con.status("recovering the simulator's truth (ground truth, labels)"):
             truth = SimTruth.from_manifest(vs_path)
             vs_manifest = truth.manifest
-            seq = truth.frame_index(thermal_topic, scan.thermal_crc)
+            seq = truth.frame_index(thermal_topic, scan.thermal_crc, scan.thermal_stamp)
             if (seq >= 0).sum() >= 2:
                 clock = truth.clock("thermal", seq, scan.thermal_stamp)
                 if not clock.warped:
@@ -101,6 +101,9 @@ def run_demo(options: DemoOptions, console: Any = None) -> dict:
     bag_manifest_path = (bag if bag.is_dir() else bag.parent) / BAG_MANIFEST
     bag_manifest = json.loads(bag_manifest_path.read_text()) if bag_manifest_path.is_file() else None
     health = evaluate.health(scan, stack, bag_manifest, vs_manifest, restamp_err, clock)
+    if run["mode"] == "flight" and scan.duration_s < 0.8 * options.duration_s:
+        notes.append(f"the bag spans {scan.duration_s:.1f} s of the {options.duration_s:g} s flight: the recorder "
+                     "stopped receiving early (see the health table and graph.log)")
 
     with con.status("scoring segmentation"):
         labels_root = run_dir / evaluate.LABELS_DIR

@@ -45,13 +45,22 @@ class SimTruth:
             raise EvaluationError(f"{path}: virtual stack manifest lacks {exc}: was the flight started?") from None
         return cls(sim, offset, manifest)
 
-    def frame_index(self, topic: str, crcs: np.ndarray) -> np.ndarray:
-        """Simulator frame index of each recorded frame (by pixel CRC32); -1 when not found."""
+    def frame_index(self, topic: str, crcs: np.ndarray, stamps: np.ndarray) -> np.ndarray:
+        """Simulator frame index of each recorded frame (by pixel CRC32); -1 when not found. Frames
+        frozen by a flat-field correction repeat their pixels: among equal CRC32s the frame whose
+        true trigger time is nearest the recorded stamp wins."""
         frames = self.manifest.get("frames", {}).get(topic)
         if not frames:
             raise EvaluationError(f"virtual stack manifest has no frames for {topic}")
-        lookup = {int(c): int(s) for c, s in zip(frames["crc32"], frames["seq"])}
-        return np.array([lookup.get(int(c), -1) for c in crcs], np.int64)
+        lookup: dict[int, list[tuple[int, int]]] = {}
+        for c, n, t in zip(frames["crc32"], frames["seq"], frames["t_true_ns"]):
+            lookup.setdefault(int(c), []).append((int(n), int(t)))
+        out = np.full(len(crcs), -1, np.int64)
+        for i, (c, stamp) in enumerate(zip(crcs, stamps)):
+            cands = lookup.get(int(c))
+            if cands:
+                out[i] = min(cands, key=lambda nt: abs(nt[1] - int(stamp)))[0]
+        return out
 
     def true_stamp_ns(self, camera: str, seq: np.ndarray) -> np.ndarray:
         """True trigger time of frames ``seq`` in the bag's clock (ns)."""
@@ -117,12 +126,12 @@ class BagClock:
     offset_ns: int
     warped: bool
     realtime_factor: float
-    lag_ms: float  # largest |stamp - (true time + offset)| over the recorded frames
+    lag_ms: float  # largest |stamp - (true time + offset)| over the recorded frames (ms)
     t_sim: np.ndarray
     t_bag: np.ndarray
 
-    #: lag beyond which the bag's clock is taken to be warped (restamping errors are ms)
-    WARP_THRESHOLD_MS = 100.0
+    #: bag seconds per simulated second beyond which the bag's clock is taken to be warped
+    WARP_THRESHOLD = 0.02
 
     @classmethod
     def fit(cls, t_sim: np.ndarray, t_bag: np.ndarray, offset_ns: int) -> "BagClock":
@@ -134,7 +143,7 @@ class BagClock:
         lag = float(np.max(np.abs(err)))
         span_bag = (t_bag[-1] - t_bag[0])
         rtf = float((t_sim[-1] - t_sim[0]) / span_bag) if span_bag > 0 else 1.0
-        if lag <= cls.WARP_THRESHOLD_MS:
+        if abs(rtf - 1.0) <= cls.WARP_THRESHOLD:
             return cls(offset_ns, False, rtf, lag, t_sim, t_bag)
         return cls(offset_ns, True, rtf, lag, t_sim, np.maximum.accumulate(t_bag))
 

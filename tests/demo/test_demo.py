@@ -24,9 +24,11 @@ import pytest
 from helpers import run_rgbt
 
 MIOU_FLOOR = 0.3  # synthetic-trained model on held-out simulated frames (seg notes report ~0.5-0.7)
-VIO_ATE_TOL_M = 0.5  # |ATE(demo) - ATE(rgbt vio eval)| <= max(0.5 m, 50 %): ORB-SLAM3 is multithreaded
-VIO_ATE_TOL_REL = 0.5
-VIO_TRACKED_TOL = 0.25
+#: ORB-SLAM3 is multithreaded: runs on one bag differ. Four runs on a 15 s demo bag gave Sim3 ATE
+#: 0.35 / 0.49 / 0.88 / 1.07 m (std 0.28 m) and tracked fraction 0.962-0.979, so a single run of
+#: ``rgbt vio eval`` must agree with the demo's single run within 1.0 m (~3.5 std) and 0.15.
+VIO_ATE_TOL_M = 1.0
+VIO_TRACKED_TOL = 0.15
 
 
 def test_report_and_plots_exist(demo_run: dict) -> None:
@@ -84,7 +86,7 @@ def test_vio_reproduced_by_vio_eval(demo_run: dict) -> None:
     res = json.loads(proc.stdout)
     ate = res["ate_rmse"]["mean"]
     assert ate is not None
-    assert abs(ate - vio["ate_rmse"]) <= max(VIO_ATE_TOL_M, VIO_ATE_TOL_REL * vio["ate_rmse"])
+    assert abs(ate - vio["ate_rmse"]) <= VIO_ATE_TOL_M
     assert abs(res["tracked_fraction"] - vio["tracked_fraction"]) <= VIO_TRACKED_TOL
 
 
