@@ -102,7 +102,7 @@ def segmentation(scan: Scan, engine: Path, wall_s: float | None = None) -> dict:
     """FPS, latency percentiles and mIoU of the segmentation.
 
     Recorded masks (live graph): FPS = masks / their recorder-arrival span; latency = recorder
-    arrival of the mask minus recorder arrival of its thermal frame. No recorded masks (a bag from
+    arrival of the mask minus its header stamp (the thermal frame's restamped trigger time). No recorded masks (a bag from
     elsewhere): the stage runs here on the evaluation frames; FPS and latency are its own timing.
     mIoU: the masks against the simulator's labels on the evaluation frames (unknown and
     background ignored), stuff / object / all as ``rgbt seg eval`` reports them.
@@ -120,7 +120,8 @@ def segmentation(scan: Scan, engine: Path, wall_s: float | None = None) -> dict:
         out["frames_segmented"] = int(n)
         out["thermal_frames"] = int(scan.thermal_stamp.size)
         lat = scan.mask_latency_ms()
-        out["latency_kind"] = "recorder arrival of mask - recorder arrival of its thermal frame"
+        out["latency_kind"] = ("trigger to mask: recorder arrival of the mask - its header stamp (the thermal "
+                               "frame's restamped trigger time)")
     else:
         out["source"] = "offline stage on the recorded thermal frames (no recorded masks)"
         stage = SegmentationStage(SegStageOptions(str(engine), color=False))

@@ -80,7 +80,10 @@ def flight_overrides(options: Any, run_dir: Path, engine: Path, trajectory: str)
     wait_for += [stack.cameras[c].topic for c in options.cameras]
     return {
         "virtual_stack": {"sim": sim, "exit_when_done": True, "realtime": options.realtime,
-                          "manifest_path": str(run_dir / VS_MANIFEST), "wait_for": wait_for},
+                          "manifest_path": str(run_dir / VS_MANIFEST), "wait_for": wait_for,
+                          # render the first seconds (and build the world) before the clock starts, so the
+                          # flight does not open with a catch-up burst on a slow machine
+                          "preload_s": PRELOAD_S},
         "trigger_sync": {"cameras": list(options.cameras)},
         "segmentation": {"model": str(engine)},
         "recorder": {"out_dir": str(run_dir), "start": "arm"},
@@ -96,6 +99,8 @@ def _bags(run_dir: Path) -> list[Path]:
     return sorted(p for p in run_dir.glob("rgbt_*") if p.is_dir())
 
 
+#: simulated seconds the virtual stack renders before it starts publishing
+PRELOAD_S = 3.0
 #: after the virtual stack has published its last sample, how long the recorder gets to see the
 #: disarm and close the bag itself before the graph is stopped (the recorder then closes on SIGINT)
 DRAIN_S = 15.0
@@ -145,8 +150,8 @@ def fly(profile: str, overrides: dict[str, dict[str, Any]], run_dir: Path, expec
                     break
                 if t_done is not None and now - t_done > DRAIN_S:
                     result.problems.append(f"the recorder had not closed the bag {DRAIN_S:.0f} s after the virtual stack "
-                                           "finished (overloaded machine?): stopping the graph; the bag keeps what "
-                                           "arrived")
+                                           "finished (it stopped receiving: see graph.log and the health table); "
+                                           "stopped the graph, the bag keeps what arrived")
                     break
                 if now - t0 > timeout_s:
                     result.problems.append(f"flight did not finish within {timeout_s:.0f} s; stopping the graph")

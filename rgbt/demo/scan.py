@@ -1,5 +1,7 @@
 """One pass over a recording: what the evaluation needs, without holding the bag in memory.
 
+ROS 1 (CART) and ROS 2 bags alike (C2 ``open_bag``); CART topic names are renamed to the stack's.
+
 Per thermal frame: header stamp (the restamped trigger time), log time (recorder arrival) and the
 CRC32 of its pixels (to find the simulator's frame it came from). Per recorded segmentation mask:
 stamp and log time (FPS, latency). For up to ``max_pairs`` evaluation frames, evenly spread: the
@@ -56,15 +58,10 @@ class Scan:
         return LABEL_TOPIC in self.topics
 
     def mask_latency_ms(self) -> np.ndarray:
-        """Recorder arrival of each mask minus recorder arrival of its thermal frame (ms): the
-        segmentation hop (queueing + preprocessing + inference + two DDS transfers)."""
-        if not self.thermal_stamp.size or not self.mask_stamp.size:
-            return np.zeros(0)
-        order = np.argsort(self.thermal_stamp)
-        stamps, logs = self.thermal_stamp[order], self.thermal_log[order]
-        i = np.clip(np.searchsorted(stamps, self.mask_stamp), 0, len(stamps) - 1)
-        ok = stamps[i] == self.mask_stamp
-        return (self.mask_log[ok] - logs[i[ok]]) / 1e6
+        """Recorder arrival of each mask minus its header stamp, the restamped trigger time of the
+        thermal frame it segments (ms): trigger to mask at the recorder - camera transport, sync,
+        queueing (latest-frame policy), preprocessing, inference and two DDS hops."""
+        return (self.mask_log - self.mask_stamp) / 1e6
 
 
 def scan_bag(path: str | Path, thermal_topic: str, max_pairs: int = 150) -> Scan:
@@ -72,10 +69,13 @@ def scan_bag(path: str | Path, thermal_topic: str, max_pairs: int = 150) -> Scan
     bag has masks, else every k-th labelled frame, else every k-th thermal frame."""
     from rgbt.bag.images import image_to_numpy
     from rgbt.bag.reader import open_bag
+    from rgbt.bag.renames import CART_RENAMES
 
     path = Path(path)
     with open_bag(path) as reader:
-        topics = {name: {"type": info.msgtype, "count": info.count} for name, info in reader.topics.items()}
+        # CART's ROS 1 topic names (e.g. /flir_boson/image) are read under the stack's names
+        topics = {CART_RENAMES.get(name, name): {"type": info.msgtype, "count": info.count}
+                  for name, info in reader.topics.items()}
         scan = Scan(path, bool(reader.synthetic), int(reader.start_ns), reader.duration_ns / 1e9, topics, thermal_topic)
         n_mask = topics.get(SEG_TOPIC, {}).get("count", 0)
         n_label = topics.get(LABEL_TOPIC, {}).get("count", 0)
@@ -89,7 +89,7 @@ def scan_bag(path: str | Path, thermal_topic: str, max_pairs: int = 150) -> Scan
         parts: dict[int, dict] = {}  # stamp -> parts of a selected evaluation frame
         selected: set[int] = set()
         n_seen = 0
-        for rec in reader.messages(topics=wanted):
+        for rec in reader.messages(topics=wanted, renames=CART_RENAMES):
             msg = rec.msg
             stamp = int(msg.header.stamp.sec) * 1_000_000_000 + int(msg.header.stamp.nanosec)
             if rec.topic == thermal_topic:

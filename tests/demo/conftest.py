@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import uuid
 from pathlib import Path
 
@@ -17,19 +16,17 @@ from rgbt.paths import REPO_ROOT
 CI_DURATION_S = 10
 
 
-def _shm_files() -> set[str]:
-    try:
-        return {n for n in os.listdir("/dev/shm") if n.startswith(("fastrtps_", "sem.fastrtps_", "fastdds_"))}
-    except OSError:
-        return set()
-
-
 @pytest.fixture(scope="session")
 def demo_env(tmp_path_factory: pytest.TempPathFactory) -> dict:
-    """Loopback-only ROS 2 environment with a fresh domain and ROS_HOME (as the ``ros_env`` fixture)."""
+    """Loopback-only ROS 2 environment with a fresh domain and ROS_HOME (as the ``ros_env`` fixture).
+
+    Afterwards removes the Fast DDS shared-memory files created meanwhile that no process still
+    uses (``rgbt.ros.launcher.clean_shm``): on a shared machine other processes' live segments stay."""
     pytest.importorskip("rclpy", reason="ROS 2 wheels (ros-jazzy-rclpy) not installed")
+    from rgbt.ros.launcher import clean_shm, shm_files
+
     home = tmp_path_factory.mktemp("demo_ros")
-    before = _shm_files()
+    before = shm_files()
     env = {
         "ROS_AUTOMATIC_DISCOVERY_RANGE": "LOCALHOST",
         "FASTRTPS_DEFAULT_PROFILES_FILE": str(REPO_ROOT / "launch" / "fastdds_loopback.xml"),
@@ -39,11 +36,7 @@ def demo_env(tmp_path_factory: pytest.TempPathFactory) -> dict:
         "RMW_IMPLEMENTATION": "rmw_fastrtps_cpp",
     }
     yield env
-    for name in _shm_files() - before:
-        try:
-            os.unlink(os.path.join("/dev/shm", name))
-        except OSError:
-            pass
+    clean_shm(before)
 
 
 @pytest.fixture(scope="session")
