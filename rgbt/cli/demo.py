@@ -36,6 +36,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "stack and needs more than 2 cores to keep real time)")
     p.add_argument("--altitude", type=float, default=15.0,
                    help="height of a TUM trajectory's lowest point above the simulated ground (m, default 15)")
+    p.add_argument("--eval-frames", type=int, default=150,
+                   help="segmented frames scored for mIoU, evenly spread over the flight (default 150)")
     p.add_argument("--no-realtime", dest="realtime", action="store_false",
                    help="publish as fast as the simulator renders instead of at the real rate")
     p.set_defaults(func=run)
@@ -49,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
     options = DemoOptions(duration_s=args.duration, out=args.out, trajectory=args.trajectory, vio=args.vio,
                           engine=args.engine, profile=args.profile, replay=args.replay, seed=args.seed,
                           runs=args.runs, cameras=[c.strip() for c in args.cameras.split(",") if c.strip()],
-                          realtime=args.realtime, altitude_m=args.altitude)
+                          realtime=args.realtime, altitude_m=args.altitude, max_eval_frames=args.eval_frames)
     summary = run_demo(options)
     if args.json:
         print_json(compact(summary))

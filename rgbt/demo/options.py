@@ -53,6 +53,8 @@ class DemoOptions:
     def __post_init__(self) -> None:
         if self.duration_s <= 0:
             raise ConfigError("--duration", "duration", self.duration_s, "a positive number of seconds")
+        if self.max_eval_frames < 1:
+            raise ConfigError("--eval-frames", "max_eval_frames", self.max_eval_frames, "at least 1")
         if self.runs < 1:
             raise ConfigError("--runs", "runs", self.runs, "at least 1")
         bad = [c for c in self.cameras if c not in ("thermal", "color", "mono")]

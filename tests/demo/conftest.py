@@ -41,7 +41,8 @@ def demo_env(tmp_path_factory: pytest.TempPathFactory) -> dict:
 
 @pytest.fixture(scope="session")
 def demo_run(tmp_path_factory: pytest.TempPathFactory, demo_env: dict) -> dict:
-    """``rgbt demo --duration 10 --json`` into a temporary folder: {"summary": JSON, "out": Path, "stderr"}."""
+    """``rgbt demo --duration 10 --eval-frames 40 --json`` into a temporary folder: {"summary": JSON, "out": Path, "stderr"}."""
     out = tmp_path_factory.mktemp("demo") / "run"
-    proc = run_rgbt("demo", "--duration", CI_DURATION_S, "--out", out, "--json", env=demo_env, timeout=600)
+    proc = run_rgbt("demo", "--duration", CI_DURATION_S, "--eval-frames", 40, "--out", out, "--json", env=demo_env,
+                    timeout=600)
     return {"summary": json.loads(proc.stdout), "out": out, "stderr": proc.stderr}
