@@ -1,7 +1,8 @@
 """``rgbt bench sync``: trigger-grid restamping error, mis-associations and drop counting.
 
-Streams come from the simulator (``rgbt.sim.SimStack``, contract C3) when ``--source sim``,
-or from the built-in generator :func:`generate` (``--source builtin``, the default; synthetic):
+Streams come from the simulator (``rgbt.sim.SimStack``, contract C3; ``--source sim``, the
+default when it is installed, 30 s) or from the built-in generator :func:`generate`
+(``--source builtin``, 120 s; synthetic, no rendering, so long runs are cheap):
 
 - host clock = true time; the VN-100 clock runs ``imu_ppm`` fast with a boot offset;
 - the trigger fires at ``rate_hz`` (its own crystal ``trigger_ppm`` off); pulse k = SyncInCnt k;
@@ -196,17 +197,28 @@ def evaluate(events: list[Event], truth: dict, options: RestamperOptions) -> dic
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--source", choices=["builtin", "sim"], default="builtin",
-                        help="stream source: built-in generator (synthetic) or rgbt.sim.SimStack")
-    parser.add_argument("--duration", type=float, default=120.0, help="seconds of streams")
+    parser.add_argument("--source", choices=["auto", "builtin", "sim"], default="auto",
+                        help="stream source: rgbt.sim.SimStack, the built-in generator, or auto (the simulator "
+                             "when it is installed, else the generator); both synthetic")
+    parser.add_argument("--duration", type=float, default=None,
+                        help="seconds of streams (default 30 with the simulator, 120 with the generator)")
     parser.add_argument("--jitter-ms", type=float, default=3.0, help="host arrival jitter scale (ms)")
     parser.add_argument("--drop-prob", type=float, default=0.01, help="probability a frame is lost")
     parser.add_argument("--jitter-model", choices=["one_sided", "symmetric"], default="one_sided")
     parser.add_argument("--seed", type=int, default=0)
 
 
+def _sim_available() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("rgbt.sim") is not None
+
+
 def run(args: argparse.Namespace) -> dict:
-    if args.source == "sim":
+    source = args.source if args.source != "auto" else ("sim" if _sim_available() else "builtin")
+    if args.duration is None:
+        args.duration = 30.0 if source == "sim" else 120.0
+    if source == "sim":
         events, truth, lat = sim_events(args.duration, args.seed, args.jitter_ms, args.drop_prob)
         # the simulator clamps arrivals to >= the true time + 1 us: the IMU's lower envelope is ~0 latency
         opts = RestamperOptions(cameras={"thermal": CameraSync(1, int(lat["thermal"] * 1e6)),

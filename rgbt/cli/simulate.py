@@ -26,6 +26,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="seconds to simulate (default: the whole trajectory after --start; 60 for parametric)")
     p.add_argument("--start", type=float, default=0.0, help="offset into the trajectory (s)")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--world-seed", type=int, default=None, help="seed of the world layout (default: --seed)")
     p.add_argument("--out", required=True, help="output directory (must not exist or be empty)")
     tod = p.add_mutually_exclusive_group()
     tod.add_argument("--night", action="store_true", help="night: dark colour, thermal inversion")
@@ -66,6 +67,7 @@ def _options(args: argparse.Namespace, trajectory: str, night: bool):  # noqa: A
     try:
         return SimOptions(
             stack_path=args.stack, trajectory=trajectory, duration_s=duration, start_s=args.start, seed=args.seed,
+            world_seed=args.world_seed,
             night=night, altitude_m=args.altitude, camera_pitch_deg=args.pitch,
             cameras=[c.strip() for c in args.cameras.split(",") if c.strip()], noise=not args.no_noise,
             drop_prob=args.drop_prob, host_jitter_ms=args.jitter_ms, ffc_period_s=args.ffc_period)
@@ -102,7 +104,7 @@ def run(args: argparse.Namespace) -> int:
             def cb(name: str, t: float) -> None:
                 key = name
                 if key not in tasks:
-                    tasks[key] = bar.add_task(name, total=None)
+                    tasks[key] = bar.add_task(name, total=runs[len(tasks)].duration_s)
                 bar.update(tasks[key], completed=t)
 
             write_cart_dataset(out, runs, stride, progress=cb)
@@ -120,6 +122,10 @@ def run(args: argparse.Namespace) -> int:
     from rgbt.sim.record import write_sim_bag
 
     options = _options(args, args.trajectory[0], args.night)
+    if not args.json:
+        import sys
+
+        print("synthetic run, options:\n  " + options.describe().replace("\n", "\n  "), file=sys.stderr)
     sim = SimStack(options)
     with _progress() as bar:
         task = bar.add_task(f"simulate {sim.trajectory.name}", total=options.duration_s)

@@ -106,6 +106,8 @@ def write_sequence(sim: SimStack, root: Path, stride: int, *, with_rgb: bool = T
     for s in sim.samples(kinds):
         if writer.add(s) and progress is not None and s.kind == "thermal":
             progress((s.t_ns - sim.t_start_ns) * 1e-9)
+    if progress is not None:
+        progress(sim.options.duration_s)
     return writer.sequence, writer.ids
 
 
@@ -144,7 +146,8 @@ def write_cart_dataset(root: str | Path, options_list: Iterable[SimOptions], str
     runs = []
     for i, options in enumerate(options_list):
         sim = SimStack(options)
-        cb = (lambda t, _n=sim.trajectory.name: progress(_n, t)) if progress else None
+        label = f"{sim.trajectory.name} {'night' if options.night else 'day'}"
+        cb = (lambda t, _n=label: progress(_n, t)) if progress else None
         seq, ids = write_sequence(sim, root, stride, with_rgb=with_rgb, progress=cb)
         if splits is not None:
             parts = {k: (ids if k == splits[i] else []) for k in SPLITS}

@@ -5,37 +5,22 @@ from __future__ import annotations
 import numpy as np
 from scipy.spatial.transform import Rotation
 
-from rgbt.sim.simstack import GnssData, ImuData, PoseData, SimSample, StateData
+from rgbt.bag.images import numpy_to_image_msg
+from rgbt.sim.simstack import GnssData, ImuData, SimSample, StateData
 
 GT_TOPIC = "/rgbt/sim/ground_truth/imu_pose"
 LABEL_TOPICS = {"thermal": "/rgbt/sim/labels/thermal", "color": "/rgbt/sim/labels/color"}
 TRIGGER_TOPIC = "/rgbt/trigger"
+#: per IMU sample: header.stamp = the IMU sample's stamp, time_ref = the last trigger pulse (so
+#: header.stamp - time_ref = VN-100 "time since SyncIn"), source = SyncIn count (decimal)
+IMU_SYNC_TOPIC = "/rgbt/sim/imu_syncin"
 WORLD_FRAME = "map"
 
-MAVROS_STATE_MSG = """\
-std_msgs/Header header
-bool connected
-bool armed
-bool guided
-bool manual_input
-string mode
-uint8 system_status
-"""
+def typestore():  # noqa: ANN201
+    """The shared ROS 2 Jazzy typestore with rgbt's extra types (``mavros_msgs/msg/State``)."""
+    from rgbt.bag.types import ros2_typestore
 
-
-def typestore():
-    """The ROS 2 Jazzy typestore with ``mavros_msgs/msg/State`` registered (rgbt.bag.types when present)."""
-    try:
-        from rgbt.bag.types import typestore as bag_typestore  # contract C2
-
-        return bag_typestore()
-    except ImportError:
-        pass
-    from rosbags.typesys import Stores, get_types_from_msg, get_typestore
-
-    store = get_typestore(Stores.ROS2_JAZZY)
-    store.register(get_types_from_msg(MAVROS_STATE_MSG, "mavros_msgs/msg/State"))
-    return store
+    return ros2_typestore()
 
 
 class MessageFactory:
@@ -70,12 +55,7 @@ class MessageFactory:
         return self.Header(stamp=self.stamp(t_ns), frame_id=frame_id)
 
     def image(self, arr: np.ndarray, t_ns: int, frame_id: str, encoding: str):  # noqa: ANN201
-        arr = np.ascontiguousarray(arr)
-        h, w = arr.shape[:2]
-        step = arr.strides[0]
-        data = arr.view(np.uint8).reshape(-1)
-        return self.Image(header=self.header(t_ns, frame_id), height=h, width=w, encoding=encoding,
-                          is_bigendian=0, step=step, data=data)
+        return numpy_to_image_msg(arr, t_ns, frame_id, encoding)
 
     def imu(self, s: SimSample, frame_id: str):  # noqa: ANN201
         d: ImuData = s.data
@@ -97,8 +77,10 @@ class MessageFactory:
                               longitude=d.lon, altitude=d.alt, position_covariance=cov,
                               position_covariance_type=2)
 
-    def pose(self, T: np.ndarray, t_ns: int, frame_id: str = WORLD_FRAME):  # noqa: ANN201
-        q = Rotation.from_matrix(T[:3, :3]).as_quat()  # x y z w
+    def pose(self, T: np.ndarray, t_ns: int, frame_id: str = WORLD_FRAME,
+             quat_xyzw: np.ndarray | None = None):  # noqa: ANN201
+        """PoseStamped of a 4x4 transform (``quat_xyzw``: its rotation precomputed, optional)."""
+        q = Rotation.from_matrix(T[:3, :3]).as_quat() if quat_xyzw is None else quat_xyzw
         return self.PoseStamped(
             header=self.header(t_ns, frame_id),
             pose=self.Pose(position=self.Point(x=float(T[0, 3]), y=float(T[1, 3]), z=float(T[2, 3])),
@@ -108,6 +90,11 @@ class MessageFactory:
         d: StateData = s.data
         return self.State(header=self.header(s.t_ns, ""), connected=d.connected, armed=d.armed, guided=True,
                           manual_input=False, mode=d.mode, system_status=4 if d.armed else 3)
+
+    def imu_sync(self, s: SimSample, frame_id: str):  # noqa: ANN201
+        d: ImuData = s.data
+        return self.TimeReference(header=self.header(s.t_ns, frame_id), time_ref=self.stamp(s.t_ns - d.t_since_sync_ns),
+                                  source=str(d.syncin_count))
 
     def trigger(self, s: SimSample):  # noqa: ANN201
         return self.TimeReference(header=self.header(s.t_host_ns, ""), time_ref=self.stamp(s.t_ns),
@@ -124,6 +111,7 @@ def topics_for(stack, cameras: list[str], labels: bool = True) -> dict[str, str]
     topics[stack.autopilot.state_topic] = "mavros_msgs/msg/State"
     topics[GT_TOPIC] = "geometry_msgs/msg/PoseStamped"
     topics[TRIGGER_TOPIC] = "sensor_msgs/msg/TimeReference"
+    topics[IMU_SYNC_TOPIC] = "sensor_msgs/msg/TimeReference"
     if labels:
         for cam, topic in LABEL_TOPICS.items():
             if cam in cameras:

@@ -18,45 +18,16 @@ import numpy as np
 from scipy.spatial.transform import Rotation
 
 from rgbt.errors import BagError
-from rgbt.sim.messages import GT_TOPIC, LABEL_TOPICS, TRIGGER_TOPIC, MessageFactory, topics_for, typestore
+from rgbt.sim.messages import (GT_TOPIC, IMU_SYNC_TOPIC, LABEL_TOPICS, TRIGGER_TOPIC, MessageFactory, topics_for,
+                               typestore)
 from rgbt.sim.simstack import SimStack
 
 
-class _RosbagsWriter:
-    """Minimal stand-in with the C2 ``BagWriter`` API, used only when ``rgbt.bag.writer`` is absent."""
+def open_writer(path: Path, *, compression: str, custom_data: dict[str, str], store, fsync: bool = False):  # noqa: ANN001, ANN201
+    """A C2 :class:`rgbt.bag.writer.BagWriter` (no fsync by default: a simulated run can be redone)."""
+    from rgbt.bag.writer import BagWriter
 
-    def __init__(self, path: Path, *, compression: str = "none", custom_data: dict[str, str] | None = None,
-                 store=None) -> None:  # noqa: ANN001
-        from rosbags.rosbag2 import StoragePlugin, Writer
-
-        self._store = store
-        self._w = Writer(path, version=9, storage_plugin=StoragePlugin.MCAP)
-        if compression == "zstd":
-            self._w.set_compression(Writer.CompressionMode.MESSAGE, Writer.CompressionFormat.ZSTD)
-        self._w.open()
-        for k, v in (custom_data or {}).items():
-            self._w.set_custom_data(k, v)
-        self._conns: dict[str, object] = {}
-        self._closed = False
-
-    def add_topic(self, name: str, msgtype: str, qos_profiles: str = "") -> None:
-        self._conns[name] = self._w.add_connection(name, msgtype, typestore=self._store)
-
-    def write(self, topic: str, t_ns: int, raw_cdr: bytes) -> None:
-        self._w.write(self._conns[topic], t_ns, raw_cdr)
-
-    def close(self) -> None:
-        if not self._closed:
-            self._closed = True
-            self._w.close()
-
-
-def open_writer(path: Path, *, compression: str, custom_data: dict[str, str], store):  # noqa: ANN001, ANN201
-    try:
-        from rgbt.bag.writer import BagWriter  # contract C2
-    except ImportError:
-        return _RosbagsWriter(path, compression=compression, custom_data=custom_data, store=store)
-    return BagWriter(path, compression=compression, custom_data=custom_data)
+    return BagWriter(path, compression=compression, custom_data=custom_data, typestore=store, fsync=fsync)
 
 
 def tum_lines(t_ns: np.ndarray, T: np.ndarray) -> str:
@@ -108,6 +79,7 @@ def write_sim_bag(sim: SimStack, out: str | Path, *, label_stride: int = 1, comp
     ffc_frames = 0
     gt_t, gt_T = sim.ground_truth()
     gt_index = {int(t): i for i, t in enumerate(gt_t)}
+    gt_q = Rotation.from_matrix(gt_T[:, :3, :3]).as_quat()  # vectorized once (x y z w)
     pending: list[tuple[int, int, str, str, object]] = []  # (log time, order, topic, msgtype, msg)
     order = 0
 
@@ -148,8 +120,9 @@ def write_sim_bag(sim: SimStack, out: str | Path, *, label_stride: int = 1, comp
                     push(s.t_host_ns, LABEL_TOPICS[s.kind], factory.image(s.label, s.t_ns, cam.frame_id, "mono8"))
             elif s.kind == "imu":
                 push(s.t_host_ns, stack.imu.topic, factory.imu(s, stack.imu.frame_id))
+                push(s.t_host_ns, IMU_SYNC_TOPIC, factory.imu_sync(s, stack.imu.frame_id))
                 i = gt_index[s.t_ns]
-                push(s.t_ns, GT_TOPIC, factory.pose(gt_T[i], s.t_ns))
+                push(s.t_ns, GT_TOPIC, factory.pose(gt_T[i], s.t_ns, quat_xyzw=gt_q[i]))
             elif s.kind == "gnss":
                 push(s.t_host_ns, stack.gnss.topic, factory.navsatfix(s, stack.gnss.frame_id, rtk=False))
             elif s.kind == "global":

@@ -18,6 +18,7 @@ Timeline (all times int ns on one true clock; TUM trajectories keep their Unix t
 from __future__ import annotations
 
 import heapq
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator, Optional
 
@@ -40,6 +41,7 @@ _STREAM_IDS = {k: i + 1 for i, k in enumerate(KINDS)}
 IMU_PHASE_NS = 1_000_000
 GNSS_PHASE_NS = 37_000_000
 STATE_RATE_HZ = 1.0
+RENDER_AHEAD = 2  # frames each camera's worker thread renders ahead of the consumer (0: inline)
 
 
 @dataclass
@@ -200,8 +202,9 @@ class SimStack:
         period_ns = int(round(o.ffc_period_s * 1e9))
         first_ns = self.t_start_ns + int(round(o.ffc_first_s * 1e9))
         ffc_dur_ns = int(round(o.ffc_duration_s * 1e9))
-        frozen: tuple[np.ndarray, np.ndarray] | None = None
-        for n, (t, T) in enumerate(zip(times, poses)):
+        # the plan: FFC state per frame (known in advance), which frames are rendered
+        plan = []
+        for t in times:
             t = int(t)
             in_ffc, since_frac = False, 0.0
             if ffc_on:
@@ -212,20 +215,46 @@ class SimStack:
                     since_frac = (t - start - ffc_dur_ns) / period_ns if not in_ffc else 0.0
                 else:
                     since_frac = (t - self.t_start_ns) / period_ns
-            dropped = bool(timing_rng.random() < o.drop_prob)
-            t_host = host(t)
-            if in_ffc and frozen is not None:
-                img, label = frozen
+            plan.append((t, in_ffc, since_frac))
+        render_idx = [n for n, (_, in_ffc, _) in enumerate(plan) if not in_ffc or n == 0]
+
+        def produce(n: int) -> tuple[np.ndarray, Callable[[], np.ndarray]]:
+            clean, label = render.render_lazy(poses[n])
+            if cam.modality == "thermal":
+                img = effects.apply(clean, noise_rng, plan[n][2])
             else:
-                clean, label = render.render_lazy(T)
-                label = _memo(label)
-                if cam.modality == "thermal":
-                    img = effects.apply(clean, noise_rng, since_frac)
+                img = effects.apply(clean, noise_rng)
+            return img, _memo(label)
+
+        # frames are rendered in order by one worker thread per camera, RENDER_AHEAD frames ahead of
+        # the consumer (OpenCV releases the GIL: cameras render in parallel with everything else);
+        # each camera's noise generator is used in frame order, so the bytes stay deterministic
+        pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"sim-{name}") if RENDER_AHEAD else None
+        pending: dict[int, Future] = {}
+        next_submit = 0
+        frozen: tuple[np.ndarray, Callable[[], np.ndarray]] | None = None
+        try:
+            for n, (t, in_ffc, _) in enumerate(plan):
+                dropped = bool(timing_rng.random() < o.drop_prob)
+                t_host = host(t)
+                if in_ffc and n != 0:
+                    img, label = frozen  # type: ignore[misc]
                 else:
-                    img = effects.apply(clean, noise_rng)
-                frozen = (img, label) if ffc_on else None
-            yield SimSample(kind=name, t_ns=t, t_host_ns=t_host, seq=n, data=img, label_fn=label, ffc=in_ffc,
-                            dropped=dropped)
+                    if pool is None:
+                        img, label = produce(n)
+                    else:
+                        while next_submit < len(render_idx) and (
+                                len(pending) <= RENDER_AHEAD or render_idx[next_submit] <= n):
+                            k = render_idx[next_submit]
+                            pending[k] = pool.submit(produce, k)
+                            next_submit += 1
+                        img, label = pending.pop(n).result()
+                    frozen = (img, label)
+                yield SimSample(kind=name, t_ns=t, t_host_ns=t_host, seq=n, data=img, label_fn=label, ffc=in_ffc,
+                                dropped=dropped)
+        finally:
+            if pool is not None:
+                pool.shutdown(wait=True, cancel_futures=True)
 
     def _imu_stream(self) -> Iterator[SimSample]:
         o, spec = self.options, self.stack.imu

@@ -264,7 +264,7 @@ def _cached_layout(seed: int, size: int, res: float) -> tuple[np.ndarray, np.nda
     return _layout(seed, size, res)
 
 
-@functools.lru_cache(maxsize=4)
+@functools.lru_cache(maxsize=2)
 def build_world(seed: int, night: bool, size_px: int = 4096, res_m: float = 0.1) -> World:
     """The world for a seed (cached: the same seed gives the same rasters)."""
     labels, instance, tex, lane = _cached_layout(seed, size_px, res_m)

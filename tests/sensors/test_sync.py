@@ -85,7 +85,7 @@ def test_unlocked_until_the_clock_fit_has_data():
 
 
 def test_bench_sync_cli_contract(rgbt_cli):
-    out = json.loads(rgbt_cli("bench", "sync", "--json", "--duration", "30").stdout)
+    out = json.loads(rgbt_cli("bench", "sync", "--json", "--source", "builtin", "--duration", "30").stdout)
     for key in ("restamp_error_ms", "misassociations", "drops_true", "drops_detected"):
         assert key in out
     assert set(out["restamp_error_ms"]) >= {"p99", "max"}

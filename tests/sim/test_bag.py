@@ -14,7 +14,7 @@ import pytest
 from rosbags.highlevel import AnyReader
 
 from rgbt.sim import SimOptions, SimStack
-from rgbt.sim.messages import GT_TOPIC, LABEL_TOPICS, TRIGGER_TOPIC, typestore
+from rgbt.sim.messages import GT_TOPIC, IMU_SYNC_TOPIC, LABEL_TOPICS, TRIGGER_TOPIC, typestore
 from rgbt.sim.record import write_sim_bag
 
 pytestmark = pytest.mark.slow  # the acceptance run: 20 s of the full stack at full rate
@@ -46,7 +46,7 @@ def duck_bag(duck_tum: Path, tmp_path_factory: pytest.TempPathFactory):
             stamp = msg.header.stamp.sec * 10**9 + msg.header.stamp.nanosec
             if conn.msgtype == "sensor_msgs/msg/Image":
                 records[conn.topic].append((t_log, stamp, msg.encoding, msg.height, msg.width, _digest(msg.data)))
-            elif conn.topic == TRIGGER_TOPIC:
+            elif conn.topic in (TRIGGER_TOPIC, IMU_SYNC_TOPIC):
                 ref = msg.time_ref.sec * 10**9 + msg.time_ref.nanosec
                 records[conn.topic].append((t_log, stamp, ref, int(msg.source)))
             else:
@@ -63,7 +63,13 @@ def _custom_data(bag: Path) -> dict:
 
 
 def test_bag_metadata_and_counts(duck_bag) -> None:
-    sim, summary, records, meta, _ = duck_bag
+    sim, summary, records, meta, path = duck_bag
+    from rgbt.bag.reader import open_bag  # contract C2's reader agrees with rosbags' own
+
+    with open_bag(path) as bag:
+        assert bag.synthetic
+        assert {name: info.count for name, info in bag.topics.items()} == \
+               {k: len(v) for k, v in records.items()}
     cd = meta["custom_data"]
     assert cd["rgbt.synthetic"] == "true"
     assert json.loads(cd["rgbt.sim.options"])["seed"] == 11
@@ -119,6 +125,11 @@ def test_bag_stamps_and_trigger_counts(duck_bag) -> None:
                                                                    sim.stack.camera(cam).height)
     imu = records[sim.stack.imu.topic]
     assert all(t_log > stamp for t_log, stamp in imu)
+    # the VN-100 SyncIn count of every IMU sample names the last pulse before it
+    sync = records[IMU_SYNC_TOPIC]
+    assert [stamp for _, stamp, _, _ in sync] == [stamp for _, stamp in imu]
+    for _, stamp, last_pulse, count in sync:
+        assert count_of[last_pulse] == count and 0 <= stamp - last_pulse < 1e9 / 60
 
 
 def test_ground_truth_and_labels_folder(duck_bag) -> None:

@@ -152,3 +152,20 @@ def test_night_inversion(duck_tum: Path) -> None:
     assert means[False][0] < means[False][1] - 500  # > 5 K colder by day
     assert means[True][0] > means[True][1] + 300  # > 3 K warmer at night
     assert means[(True, "rgb")] < 0.2 * means[(False, "rgb")]
+
+
+def test_threaded_rendering_gives_the_same_bytes(duck_tum: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from rgbt.sim import simstack
+
+    def frames() -> list:
+        sim = SimStack(SimOptions(trajectory=str(duck_tum), duration_s=0.3, start_s=6.0, seed=2, world_seed=0,
+                                  ffc_first_s=0.1, ffc_duration_s=0.1))
+        return [(s.kind, s.seq, s.ffc, s.data.tobytes(), s.label.tobytes())
+                for s in sim.samples(["thermal", "color"])]
+
+    monkeypatch.setattr(simstack, "RENDER_AHEAD", 0)
+    inline = frames()
+    monkeypatch.setattr(simstack, "RENDER_AHEAD", 2)
+    threaded = frames()
+    assert any(f[2] for f in inline)  # an FFC inside the clip
+    assert inline == threaded
