@@ -33,8 +33,8 @@ WEIGHTS = "trained on synthetic data ({src}); {kind} RGB-T fusion demo model, no
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--dataset", help="CART-layout dataset with aligned rgb/ (default: generate procedural pairs)")
-    ap.add_argument("--n", type=int, default=100, help="procedural frames per condition (day, night)")
-    ap.add_argument("--epochs", type=int, default=15)
+    ap.add_argument("--n", type=int, default=80, help="procedural frames per condition (day, night)")
+    ap.add_argument("--epochs", type=int, default=12)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--out-dir", default=str(Path(__file__).resolve().parent))
     args = ap.parse_args()

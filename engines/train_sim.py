@@ -28,37 +28,27 @@ from rgbt.seg.zoo.export import export_model, make_sidecar  # noqa: E402
 from rgbt.seg.zoo.models import TinySeg, WithArgmax  # noqa: E402
 from rgbt.seg.zoo.train import load_arrays, train  # noqa: E402
 
-H, W = 256, 320  # model input: the 640x512 Boson frame resized by 0.5
+H, W = 192, 240  # model input: the 640x512 Boson frame resized by 0.375
 
 
-def sim_dataset(root: Path, seconds: float, stride: int, seeds: dict[str, list[int]]) -> Path:
-    """Write train/test flights (day + night) with the simulator; split files train.txt / test_{day,night}.txt."""
-    from rgbt.seg.dataset import list_items
+def sim_dataset(root: Path, seconds: float, test_seconds: float, stride: int) -> Path:
+    """Simulated flights in CART layout: training runs and held-out test runs (other seeds, so other
+    worlds), day and night; split files train.txt, test.txt, test_day.txt, test_night.txt."""
     from rgbt.sim import SimOptions
     from rgbt.sim.dataset import write_cart_dataset
 
-    splits: dict[str, list[str]] = {}
-    for split, seed_list in seeds.items():
-        for night in (False, True):
-            opts = [SimOptions(duration_s=seconds, seed=s, night=night) for s in seed_list]
-            sub = root / f"{split}_{'night' if night else 'day'}"
-            write_cart_dataset(sub, opts, stride)
-            items = [f"{sub.name}/{i}" for i in list_items(sub)]
-            splits.setdefault(split, []).extend(items)
-            splits[f"{split}_{'night' if night else 'day'}"] = items
-    # one CART root: move PLACE/TRAJ under root via symlinks-free layout: sub-roots are PLACE dirs
-    for name, items in splits.items():
-        (root / f"{name}.txt").write_text("\n".join(_flatten(root, i) for i in items) + "\n")
+    runs = [  # (trajectory, seed, night, split)
+        ("lawnmower", 1, False, "train"), ("circle", 2, False, "train"),
+        ("lawnmower", 3, True, "train"), ("circle", 4, True, "train"),
+        ("lawnmower", 101, False, "test"), ("circle", 102, True, "test"),
+    ]
+    opts = [SimOptions(trajectory=t, seed=s, night=n, duration_s=seconds if sp == "train" else test_seconds,
+                       cameras=["thermal"]) for t, s, n, sp in runs]
+    write_cart_dataset(root, opts, stride, splits=[r[3] for r in runs], with_rgb=False)
+    test = (root / "test.txt").read_text().split()
+    for tod in ("day", "night"):
+        (root / f"test_{tod}.txt").write_text("\n".join(i for i in test if f"_{tod}_" in i) + "\n")
     return root
-
-
-def _flatten(root: Path, item: str) -> str:
-    """``sub/PLACE/TRAJ/N`` -> move ``sub/PLACE`` to ``root/sub__PLACE`` once; return the CART item."""
-    sub, place, traj, n = item.split("/")
-    dst = root / f"{sub}__{place}"
-    if not dst.exists():
-        (root / sub / place).rename(dst)
-    return f"{sub}__{place}/{traj}/{n}"
 
 
 def main() -> int:
@@ -66,9 +56,11 @@ def main() -> int:
     ap.add_argument("--out", default=str(Path(__file__).resolve().parent / "sim_thermal_seg.onnx"))
     ap.add_argument("--dataset", help="existing CART-layout dataset (uses its train split; test_day/test_night if present)")
     ap.add_argument("--procedural", action="store_true", help="use rgbt.seg.synthetic scenes instead of rgbt.sim")
-    ap.add_argument("--seconds", type=float, default=20.0, help="simulated seconds per flight")
-    ap.add_argument("--stride", type=int, default=6, help="keep every Nth thermal frame")
-    ap.add_argument("--epochs", type=int, default=12)
+    ap.add_argument("--n", type=int, default=60, help="--procedural: frames per condition")
+    ap.add_argument("--seconds", type=float, default=12.0, help="simulated seconds per training flight")
+    ap.add_argument("--test-seconds", type=float, default=6.0, help="simulated seconds per held-out flight")
+    ap.add_argument("--stride", type=int, default=12, help="keep every Nth thermal frame (60 Hz)")
+    ap.add_argument("--epochs", type=int, default=10)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--keep-data", help="write the generated dataset here instead of a temporary folder")
     args = ap.parse_args()
@@ -80,12 +72,13 @@ def main() -> int:
     elif args.procedural:
         from rgbt.seg.synthetic import write_dataset
 
-        write_dataset(root, 120, 512, 640, seed=args.seed)
-        src = "rgbt.seg.synthetic procedural scenes (stand-in), 120 day + 120 night at 640x512"
+        write_dataset(root, args.n, 512, 640, seed=args.seed)
+        src = f"rgbt.seg.synthetic procedural scenes (stand-in), {args.n} day + {args.n} night at 640x512"
     else:
-        sim_dataset(root, args.seconds, args.stride, {"train": [1, 2, 3], "test": [101]})
-        src = (f"rgbt.sim flights, {args.seconds:g} s each, every {args.stride}th thermal frame; "
-               "train seeds 1-3, held-out test seed 101; day + night")
+        sim_dataset(root, args.seconds, args.test_seconds, args.stride)
+        src = (f"rgbt.sim flights (thermal, CART layout via rgbt.sim.dataset.write_cart_dataset): training "
+               f"lawnmower/circle seeds 1-4 (2 day, 2 night, {args.seconds:g} s each), held-out test seeds "
+               f"101 (day) and 102 (night), {args.test_seconds:g} s each; every {args.stride}th thermal frame")
     from rgbt.seg.dataset import list_items
 
     spec = InputSpec(name="input", modality="thermal", channels=1, height=H, width=W)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from rgbt.errors import ModelError
 from rgbt.seg.backend import Backend, load_backend
-from rgbt.seg.sidecar import Sidecar, load_sidecar
+from rgbt.seg.sidecar import Sidecar, file_sha256, load_sidecar
 
 
 class SegModel:
@@ -19,6 +19,10 @@ class SegModel:
         self.sidecar: Sidecar = load_sidecar(self.path)
         self.backend: Backend = load_backend(self.path, backend, **backend_options)
         check_consistency(self.sidecar, self.backend, self.path)
+        if self.sidecar.onnx_sha256 and file_sha256(self.path) != self.sidecar.onnx_sha256:
+            raise ModelError(f"{self.path.with_suffix('.json')}: onnx_sha256: sidecar was written for another "
+                             f"model file (got {file_sha256(self.path)[:12]}..., sidecar says "
+                             f"{self.sidecar.onnx_sha256[:12]}...); re-export or fix the sidecar")
 
     @property
     def class_output(self) -> str | None:

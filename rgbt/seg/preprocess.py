@@ -21,20 +21,9 @@ def normalize_thermal(frame_u16: np.ndarray, norm: Normalization) -> np.ndarray:
     if not isinstance(frame_u16, np.ndarray) or frame_u16.dtype != np.uint16 or frame_u16.ndim != 2:
         raise ImageError(f"thermal frame must be a uint16 HxW array, got "
                          f"{getattr(frame_u16, 'dtype', type(frame_u16).__name__)} {getattr(frame_u16, 'shape', '')}")
-    try:
-        from rgbt.image.normalize import normalize
-    except ImportError:  # TEMPORARY until contract C4 lands on main
-        normalize = _standin_normalize
+    from rgbt.image.normalize import normalize
+
     return normalize(frame_u16, low=norm.low, high=norm.high, clahe=norm.clahe)
-
-
-def _standin_normalize(frame: np.ndarray, low: float = 1.0, high: float = 99.0, clahe: bool = True) -> np.ndarray:
-    lo, hi = np.percentile(frame, [low, high])
-    img = np.clip((frame.astype(np.float32) - lo) / max(hi - lo, 1.0), 0, 1)
-    if clahe:
-        c = cv2.createCLAHE(clipLimit=2.0, tileGridSize=(8, 8))
-        img = c.apply((img * 65535).astype(np.uint16)).astype(np.float32) / 65535.0
-    return img
 
 
 def normalize_rgb(frame_rgb: np.ndarray) -> np.ndarray:

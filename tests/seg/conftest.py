@@ -95,3 +95,9 @@ def tiny_dataset(tmp_path: Path) -> Path:
 @pytest.fixture
 def oracle(tmp_path: Path) -> Path:
     return oracle_onnx(tmp_path / "models" / "oracle.onnx")
+
+
+@pytest.fixture
+def oracle_frames() -> list[tuple[np.ndarray, np.ndarray]]:
+    """(intended prediction, ground truth) pairs of the tiny dataset."""
+    return list(zip(PRED, GT))

@@ -25,7 +25,9 @@ HAVE_TORCH = importlib.util.find_spec("torch") is not None
 def test_engines_present():
     names = {p.stem for p in MODELS}
     assert {"fastscnn_thermal", "lraspp_mbv3l_thermal", "fastscnn_rgbt_early", "sim_thermal_seg"} <= names
-    total = sum(p.stat().st_size for p in ENGINES_DIR.iterdir() if p.is_file())
+    # the 66 MB DeepLabV3+ ResNet18 export is git-ignored (built locally by engines/export.py)
+    total = sum(p.stat().st_size for p in ENGINES_DIR.iterdir()
+                if p.is_file() and not p.name.startswith("deeplabv3plus_r18_thermal"))
     assert total < 40 * 2**20
 
 

@@ -119,3 +119,11 @@ def test_cli_run_bad_model_clean_error(tmp_path, rgbt_cli):
     proc = rgbt_cli("seg", "run", "--engine", ENGINES_DIR / "sim_thermal_seg.onnx", eight, tmp_path / "o.png",
                     check=False)
     assert proc.returncode == 2 and "expected uint16" in proc.stderr
+
+
+def test_sidecar_for_another_model_file(tmp_path):
+    # same input/output shapes, different network: only the recorded hash can tell
+    shutil.copy(ENGINES_DIR / "fastscnn_thermal.onnx", tmp_path / "m.onnx")
+    shutil.copy(ENGINES_DIR / "lraspp_mbv3l_thermal.json", tmp_path / "m.json")
+    with pytest.raises(ModelError, match="onnx_sha256"):
+        SegModel(tmp_path / "m.onnx")

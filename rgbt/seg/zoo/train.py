@@ -78,7 +78,7 @@ def train(net: torch.nn.Module, x: np.ndarray, y: np.ndarray, *, epochs: int, ba
             loss.backward()
             opt.step()
             sched.step()
-            tot += float(loss) * len(idx)
+            tot += loss.item() * len(idx)
         losses.append(tot / len(x))
         log(f"epoch {ep + 1}/{epochs}: loss {losses[-1]:.4f} ({time.time() - t0:.0f} s)")
     net.eval()
