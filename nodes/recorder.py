@@ -22,7 +22,7 @@ from rgbt.ros.msgtypes import get_message
 from rgbt.ros.node import RgbtNode
 from rgbt.ros.options import RecorderOptions
 from rgbt.ros.qos import qos_profile, qos_to_yaml
-from rgbt.ros.recording import Recording, stack_topic_types
+from rgbt.ros.recording import Recording, stack_rates, stack_topic_types
 from rgbt.ros.spin import node_main
 
 
@@ -38,11 +38,16 @@ class RecorderNode(RgbtNode):
         wanted = (o.topics or list(known)) + list(o.extra_topics)
         self.rec = Recording(o, log=self.get_logger().info, synthetic=o.synthetic or bool(stack.synthetic))
         self.wanted = [t for t in dict.fromkeys(wanted)]
+        self.rec.expected_rates = {t: hz for t, hz in stack_rates(stack).items() if t in self.wanted}
         self.subscribed: dict[str, str] = {}
+        self._write_errors_seen = 0
         for topic in self.wanted:
             if topic in known:
                 self._subscribe(topic, known[topic])
-        self.create_subscription(Bool, o.armed_topic, self.guard(self.on_armed), qos_profile("latched"))
+        if o.write_state:
+            self.rec.enable_state_topic(o.state_topic or stack.autopilot.state_topic)
+        # reliable + volatile: matches latched and plain publishers (the bridges republish every second)
+        self.create_subscription(Bool, o.armed_topic, self.guard(self.on_armed), qos_profile("reliable"))
         self.create_subscription(DiagnosticArray, "/diagnostics", self.guard(self.on_diagnostics),
                                  qos_profile("reliable", depth=50))
         for srv, fn in (("start", self.rec.manual_start), ("stop", self.rec.manual_stop),
@@ -53,7 +58,7 @@ class RecorderNode(RgbtNode):
             self.rec.start("always")
 
     def _subscribe(self, topic: str, msgtype: str) -> None:
-        qos = self.in_qos
+        qos = self.in_qos if msgtype == "sensor_msgs/msg/Image" else self.small_qos
         events = SubscriptionEventCallbacks(message_lost=lambda info, t=topic: self.rec.lost(t, info.total_count_change))
         self.create_subscription(get_message(msgtype), topic, self.guard(lambda raw, t=topic: self.rec.on_message(
             t, raw, self.now_ns()), topic), qos, raw=True, event_callbacks=events)
@@ -68,6 +73,9 @@ class RecorderNode(RgbtNode):
                 if topic not in self.subscribed and types.get(topic):
                     self._subscribe(topic, types[topic][0])
         self.rec.tick(self.now_ns())
+        while self._write_errors_seen < self.rec.write_errors:  # errors of the writer thread
+            self._write_errors_seen += 1
+            self.diag.error(self.rec.last_stop_reason)
         self.diag.values.update(self.rec.diag_values())
         for topic, stats in self.rec.topic_stats.items():
             self.diag.topics[topic] = stats

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import threading
 import time
-from pathlib import Path
 
 from rclpy.duration import Duration
 from rosgraph_msgs.msg import Clock
@@ -40,7 +39,7 @@ class ReplayNode(RgbtNode):
         self.bag = open_bag(o.path)
         self.renames = dict(r.split(":=", 1) for r in o.renames)
         self.pubs: dict[str, object] = {}
-        self.ros1 = Path(o.path).suffix == ".bag"  # ROS 1 raw bytes are not CDR: convert
+        self.ros1 = self.bag.kind == "ros1"  # ROS 1 raw bytes are not CDR: convert field by field
         for topic, info in self.bag.topics.items():
             if o.topics and topic not in o.topics:
                 continue

@@ -22,7 +22,7 @@ from rgbt.ros.options import TriggerSyncOptions
 from rgbt.ros.spin import node_main
 from rgbt.ros.stamps import cdr_stamp_ns, cdr_with_stamp, stamp_to_ns
 
-MAX_PENDING = 64
+MAX_PENDING = 400  # unpaired frames / infos kept (2 s of IMU)
 
 
 class TriggerSyncNode(RgbtNode):
@@ -44,7 +44,7 @@ class TriggerSyncNode(RgbtNode):
             self.infos[cam], self.pending[cam] = OrderedDict(), OrderedDict()
             self.outputs[cam] = self.create_publisher(Image, spec.topic, self.out_qos)
             self.create_subscription(TimeReference, f"{o.raw_prefix}/{cam}/frame_info",
-                                     self.guard(lambda m, c=cam: self.on_frame_info(c, m), spec.topic), self.in_qos)
+                                     self.guard(lambda m, c=cam: self.on_frame_info(c, m), spec.topic), self.small_qos)
             self.create_subscription(Image, f"{o.raw_prefix}/{cam}/image",
                                      self.guard(lambda raw, c=cam: self.on_frame(c, raw), spec.topic), self.in_qos,
                                      raw=True)
@@ -52,9 +52,9 @@ class TriggerSyncNode(RgbtNode):
         self.infos["imu"], self.pending["imu"] = OrderedDict(), OrderedDict()
         self.outputs["imu"] = self.create_publisher(Imu, self.imu_topic, self.out_qos)
         self.create_subscription(TimeReference, f"{o.raw_prefix}/imu/sync_info",
-                                 self.guard(lambda m: self.on_frame_info("imu", m), self.imu_topic), self.in_qos)
+                                 self.guard(lambda m: self.on_frame_info("imu", m), self.imu_topic), self.small_qos)
         self.create_subscription(Imu, f"{o.raw_prefix}/imu", self.guard(lambda raw: self.on_frame("imu", raw),
-                                                                        self.imu_topic), self.in_qos, raw=True)
+                                                                        self.imu_topic), self.small_qos, raw=True)
         self.diag.values["unlocked"] = "0"
 
     def on_frame_info(self, kind: str, info: TimeReference) -> None:

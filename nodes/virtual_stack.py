@@ -1,4 +1,5 @@
-"""Virtual sensor stack: publishes ``rgbt.sim.SimStack.samples()`` at the real rate, as the drivers would.
+"""Virtual sensor stack: publishes ``rgbt.sim.SimStack.samples()`` at the real rate, as the drivers would:
+in host-arrival order (``rgbt.sim.live.host_order``), each at its simulated arrival time.
 
 Frames and IMU samples go to the driver-level topics (host-stamped) with their counters on companion
 ``sensor_msgs/TimeReference`` topics (frames: ``source`` = device frame counter, ``;ffc`` when frozen
@@ -85,7 +86,10 @@ class VirtualStackNode(RgbtNode):
     def _play(self) -> None:
         o = self.options
         try:
-            samples = self._preloaded(self.sim.samples(), o.preload_s)
+            from rgbt.sim.live import host_order
+
+            # host-arrival order: an IMU sample is not held back behind a frame still "in transit"
+            samples = host_order(self._preloaded(self.sim.samples(), o.preload_s))
         except Exception as exc:  # noqa: BLE001 - reported, the node keeps its diagnostics
             self.diag.error(f"{type(exc).__name__}: {exc}")
             self.get_logger().error(f"simulation failed: {exc}")
@@ -98,7 +102,7 @@ class VirtualStackNode(RgbtNode):
             for sample in samples:
                 if self._stop.is_set():
                     break
-                if t0_sim is None:
+                if t0_sim is None:  # wall = t0_wall + (sim time - t0_sim), for true and host times
                     t0_sim = sample.t_ns
                     self.manifest["t0_sim_ns"] = t0_sim
                 if sample.dropped:

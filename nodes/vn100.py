@@ -24,10 +24,8 @@ class Vn100Node(DriverNode):
     def open_device(self):  # type: ignore[no-untyped-def]
         from rgbt.sensors.vn100 import Vn100, Vn100Options
 
-        o = self.options
-        dev = Vn100(Vn100Options.from_stack(self.stack_model, port=o.port, baudrate=o.baud, **o.driver))
-        dev.configure()
-        return dev
+        o = self.options  # the driver (re)configures the sensor on every connection
+        return Vn100(Vn100Options.from_stack(self.stack_model, port=o.port, baudrate=o.baud, **o.driver))
 
     def read_once(self) -> None:
         frame_id = self.stack_model.imu.frame_id

@@ -37,7 +37,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> dict:
-    from rgbt.ros.launcher import ros_environment_defaults, start_graph
+    from rgbt.ros.launcher import clean_shm, ros_environment_defaults, shm_files, start_graph
     from rgbt.ros.profile import node_specs, parse_set, profile_env
     from rgbt.stack import load_stack
 
@@ -60,6 +60,7 @@ def run(args: argparse.Namespace) -> dict:
     if args.single_process:
         specs = [replace(s, process="all") for s in specs]
 
+    shm_before = shm_files()
     probe = _Probe()
     try:
         graph = start_graph(specs, profile_env(args.profile), duration_s=args.duration * 6 + 90)
@@ -83,6 +84,7 @@ def run(args: argparse.Namespace) -> dict:
         result = summarize(sources, recorded, status, raw_to_stack)
     finally:
         probe.close()
+        clean_shm(shm_before)  # the probe's own Fast DDS files too
         shutil.rmtree(work, ignore_errors=True)
     result.update({"profile": args.profile, "duration_s": args.duration, "exit_codes": codes,
                    "processes": sorted({s.process for s in specs}), "nodes": [s.name for s in specs],

@@ -36,9 +36,10 @@ def run(args: argparse.Namespace) -> int:
                             clock=not args.no_clock, loop=args.loop, output_qos=args.qos,
                             start_delay_s=args.delay, wait_for=args.wait_for,
                             exit_when_done=True)
-    from rgbt.ros.launcher import ros_environment_defaults
+    from rgbt.ros.launcher import clean_shm, ros_environment_defaults, shm_files
 
     ros_environment_defaults()
+    shm_before = shm_files()
     from rclpy.parameter import Parameter
 
     from rgbt.ros.options import flatten
@@ -47,4 +48,7 @@ def run(args: argparse.Namespace) -> int:
     params = [Parameter(k, value=v) for k, v in flatten(options.model_dump()).items()
               if not (isinstance(v, list) and not v)]
     cls = node_class("replay")
-    return run_nodes([lambda: cls("replay", parameter_overrides=params)], ["rgbt"])
+    try:
+        return run_nodes([lambda: cls("replay", parameter_overrides=params)], ["rgbt"])
+    finally:
+        clean_shm(shm_before)

@@ -130,7 +130,8 @@ def start_graph(specs: list[NodeSpec], env_extra: dict[str, str] | None = None, 
 
 def run_graph(specs: list[NodeSpec], duration_s: float | None = None, env_extra: dict[str, str] | None = None,
               log=print) -> int:  # type: ignore[no-untyped-def]
-    """Start the graph, wait for ``duration_s`` (or SIGINT/SIGTERM, or every child exiting), stop it.
+    """Start the graph, wait for ``duration_s`` (or SIGINT/SIGTERM, every child exiting, or one
+    failing), stop it.
 
     Returns 0 when every child exited cleanly, 1 otherwise.
     """
@@ -147,6 +148,10 @@ def run_graph(specs: list[NodeSpec], duration_s: float | None = None, env_extra:
         deadline = None if duration_s is None else time.monotonic() + duration_s
         while not stop["signal"] and graph.alive():
             if deadline is not None and time.monotonic() >= deadline:
+                break
+            failed = {g: p.returncode for g, p in graph.procs.items() if p.poll() not in (None, 0)}
+            if failed:  # a broken graph does not pretend to run: stop the rest
+                log(f"rgbt up: process(es) failed {failed}; stopping the graph")
                 break
             time.sleep(0.1)
     finally:

@@ -8,6 +8,7 @@ start-up), publishes ``diagnostic_msgs/DiagnosticArray`` on ``/diagnostics`` eve
 from __future__ import annotations
 
 import functools
+import os
 import threading
 import time
 import traceback
@@ -45,6 +46,8 @@ class RgbtNode(Node):
             raise ConfigError(f"node {self.get_name()}", ".".join(map(str, err["loc"])), err.get("input"),
                               err["msg"]) from None
         self.get_logger().info(f"{type(self.options).__name__}: {self.options.model_dump_json()}")
+        if self.options.nice > os.nice(0):  # e.g. segmentation yields the CPU to sync and recorder
+            os.nice(self.options.nice - os.nice(0))
         self.diag = NodeDiagnostics(self.get_name())
         self.finished = False  # set by a node whose work is done (spin loop then exits)
         self._diag_pub = self.create_publisher(DiagnosticArray, "/diagnostics", qos_profile("reliable"))
@@ -54,6 +57,12 @@ class RgbtNode(Node):
     @property
     def in_qos(self):  # type: ignore[no-untyped-def]
         return qos_profile(self.options.input_qos, depth=self.options.input_depth)
+
+    @property
+    def small_qos(self):  # type: ignore[no-untyped-def]
+        """``in_qos`` with a queue 8x deeper, for small high-rate messages (IMU, frame info): a
+        stalled process then holds seconds of them instead of a fraction."""
+        return qos_profile(self.options.input_qos, depth=8 * self.options.input_depth)
 
     @property
     def out_qos(self):  # type: ignore[no-untyped-def]

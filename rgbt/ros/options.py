@@ -30,6 +30,7 @@ class NodeOptions(BaseModel):
     input_depth: int = Field(5, ge=1)  # subscription queue (keep last N)
     diagnostics_period_s: float = Field(1.0, gt=0)
     stack_path: str = ""  # calib/stack.yaml of the repository when empty
+    nice: int = Field(0, ge=0, le=19)  # raise the process's niceness to this (never lowers it)
 
 
 class VirtualStackOptions(NodeOptions):
@@ -112,6 +113,8 @@ class RecorderOptions(NodeOptions):
     extra_topics: list[str] = Field(default_factory=list)
     start: Literal["arm", "always", "manual"] = "arm"
     armed_topic: str = ARMED_TOPIC
+    state_topic: str = ""  # armed changes go into the bag as mavros_msgs/State here (the stack's when empty)
+    write_state: bool = True
     debounce_s: float = Field(1.0, ge=0)
     split_size_mb: float = Field(0, ge=0)  # 0: no split
     split_duration_s: float = Field(0, ge=0)

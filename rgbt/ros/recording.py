@@ -1,6 +1,7 @@
 """Recording state machine behind the recorder node (no rclpy import: testable on its own).
 
-One :class:`Recording` owns at most one open ``rgbt.bag.writer.BagWriter``. It starts on arm
+One :class:`Recording` owns at most one open ``rgbt.bag.writer.BagWriter``, written by its own
+thread from a queue (subscription callbacks never wait for the disk). It starts on arm
 (or always / manually), stops when disarmed for ``debounce_s``, on a write error, at the size cap
 or when free disk space falls below ``min_free_mb`` - each time closing the bag with its summary
 and writing ``rgbt_manifest.json`` beside the MCAP files. Times are integer ns (host clock).
@@ -9,7 +10,9 @@ and writing ``rgbt_manifest.json`` beside the MCAP files. Times are integer ns (
 from __future__ import annotations
 
 import json
+import queue
 import shutil
+import threading
 import time
 from datetime import datetime, timezone
 from pathlib import Path
@@ -25,6 +28,19 @@ MANIFEST = "rgbt_manifest.json"
 STAMPED_TYPES = frozenset({"sensor_msgs/msg/Image", "sensor_msgs/msg/Imu", "sensor_msgs/msg/NavSatFix",
                            "sensor_msgs/msg/TimeReference", "geometry_msgs/msg/PoseStamped",
                            "diagnostic_msgs/msg/DiagnosticArray", "sensor_msgs/msg/CameraInfo"})
+
+
+#: a sensor passes the pre-arm rate check at this fraction of its nominal rate
+RATE_TOLERANCE = 0.9
+
+
+def stack_rates(stack: Any) -> dict[str, float]:
+    """Topic -> nominal rate (Hz) of the stack's sensors (what the pre-arm check expects)."""
+    rates = {cam.topic: float(cam.rate_hz) for cam in stack.cameras.values()}
+    rates[stack.imu.topic] = float(stack.imu.rate_hz)
+    rates[stack.gnss.topic] = float(stack.gnss.rate_hz)
+    rates[stack.autopilot.pose_topic] = float(stack.autopilot.pose_rate_hz)
+    return rates
 
 
 def stack_topic_types(stack: Any) -> dict[str, str]:
@@ -52,120 +68,159 @@ class Recording:
         self.topic_stats: dict[str, TopicStats] = {}
         self.state = "idle"
         self.started_by = ""
-        self.writer: Any = None
+        self.sink: _BagSink | None = None
+        self._lock = threading.RLock()
         self.bag_path: Path | None = None
         self.bags: list[str] = []
         self.armed = False
         self.disarmed_since: int | None = None
         self.peers: dict[str, dict[str, str]] = {}
-        self.bag: dict[str, Any] = {}
+        self.write_errors = 0
+        self.state_topic = ""  # set by enable_state_topic()
+        self.expected_rates: dict[str, float] = {}  # topic -> Hz the pre-arm check expects
         self.last_stop_reason = ""
         self.error_ns = 0
 
     # -- topics and messages -----------------------------------------------------------------
     def add_topic(self, name: str, msgtype: str, qos_yaml: str = "") -> None:
-        self.topics[name] = (msgtype, qos_yaml)
-        self.topic_stats.setdefault(name, TopicStats(name))
-        if self.writer is not None:
-            self.writer.add_topic(name, msgtype, qos_yaml)
+        with self._lock:
+            self.topics[name] = (msgtype, qos_yaml)
+            self.topic_stats.setdefault(name, TopicStats(name))
+            if self.sink is not None:
+                self.sink.add_topic(name, msgtype, qos_yaml)
 
     def on_message(self, topic: str, raw: bytes, t_ns: int) -> None:
+        """Count a message and queue it for the bag's writer thread (never blocks on the disk)."""
         stats = self.topic_stats[topic]
         stamped = self.topics[topic][0] in STAMPED_TYPES
         stats.tick(t_ns - cdr_stamp_ns(raw) if stamped else None, now_ns=t_ns)
-        if self.writer is None:
-            return
-        try:
-            self.writer.write(topic, t_ns, raw)
-        except Exception as exc:  # noqa: BLE001 - close what we have, never corrupt
-            self.error_ns = t_ns
-            self.stop(f"write error: {type(exc).__name__}: {exc}", state="error")
-            raise
-        b = self.bag
-        b["bytes"] += len(raw)
-        b["counts"][topic] = b["counts"].get(topic, 0) + 1
-        b.setdefault("first_ns", {}).setdefault(topic, t_ns)
-        b.setdefault("last_ns", {})[topic] = t_ns
-        if self.o.max_total_mb and b["bytes"] >= self.o.max_total_mb * 1e6:
+        with self._lock:
+            sink = self.sink
+            if sink is None:
+                return
+            sink.put(topic, t_ns, raw)
+            capped = bool(self.o.max_total_mb) and sink.queued_bytes >= self.o.max_total_mb * 1e6
+        if capped:
             self.stop("size cap reached", state="stopped")
+
+    def enable_state_topic(self, topic: str) -> None:
+        """Write each armed message into the bag as ``mavros_msgs/msg/State`` on ``topic`` (what
+        mavros would have published: ``mavros_msgs`` has no PyPI wheel, rosbags carries the type)."""
+        self.state_topic = topic
+        self.add_topic(topic, "mavros_msgs/msg/State", "")
+        self.topic_stats[topic] = TopicStats(topic)
 
     def lost(self, topic: str, count: int) -> None:
         """Messages the middleware reported lost before they reached this subscription."""
         self.topic_stats[topic].drops += int(count)
-        if self.writer is not None:
-            self.bag["lost"][topic] = self.bag["lost"].get(topic, 0) + int(count)
+        sink = self.sink
+        if sink is not None:
+            sink.info["lost"][topic] = sink.info["lost"].get(topic, 0) + int(count)
 
     def on_peer_status(self, name: str, values: dict[str, str]) -> None:
         self.peers[name] = values
 
     # -- arm / disarm ----------------------------------------------------------------------
     def on_armed(self, armed: bool, now_ns: int) -> None:
+        """The autopilot's armed state (every message, repeats included)."""
+        changed = armed != self.armed
         self.armed = armed
         if armed:
             self.disarmed_since = None
-            if self.o.start == "arm" and self.writer is None and self.state != "error":
+            if self.o.start == "arm" and self.sink is None and self.state != "error":
                 self.start("arm")
         elif self.disarmed_since is None:
             self.disarmed_since = now_ns
+        if self.state_topic and (changed or self.sink is not None):
+            with self._lock:
+                if self.sink is not None:
+                    self.sink.put(self.state_topic, now_ns, mavros_state_cdr(armed, now_ns))
         self.tick(now_ns)
 
     def tick(self, now_ns: int) -> None:
         """Debounced disarm stop, the free-disk check, and a new bag after a write error (call a few
         times a second)."""
-        if (self.writer is not None and self.started_by == "arm" and self.disarmed_since is not None
-                and now_ns - self.disarmed_since >= self.o.debounce_s * 1e9):
-            self.stop("disarmed")
-        if self.writer is not None and self.o.min_free_mb and self._free_mb() < self.o.min_free_mb:
-            self.stop(f"free disk space below {self.o.min_free_mb} MB", state="stopped")
-        if (self.state == "error" and self.writer is None and now_ns - self.error_ns >= 1e9
-                and (self.o.start == "always" or (self.o.start == "arm" and self.armed))):
-            self.state = "idle"
-            self.start(self.started_by or self.o.start)  # a new bag; the failed one is closed
+        stop = None
+        with self._lock:
+            if (self.sink is not None and self.started_by == "arm" and self.disarmed_since is not None
+                    and now_ns - self.disarmed_since >= self.o.debounce_s * 1e9):
+                stop = ("disarmed", "idle")
+            elif self.sink is not None and self.o.min_free_mb and self._free_mb() < self.o.min_free_mb:
+                stop = (f"free disk space below {self.o.min_free_mb} MB", "stopped")
+        if stop:
+            self.stop(*stop)
+        with self._lock:
+            if (self.state == "error" and self.sink is None and time.time_ns() - self.error_ns >= 1e9
+                    and (self.o.start == "always" or (self.o.start == "arm" and self.armed))):
+                self.state = "idle"
+                self.start(self.started_by or self.o.start)  # a new bag; the failed one is closed
 
     # -- start / stop / split ---------------------------------------------------------------
     def start(self, reason: str) -> tuple[bool, str]:
-        if self.writer is not None:
-            return False, f"already recording to {self.bag_path}"
-        from rgbt.bag.writer import BagWriter
+        with self._lock:
+            if self.sink is not None:
+                return False, f"already recording to {self.bag_path}"
+            from rgbt.bag.writer import BagWriter
 
-        out = Path(self.o.out_dir)
-        out.mkdir(parents=True, exist_ok=True)
-        stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S")
-        path = out / f"rgbt_{stamp}"
-        n = 1
-        while path.exists():
-            n += 1
-            path = out / f"rgbt_{stamp}_{n}"
-        custom = {"rgbt.synthetic": "true" if self.synthetic else "false", "rgbt.start_reason": reason}
-        factory = self.writer_factory or BagWriter
-        self.writer = factory(path, split_size_bytes=int(self.o.split_size_mb * 1e6) or None,
-                              split_duration_ns=int(self.o.split_duration_s * 1e9) or None,
-                              compression=self.o.compression, custom_data=custom)
-        for name, (msgtype, qos) in self.topics.items():
-            self.writer.add_topic(name, msgtype, qos)
-        self.bag_path, self.state, self.started_by = path, "recording", reason
-        self.bag = {"path": str(path), "start_reason": reason, "start_wall_ns": time.time_ns(), "bytes": 0,
-                    "counts": {}, "lost": {}, "disk_free_mb_start": round(self._free_mb(), 1),
+            out = Path(self.o.out_dir)
+            out.mkdir(parents=True, exist_ok=True)
+            stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S")
+            path = out / f"rgbt_{stamp}"
+            n = 1
+            while path.exists():
+                n += 1
+                path = out / f"rgbt_{stamp}_{n}"
+            custom = {"rgbt.synthetic": "true" if self.synthetic else "false", "rgbt.start_reason": reason}
+            factory = self.writer_factory or BagWriter
+            writer = factory(path, split_size_bytes=int(self.o.split_size_mb * 1e6) or None,
+                             split_duration_ns=int(self.o.split_duration_s * 1e9) or None,
+                             compression=self.o.compression, custom_data=custom)
+            info = {"path": str(path), "start_reason": reason, "start_wall_ns": time.time_ns(),
+                    "counts": {}, "first_ns": {}, "last_ns": {}, "bytes": 0, "lost": {},
+                    "disk_free_mb_start": round(self._free_mb(), 1),
                     "drops_at_start": {t: s.drops for t, s in self.topic_stats.items()}}
-        self.log(f"recording to {path} ({reason})")
-        return True, str(path)
+            self.sink = _BagSink(writer, info, self._on_write_error)
+            for name, (msgtype, qos) in self.topics.items():
+                self.sink.add_topic(name, msgtype, qos)
+            self.bag_path, self.state, self.started_by = path, "recording", reason
+            self.log(f"recording to {path} ({reason})")
+            return True, str(path)
 
     def stop(self, reason: str, state: str = "idle") -> tuple[bool, str]:
-        if self.writer is None:
-            return False, "not recording"
-        writer, self.writer = self.writer, None
-        try:
-            writer.close()
-        finally:
+        """Close the current bag after every queued message is written; write its manifest."""
+        with self._lock:
+            sink, self.sink = self.sink, None
+            if sink is None:
+                return False, "not recording"
             self.state, self.last_stop_reason = state, reason
-            self._write_manifest(reason)
-            self.bags.append(str(self.bag_path))
-            self.log(f"closed {self.bag_path} ({reason})")
-        return True, str(self.bag_path)
+        sink.close()
+        self._finish(sink, reason if sink.error is None else f"write error: {sink.error}")
+        return True, sink.info["path"]
+
+    def _on_write_error(self, sink: "_BagSink", exc: BaseException) -> None:
+        """Called from the writer thread: the bag is closed there; recording restarts after 1 s."""
+        with self._lock:
+            self.write_errors += 1
+            if self.sink is sink:
+                self.sink = None
+                self.state, self.error_ns = "error", time.time_ns()
+                self.last_stop_reason = f"write error: {type(exc).__name__}: {exc}"
+            else:
+                return
+        self._finish(sink, self.last_stop_reason)
+
+    def _finish(self, sink: "_BagSink", reason: str) -> None:
+        with self._lock:
+            if sink.info.get("finished"):
+                return
+            sink.info["finished"] = True
+        self._write_manifest(sink.info, reason)
+        self.bags.append(sink.info["path"])
+        self.log(f"closed {sink.info['path']} ({reason})")
 
     def split(self) -> tuple[bool, str]:
         reason = self.started_by or "manual"
-        if self.writer is not None:
+        if self.sink is not None:
             self.stop("split")
         return self.start(reason)
 
@@ -185,8 +240,9 @@ class Recording:
         locked = sync.get("sync.locked")
         checks["sync_locked"] = {"ok": locked in ("True", "true", "1"), "value": locked}
         rates = {t: round(s.rate_hz(), 2) for t, s in self.topic_stats.items()}
-        silent = sorted(t for t, r in rates.items() if r <= 0 and t not in (ARMED_TOPIC,))
-        checks["sensors_at_rate"] = {"ok": not silent, "silent": silent, "rates_hz": rates}
+        slow = {t: {"rate_hz": rates.get(t, 0.0), "expected_hz": hz} for t, hz in self.expected_rates.items()
+                if rates.get(t, 0.0) < RATE_TOLERANCE * hz}
+        checks["sensors_at_rate"] = {"ok": not slow, "below_rate": slow, "rates_hz": rates}
         bytes_per_s = self._data_rate_bytes_s()
         need_mb = bytes_per_s * 60 * self.o.prearm_minutes / 1e6 + self.o.min_free_mb
         free = self._free_mb()
@@ -197,15 +253,17 @@ class Recording:
 
     def diag_values(self) -> dict[str, str]:
         return {"state": self.state, "bag": str(self.bag_path or ""), "armed": str(self.armed),
+                "write_errors": str(self.write_errors),
                 "bags_closed": str(len(self.bags)), "last_stop_reason": self.last_stop_reason,
-                "bytes": str(self.bag.get("bytes", 0) if self.writer is not None else 0)}
+                "bytes": str(self.sink.info["bytes"] if self.sink is not None else 0),
+                "queued_mb": f"{self.sink.backlog_bytes / 1e6:.1f}" if self.sink is not None else "0"}
 
     # -- internals -------------------------------------------------------------------------
     def _data_rate_bytes_s(self) -> float:
-        b = self.bag
-        if b.get("bytes") and self.writer is not None:
-            span = (time.time_ns() - b["start_wall_ns"]) / 1e9
-            return b["bytes"] / span if span > 0 else 0.0
+        sink = self.sink
+        if sink is not None and sink.info["bytes"]:
+            span = (time.time_ns() - sink.info["start_wall_ns"]) / 1e9
+            return sink.info["bytes"] / span if span > 0 else 0.0
         return float(self._last_rate_bytes_s)
 
     _last_rate_bytes_s = 0.0
@@ -216,16 +274,15 @@ class Recording:
             path = path.parent
         return shutil.disk_usage(path).free / 1e6
 
-    def _write_manifest(self, reason: str) -> None:
-        b = self.bag
+    def _write_manifest(self, b: dict, reason: str) -> None:
         end = time.time_ns()
         span_s = max((end - b["start_wall_ns"]) / 1e9, 1e-9)
         if b["bytes"]:
             self._last_rate_bytes_s = b["bytes"] / span_s
         topics = {}
-        for name, (msgtype, _) in self.topics.items():
+        for name, (msgtype, _) in list(self.topics.items()):
             count = b["counts"].get(name, 0)
-            first, last = b.get("first_ns", {}).get(name), b.get("last_ns", {}).get(name)
+            first, last = b["first_ns"].get(name), b["last_ns"].get(name)
             rate = (count - 1) * 1e9 / (last - first) if count > 1 and last > first else 0.0
             stats = self.topic_stats[name]
             p50, p99 = stats.latency_ms()
@@ -246,3 +303,74 @@ class Recording:
         tmp = path / (MANIFEST + ".tmp")
         tmp.write_text(json.dumps(manifest, indent=2))
         tmp.replace(path / MANIFEST)
+
+
+def mavros_state_cdr(armed: bool, t_ns: int, mode: str = "") -> bytes:
+    """CDR of a ``mavros_msgs/msg/State`` (connected, ``armed``, header stamp ``t_ns``)."""
+    from rgbt.bag.types import ros2_typestore
+
+    store = ros2_typestore()
+    State = store.types["mavros_msgs/msg/State"]
+    Header = store.types["std_msgs/msg/Header"]
+    Time = store.types["builtin_interfaces/msg/Time"]
+    sec, nsec = divmod(int(t_ns), 1_000_000_000)
+    msg = State(header=Header(stamp=Time(sec=sec, nanosec=nsec), frame_id=""), connected=True, armed=bool(armed),
+                guided=False, manual_input=False, mode=mode, system_status=0)
+    return bytes(store.serialize_cdr(msg, "mavros_msgs/msg/State"))
+
+
+class _BagSink:
+    """One open bag and the thread that writes it: the executor only queues messages, so a slow disk
+    (fsync, a busy SSD) never stalls the subscriptions. ``info`` holds what was written."""
+
+    def __init__(self, writer: Any, info: dict, on_error: Callable[["_BagSink", BaseException], None]) -> None:
+        self.writer, self.info, self.on_error = writer, info, on_error
+        self.queue: queue.SimpleQueue = queue.SimpleQueue()
+        self.queued_bytes = 0  # everything queued so far (the size cap counts these)
+        self.backlog_bytes = 0  # queued, not yet written
+        self.error: str | None = None
+        self.thread = threading.Thread(target=self._run, name="rgbt-bag-writer", daemon=True)
+        self.thread.start()
+
+    def add_topic(self, name: str, msgtype: str, qos: str) -> None:
+        self.queue.put(("topic", name, msgtype, qos))
+
+    def put(self, topic: str, t_ns: int, raw: bytes) -> None:
+        if self.error is None:
+            self.queued_bytes += len(raw)
+            self.backlog_bytes += len(raw)
+            self.queue.put(("msg", topic, t_ns, raw))
+
+    def _run(self) -> None:
+        info = self.info
+        while True:
+            item = self.queue.get()
+            if item is None:
+                break
+            if self.error is not None:
+                continue
+            try:
+                if item[0] == "topic":
+                    self.writer.add_topic(item[1], item[2], item[3])
+                    continue
+                _, topic, t_ns, raw = item
+                self.backlog_bytes -= len(raw)
+                self.writer.write(topic, t_ns, raw)
+            except Exception as exc:  # noqa: BLE001 - close what we have, never corrupt
+                self.error = f"{type(exc).__name__}: {exc}"
+                try:
+                    self.writer.close()
+                finally:
+                    self.on_error(self, exc)
+                continue
+            info["bytes"] += len(raw)
+            info["counts"][topic] = info["counts"].get(topic, 0) + 1
+            info["first_ns"].setdefault(topic, t_ns)
+            info["last_ns"][topic] = t_ns
+
+    def close(self) -> None:
+        """Write everything queued, then close the bag (idempotent)."""
+        self.queue.put(None)
+        if self.thread is not threading.current_thread():
+            self.thread.join()
+        self.writer.close()

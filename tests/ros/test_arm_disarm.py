@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -32,6 +33,36 @@ def _free_udp_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def _wait_for_nodes(names: set[str], proc: subprocess.Popen, timeout: float = 60.0) -> None:
+    """Block until every node in ``names`` has published on /diagnostics (the graph is up)."""
+    import rclpy
+    from diagnostic_msgs.msg import DiagnosticArray
+    from rclpy.experimental import EventsExecutor
+    from rclpy.node import Node
+    from rclpy.task import Future
+
+    from rgbt.ros.qos import qos_profile
+
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    node = Node("rgbt_test_wait", context=context)
+    seen: set[str] = set()
+    node.create_subscription(DiagnosticArray, "/diagnostics", lambda m: seen.update(s.name for s in m.status),
+                             qos_profile("reliable", 50))
+    executor = EventsExecutor(context=context)
+    executor.add_node(node)
+    try:
+        deadline = time.monotonic() + timeout
+        while not names <= seen:
+            assert proc.poll() is None, proc.communicate()[0]
+            assert time.monotonic() < deadline, f"nodes not up: {names - seen}"
+            executor.spin_until_future_complete(Future(), timeout_sec=0.1)
+    finally:
+        executor.shutdown()
+        node.destroy_node()
+        context.try_shutdown()
 
 
 def _tlog_messages(path: Path) -> list[tuple[float, bytes, object]]:
@@ -65,11 +96,12 @@ def test_tlog_arm_and_disarm_start_and_stop_recording(ros_env: dict, tmp_path: P
             "topics": ["/uav1/mavros/global_position/global", "/uav1/mavros/local_position/pose", "/rgbt/armed"]}},
     ]}))
     env = dict(os.environ, PYTHONPATH=str(REPO_ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    up = subprocess.Popen([sys.executable, "-m", "rgbt", "up", str(profile), "--duration", "11"], env=env,
+    up = subprocess.Popen([sys.executable, "-m", "rgbt", "up", str(profile), "--duration", "90"], env=env,
                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     sent: dict[str, int] = {}
     try:
-        time.sleep(4.0)  # nodes up and subscribed
+        _wait_for_nodes({"mavlink_bridge", "recorder"}, up)  # both publishing diagnostics
+        time.sleep(1.0)  # and the armed topic matched
         with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
             wall0, t_first = time.monotonic(), messages[0][0]
             armed = None
@@ -81,6 +113,8 @@ def test_tlog_arm_and_disarm_start_and_stop_recording(ros_env: dict, tmp_path: P
                 if msg.get_type() == "HEARTBEAT" and (a := heartbeat_armed(msg)) is not None and a != armed:
                     armed = a
                     sent["arm" if a else "disarm"] = time.time_ns()
+        time.sleep(DEBOUNCE_S + 1.0)  # the debounced stop
+        up.send_signal(signal.SIGINT)
         log, _ = up.communicate(timeout=60)
     finally:
         if up.poll() is None:
@@ -103,3 +137,5 @@ def test_tlog_arm_and_disarm_start_and_stop_recording(ros_env: dict, tmp_path: P
     assert {round(m.latitude, 7) for _, m, _ in fixes} <= {round(v, 7) for v in logged}
     states = [m.data for _, m, _ in recorded["/rgbt/armed"]]
     assert states and states[-1] is False  # the disarm is in the bag
+    mavros = [m.armed for _, m, _ in recorded["/uav1/mavros/state"]]  # the real mavros_msgs/State type
+    assert mavros[0] is True and mavros[-1] is False

@@ -91,7 +91,7 @@ def _run_launch_file(profile: str) -> tuple[list[dict], dict]:
 
 @pytest.mark.parametrize("profile", PROFILES)
 def test_launch_file_and_rgbt_up_start_the_same_nodes(profile: str, rgbt_cli) -> None:
-    started, env = _run_launch_file(profile)
+    started, _env = _run_launch_file(profile)
     up = json.loads(rgbt_cli("up", profile, "--print").stdout)
     assert [n["name"] for n in started] == [n["name"] for n in up]
     assert [n["executable"] for n in started] == [n["executable"] for n in up]
@@ -101,8 +101,20 @@ def test_launch_file_and_rgbt_up_start_the_same_nodes(profile: str, rgbt_cli) ->
     # and the parameters rgbt up hands to rclpy are those same ROS parameters
     assert params_file_data(node_specs(profile)) == {n["name"]: {"ros__parameters": n["parameters"]}
                                                      for n in launch_entries(profile)}
-    assert set(env) >= {"ROS_AUTOMATIC_DISCOVERY_RANGE", "FASTRTPS_DEFAULT_PROFILES_FILE"} or \
-        "ROS_AUTOMATIC_DISCOVERY_RANGE" in __import__("os").environ
+
+
+def test_launch_sets_loopback_unless_told_otherwise(monkeypatch: pytest.MonkeyPatch) -> None:
+    from rgbt.ros.launcher import ros_environment
+    from rgbt.ros.profile import launch_environment
+
+    monkeypatch.delenv("ROS_AUTOMATIC_DISCOVERY_RANGE", raising=False)
+    monkeypatch.delenv("FASTRTPS_DEFAULT_PROFILES_FILE", raising=False)
+    for env in (launch_environment("flight"), ros_environment()):
+        assert env["ROS_AUTOMATIC_DISCOVERY_RANGE"] == "LOCALHOST"
+        assert env["FASTRTPS_DEFAULT_PROFILES_FILE"].endswith("launch/fastdds_loopback.xml")
+    monkeypatch.setenv("ROS_AUTOMATIC_DISCOVERY_RANGE", "SUBNET")  # told otherwise: kept
+    assert "ROS_AUTOMATIC_DISCOVERY_RANGE" not in launch_environment("flight")
+    assert ros_environment()["ROS_AUTOMATIC_DISCOVERY_RANGE"] == "SUBNET"
 
 
 def test_set_overrides_and_nested_parameters() -> None:

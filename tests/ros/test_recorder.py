@@ -47,7 +47,7 @@ class Publisher:
         self._payload = np.random.default_rng(1).integers(0, 255, 256 * 256, dtype=np.uint8).tobytes()
         self._thread: threading.Thread | None = None
 
-    def wait_for_subscriber(self, timeout: float = 20.0) -> None:
+    def wait_for_subscriber(self, timeout: float = 60.0) -> None:
         deadline = time.monotonic() + timeout
         while self.pub.get_subscription_count() == 0:
             assert time.monotonic() < deadline, "recorder never subscribed"
@@ -206,4 +206,4 @@ def test_exception_while_writing_closes_the_bag_and_recording_goes_on(
     assert first_manifest["stop_reason"].startswith("write error: OSError")
     second = [_index(m) for _, m, _ in read_bag(bags[1])[TOPIC]]
     assert second and second == list(range(second[0], second[0] + len(second)))  # gap-free again
-    assert recorder.diag.errors >= 1
+    assert recorder.rec.write_errors == 1 and recorder.diag.errors == 1

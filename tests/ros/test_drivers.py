@@ -1,0 +1,169 @@
+"""Driver nodes against emulated devices: the VN-100 node on a pseudo-terminal speaking the VN-100
+protocol (ASCII register writes answered with their echo, binary packets once register 75 is set)."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+import tty
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.ros
+
+vn100 = pytest.importorskip("rgbt.sensors.vn100", reason="C7 drivers not in this checkout")
+
+
+class EmulatedVn100(threading.Thread):
+    """The sensor side of a pty: echoes register writes, then streams 200 Hz binary packets with
+    TimeStartup, TimeSyncIn and SyncInCnt of a 60 Hz trigger."""
+
+    def __init__(self, link_path: Path) -> None:
+        super().__init__(daemon=True)
+        self.master, slave = os.openpty()
+        tty.setraw(slave)
+        self.slave = slave
+        os.symlink(os.ttyname(slave), link_path)
+        self.layout = vn100.layout_from_names(vn100.DEFAULT_OUTPUT)
+        self.stop = threading.Event()
+        self.sent = 0
+
+    def packet(self, i: int) -> bytes:
+        t = 1_000_000_000 + 5_000_000 * i  # 200 Hz on the sensor clock
+        pulse = t * 60 // 1_000_000_000  # a 60 Hz trigger on the same clock
+        return vn100.encode_packet(self.layout, {
+            ("common", "TimeStartup"): t, ("common", "TimeSyncIn"): t - pulse * 1_000_000_000 // 60,
+            ("common", "Quaternion"): (0.0, 0.0, 0.0, 1.0), ("common", "AngularRate"): (0.01, 0.0, -0.01),
+            ("common", "Accel"): (0.0, 0.0, -9.81), ("common", "MagPres"): (0.2, 0.0, 0.4, 25.0, 101.3),
+            ("common", "SyncInCnt"): pulse})
+
+    def run(self) -> None:
+        buf, streaming, next_t = b"", False, time.monotonic()
+        while not self.stop.is_set():
+            try:
+                buf += os.read(self.master, 4096)
+            except BlockingIOError:
+                pass
+            while b"\n" in buf:
+                line, _, buf = buf.partition(b"\n")
+                msg = vn100.parse_ascii(line)
+                os.write(self.master, vn100.ascii_command(",".join((msg.kind, *msg.fields))))
+                streaming |= msg.kind == "VNWRG" and msg.fields[0] == "75"
+            if streaming and time.monotonic() >= next_t:
+                os.write(self.master, self.packet(self.sent))
+                self.sent += 1
+                next_t += 0.005
+            time.sleep(0.001)
+
+    def close(self) -> None:
+        self.stop.set()
+        self.join(2)
+        os.close(self.master)
+        os.close(self.slave)
+
+
+def test_vn100_node_publishes_imu_and_syncin_from_the_sensor_protocol(ros_env: dict, tmp_path: Path) -> None:
+    import rclpy
+    from rclpy.experimental import EventsExecutor
+    from rclpy.parameter import Parameter
+    from rclpy.task import Future
+    from sensor_msgs.msg import Imu, TimeReference
+
+    from rgbt.ros.qos import qos_profile
+    from rgbt.ros.spin import node_class
+    from rgbt.ros.stamps import stamp_to_ns
+
+    port = tmp_path / "ttyVN100"
+    device = EmulatedVn100(port)
+    os.set_blocking(device.master, False)
+    device.start()
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    executor = EventsExecutor(context=context)
+    node = node_class("vn100")("vn100", context=context, parameter_overrides=[Parameter("port", value=str(port))])
+    listener = rclpy.create_node("rgbt_test_imu", context=context)
+    imu, info = [], []
+    listener.create_subscription(Imu, "/rgbt/raw/imu", imu.append, qos_profile("sensor_data", 500))
+    listener.create_subscription(TimeReference, "/rgbt/raw/imu/sync_info", info.append, qos_profile("sensor_data", 500))
+    for n in (node, listener):
+        executor.add_node(n)
+    try:
+        deadline = time.monotonic() + 30
+        while len(imu) < 150 and time.monotonic() < deadline:
+            executor.spin_until_future_complete(Future(), timeout_sec=0.05)
+    finally:
+        node.close()
+        device.close()
+        executor.shutdown()
+        for n in (node, listener):
+            n.destroy_node()
+        context.try_shutdown()
+    assert len(imu) >= 150
+    assert imu[-1].linear_acceleration.z == pytest.approx(-9.81) and imu[-1].header.frame_id
+    by_stamp = {stamp_to_ns(i.header.stamp): i for i in info}
+    pairs = [(m, by_stamp.get(stamp_to_ns(m.header.stamp))) for m in imu]
+    assert sum(p is not None for _, p in pairs) >= len(imu) - 5  # every sample has its SyncIn info
+    t_sensor = [stamp_to_ns(p.time_ref) for _, p in pairs if p is not None]
+    assert t_sensor == sorted(set(t_sensor))  # no duplicated or reordered samples
+    assert all(b - a == 5_000_000 for a, b in zip(t_sensor, t_sensor[1:]) if b - a < 50_000_000)  # 200 Hz device clock
+    for _, p in pairs:
+        if p is None:
+            continue
+        count, since = (int(v) for v in p.source.split(";"))
+        t = stamp_to_ns(p.time_ref)
+        assert count == t * 60 // 1_000_000_000 and since == t - count * 1_000_000_000 // 60
+
+
+def test_gnss_node_publishes_navsatfix_from_ubx_bytes(ros_env: dict, tmp_path: Path, fixtures_dir: Path) -> None:
+    """The real u-blox capture (fixtures/gnss/pygpsdata-NAV.ubx) written 3 times into a pty."""
+    import rclpy
+    from rclpy.experimental import EventsExecutor
+    from rclpy.parameter import Parameter
+    from rclpy.task import Future
+    from sensor_msgs.msg import NavSatFix
+
+    from rgbt.ros.qos import qos_profile
+    from rgbt.ros.spin import node_class
+    from rgbt.sensors.ubx import decode_file
+
+    capture = fixtures_dir / "gnss" / "pygpsdata-NAV.ubx"
+    expected = decode_file(capture)
+    assert expected
+    master, slave = os.openpty()
+    tty.setraw(slave)
+    port = tmp_path / "ttyGNSS"
+    os.symlink(os.ttyname(slave), port)
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    executor = EventsExecutor(context=context)
+    node = node_class("gnss")("gnss", context=context, parameter_overrides=[
+        Parameter("port", value=str(port)), Parameter("baud", value=115200)])
+    listener = rclpy.create_node("rgbt_test_gnss", context=context)
+    fixes: list = []
+    listener.create_subscription(NavSatFix, node.topic, fixes.append, qos_profile("sensor_data", 50))
+    for n in (node, listener):
+        executor.add_node(n)
+    try:
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < 1.0:  # the node opens the port
+            executor.spin_until_future_complete(Future(), timeout_sec=0.05)
+        for _ in range(3):
+            os.write(master, capture.read_bytes())
+        deadline = time.monotonic() + 20
+        while len(fixes) < 3 * len(expected) and time.monotonic() < deadline:
+            executor.spin_until_future_complete(Future(), timeout_sec=0.05)
+    finally:
+        node.close()
+        executor.shutdown()
+        for n in (node, listener):
+            n.destroy_node()
+        context.try_shutdown()
+        os.close(master)
+        os.close(slave)
+    assert len(fixes) == 3 * len(expected)
+    for got, exp in zip(fixes, expected * 3):
+        assert (got.latitude, got.longitude, got.altitude) == pytest.approx((exp.lat, exp.lon, exp.height_m))
+        assert got.status.status == exp.status
+        assert list(got.position_covariance) == pytest.approx(list(exp.position_covariance))

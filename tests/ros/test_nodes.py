@@ -1,0 +1,185 @@
+"""Nodes in-process with real rclpy + Fast DDS: the recorder's services and diagnostics, the thermal
+query service (JSON over std_msgs/String), the MAVLink armed-state filter."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytestmark = pytest.mark.ros
+
+
+class Graph:
+    """One rclpy context with an EventsExecutor spinning in a thread; nodes added by the test."""
+
+    def __init__(self) -> None:
+        import rclpy
+        from rclpy.experimental import EventsExecutor
+        from rclpy.node import Node
+
+        self.context = rclpy.Context()
+        rclpy.init(context=self.context)
+        self.executor = EventsExecutor(context=self.context)
+        self.helper = Node("rgbt_test_helper", context=self.context)
+        self.nodes = [self.helper]
+        self.executor.add_node(self.helper)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._spin, daemon=True)
+        self._thread.start()
+
+    def _spin(self) -> None:
+        from rclpy.task import Future
+
+        while not self._stop.is_set():
+            self.executor.spin_until_future_complete(Future(), timeout_sec=0.05)
+
+    def add(self, executable: str, name: str, **params):  # type: ignore[no-untyped-def]
+        from rclpy.parameter import Parameter
+
+        from rgbt.ros.spin import node_class
+
+        node = node_class(executable)(name, context=self.context,
+                                      parameter_overrides=[Parameter(k, value=v) for k, v in params.items()])
+        self.nodes.append(node)
+        self.executor.add_node(node)
+        return node
+
+    def call(self, srv_type, name: str, timeout: float = 10.0):  # type: ignore[no-untyped-def]
+        client = self.helper.create_client(srv_type, name)
+        assert client.wait_for_service(timeout_sec=timeout), name
+        future = client.call_async(srv_type.Request())
+        deadline = time.monotonic() + timeout
+        while not future.done():
+            assert time.monotonic() < deadline, f"{name} did not answer"
+            time.sleep(0.02)
+        return future.result()
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join()
+        for node in self.nodes[1:]:
+            node.close()
+        self.executor.shutdown()
+        for node in self.nodes:
+            node.destroy_node()
+        self.context.try_shutdown()
+
+
+def _wait(cond, timeout: float = 10.0) -> None:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout
+    while not cond():
+        assert time.monotonic() < deadline, "timed out waiting"
+        time.sleep(0.05)
+
+
+def test_recorder_services_split_and_diagnostics(ros_env: dict, tmp_path: Path, read_bag) -> None:
+    from diagnostic_msgs.msg import DiagnosticArray
+    from std_msgs.msg import Bool
+    from std_srvs.srv import Trigger
+
+    from rgbt.ros.qos import qos_profile
+
+    g = Graph()
+    try:
+        out = tmp_path / "bags"
+        g.add("recorder", "recorder", out_dir=str(out), start="manual", topics=["/rgbt/armed"], min_free_mb=10.0,
+              diagnostics_period_s=0.2)
+        diags: list = []
+        g.helper.create_subscription(DiagnosticArray, "/diagnostics", diags.append, qos_profile("reliable", 50))
+        pub = g.helper.create_publisher(Bool, "/rgbt/armed", qos_profile("reliable"))
+        _wait(lambda: pub.get_subscription_count() >= 2)  # the armed listener and the recording subscription
+        time.sleep(0.5)
+        assert g.call(Trigger, "/recorder/start").success
+        for i in range(5):
+            pub.publish(Bool(data=False))
+            time.sleep(0.05)
+        time.sleep(0.3)
+        split = g.call(Trigger, "/recorder/split")
+        assert split.success
+        for i in range(3):
+            pub.publish(Bool(data=False))
+            time.sleep(0.05)
+        time.sleep(0.3)
+        stop = g.call(Trigger, "/recorder/stop")
+        assert stop.success and not g.call(Trigger, "/recorder/stop").success  # nothing left to stop
+        report = g.call(Trigger, "/recorder/prearm_check")
+        checks = json.loads(report.message)["checks"]
+        assert set(checks) == {"sync_locked", "sensors_at_rate", "disk_space"}
+        assert checks["sync_locked"]["ok"] is False  # no trigger sync node in this graph
+        assert checks["sensors_at_rate"]["ok"] is True  # only /rgbt/armed recorded: no nominal rate
+        assert checks["disk_space"]["free_mb"] > 0
+        assert report.success is False
+        _wait(lambda: any(s.name == "recorder" and any(kv.key == "state" for kv in s.values)
+                          for m in diags for s in m.status))
+    finally:
+        g.close()
+    bags = sorted(out.iterdir())
+    assert len(bags) == 2
+    assert [len(read_bag(b)["/rgbt/armed"]) for b in bags] == [5, 3]
+    manifests = [json.loads((b / "rgbt_manifest.json").read_text()) for b in bags]
+    assert [m["stop_reason"] for m in manifests] == ["split", "manual stop"]
+
+
+def test_thermal_query_pixel_region_class(ros_env: dict) -> None:
+    radiometry = pytest.importorskip("rgbt.image.radiometry", reason="C4 radiometry not on this branch yet")
+    from sensor_msgs.msg import Image
+    from std_msgs.msg import String
+
+    from rgbt.ros.image import numpy_to_image
+    from rgbt.ros.qos import qos_profile
+
+    temps = np.full((64, 80), 20.0)
+    temps[10:20, 30:50] = 55.0  # a hot box (class 5)
+    counts = radiometry.celsius_to_tlinear(temps, gain="high")
+    classes = np.zeros((64, 80), np.uint8)
+    classes[10:20, 30:50] = 5
+    g = Graph()
+    try:
+        g.add("thermal_query", "thermal_query", thermal_topic="/q/thermal", class_topic="/q/classes",
+              **{"radiometry.mode": "tlinear", "radiometry.gain": "high"})
+        answers: list = []
+        g.helper.create_subscription(String, "/rgbt/thermal_query/response", lambda m: answers.append(json.loads(m.data)),
+                                     qos_profile("reliable"))
+        req = g.helper.create_publisher(String, "/rgbt/thermal_query/request", qos_profile("reliable"))
+        pub_t = g.helper.create_publisher(Image, "/q/thermal", qos_profile("sensor_data"))
+        pub_c = g.helper.create_publisher(Image, "/q/classes", qos_profile("sensor_data"))
+        _wait(lambda: req.get_subscription_count() and pub_t.get_subscription_count() and pub_c.get_subscription_count())
+        time.sleep(0.5)
+        pub_t.publish(numpy_to_image(counts, 123, "thermal", "mono16"))
+        pub_c.publish(numpy_to_image(classes, 123, "thermal", "mono8"))
+        time.sleep(0.5)
+        for r in ({"id": "p", "pixel": [35, 12]}, {"id": "r", "region": [0, 0, 10, 10]}, {"id": "c", "class_id": 5},
+                  {"id": "out", "pixel": [500, 1]}, {"id": "none"}):
+            req.publish(String(data=json.dumps(r)))
+        req.publish(String(data="not json"))
+        _wait(lambda: len(answers) == 6)
+    finally:
+        g.close()
+    by = {a["id"]: a for a in answers}
+    assert by["p"]["celsius"] == pytest.approx(55.0, abs=0.01) and by["p"]["stamp_ns"] == 123
+    assert by["r"]["stats"]["mean"] == pytest.approx(20.0, abs=0.01) and by["r"]["stats"]["n"] == 100
+    assert by["c"]["stats"]["n"] == 200 and by["c"]["stats"]["min"] == pytest.approx(55.0, abs=0.01)
+    assert "outside" in by["out"]["error"] and "pixel" in by["none"]["error"]
+    assert by[None]["error"].startswith("request is not a JSON object")
+
+
+def test_mavlink_companion_heartbeats_do_not_disarm(fixtures_dir: Path) -> None:
+    """Only the vehicle's HEARTBEATs count (the ArduSub log interleaves a companion's armed flags)."""
+    from pymavlink import mavutil
+
+    from rgbt.ros.mavlink_io import heartbeat_armed
+
+    conn = mavutil.mavlink_connection(str(fixtures_dir / "mavlink" / "ardusub_small.tlog"))
+    states, raw_flags = [], set()
+    while (msg := conn.recv_match(type="HEARTBEAT")) is not None:
+        raw_flags.add(bool(msg.base_mode & mavutil.mavlink.MAV_MODE_FLAG_SAFETY_ARMED))
+        a = heartbeat_armed(msg)
+        if a is not None and (not states or states[-1] != a):
+            states.append(a)
+    assert raw_flags == {True, False}
+    assert states == [False, True, False]  # one arm, one disarm (SOURCES.md)

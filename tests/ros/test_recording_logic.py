@@ -1,0 +1,76 @@
+"""The recorder's state machine (``rgbt.ros.recording``) without ROS: debounce, re-arm, pre-arm rate
+check, manifests; bags written by the real C2 ``BagWriter`` and read back by rosbags."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("rgbt.bag.writer", reason="C2 bag writer not in this checkout")
+
+from rgbt.bag.types import ros2_typestore  # noqa: E402
+from rgbt.ros.options import RecorderOptions  # noqa: E402
+from rgbt.ros.recording import MANIFEST, Recording  # noqa: E402
+
+S = 1_000_000_000
+
+
+def _raw(text: str) -> bytes:
+    store = ros2_typestore()
+    return bytes(store.serialize_cdr(store.types["std_msgs/msg/String"](data=text), "std_msgs/msg/String"))
+
+
+def _recording(tmp_path: Path, **kw) -> Recording:  # type: ignore[no-untyped-def]
+    rec = Recording(RecorderOptions(out_dir=str(tmp_path / "bags"), min_free_mb=10, **kw), log=lambda m: None)
+    rec.add_topic("/a", "std_msgs/msg/String")
+    return rec
+
+
+def test_disarm_is_debounced_and_a_quick_rearm_keeps_the_bag(tmp_path: Path, read_bag) -> None:
+    rec = _recording(tmp_path, start="arm", debounce_s=2.0)
+    rec.on_message("/a", _raw("before arm"), 1 * S)  # not recorded: not armed yet
+    rec.on_armed(True, 2 * S)
+    assert rec.state == "recording"
+    rec.on_message("/a", _raw("0"), 3 * S)
+    rec.on_armed(False, 4 * S)
+    rec.tick(5 * S)  # disarmed 1 s < 2 s: still recording
+    rec.on_message("/a", _raw("1"), 5 * S)
+    rec.on_armed(True, 5_500_000_000)  # re-armed inside the debounce window: same bag
+    rec.on_armed(False, 7 * S)
+    rec.on_message("/a", _raw("2"), 8 * S)
+    rec.tick(8_999_999_999)
+    assert rec.state == "recording"
+    rec.tick(9 * S)  # disarmed for 2 s: closed
+    assert rec.state == "idle" and len(rec.bags) == 1
+    bag = Path(rec.bags[0])
+    assert [m.data for _, m, _ in read_bag(bag)["/a"]] == ["0", "1", "2"]
+    manifest = json.loads((bag / MANIFEST).read_text())
+    assert manifest["stop_reason"] == "disarmed" and manifest["topics"]["/a"]["count"] == 3
+
+
+def test_prearm_rate_check_uses_nominal_rates(tmp_path: Path) -> None:
+    rec = _recording(tmp_path, start="manual")
+    rec.expected_rates = {"/a": 100.0}
+    for i in range(50):  # 100 Hz
+        rec.on_message("/a", _raw(str(i)), i * S // 100)
+    ok, report = rec.prearm_report()
+    assert report["checks"]["sensors_at_rate"]["ok"] is True
+    rec2 = _recording(tmp_path, start="manual")
+    rec2.expected_rates = {"/a": 100.0}
+    for i in range(50):  # 50 Hz: below 90 % of nominal
+        rec2.on_message("/a", _raw(str(i)), i * S // 50)
+    ok, report = rec2.prearm_report()
+    assert ok is False and "/a" in report["checks"]["sensors_at_rate"]["below_rate"]
+
+
+def test_split_options_reach_the_writer(tmp_path: Path, read_bag) -> None:
+    rec = _recording(tmp_path, start="always", split_duration_s=1.0)
+    rec.start("always")
+    for i in range(30):  # 3 s of log time: several MCAP files in one bag
+        rec.on_message("/a", _raw(str(i)), 10 * S + i * S // 10)
+    rec.stop("manual stop")
+    bag = Path(rec.bags[0])
+    assert len(list(bag.glob("*.mcap"))) >= 3
+    assert [m.data for _, m, _ in read_bag(bag)["/a"]] == [str(i) for i in range(30)]
