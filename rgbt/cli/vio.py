@@ -130,6 +130,8 @@ def _add_sequence_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--ffc-at", default="", help="synthetic: FFC freeze times in s, comma-separated")
     p.add_argument("--vocab", default=None, help="DBoW2 vocabulary (default: the cached one, built if missing)")
     p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=True, help="progress bars on stderr")
+    p.add_argument("--pace", type=float, default=1.0,
+                   help="feed speed relative to real time (1: like a live camera; 0: as fast as possible)")
 
 
 def _sequences(args: argparse.Namespace) -> list:
@@ -185,18 +187,17 @@ def _cmd_eval(args: argparse.Namespace) -> int:
         raise EvaluationError("vio eval takes one sequence (use vio ablation for several)")
     seq = _sequences(args)[0]
     opts = EvalOptions(estimator=args.estimator, inertial=args.inertial, runs=args.runs, rate_hz=args.rate,
-                       normalization=args.normalization, primary_align=args.align,
+                       normalization=args.normalization, primary_align=args.align, pace=args.pace,
                        vocab=_vocab_path(args) if args.estimator == "orbslam3" else None)
-    result = evaluate_sequence(seq, opts, show_progress=args.progress)
+    result = evaluate_sequence(seq, opts, show_progress=args.progress, log_dir=args.out)
     data = result.to_dict()
     table = markdown_table([data])
     if args.out:
         _write_outputs(args.out, data, table)
         gt = seq.ground_truth_camera()
         for k, frames in enumerate(result.frames_per_run):
-            rf = [RunFrame(f.t_ns, f.tracked, f.pose, f.map) for f in frames]
-            for r, f in zip(rf, frames):
-                r.ffc = f.ffc_truth or f.state == "SKIPPED_FROZEN"
+            rf = [RunFrame(f.t_ns, f.tracked, f.pose, f.map, ffc=f.ffc_truth or f.state == "SKIPPED_FROZEN")
+                  for f in frames]
             plot_run(rf, gt, Path(args.out) / f"run{k}", align=opts.align,
                      title=f"{seq.name} {opts.estimator} run {k} ({'synthetic' if seq.synthetic else 'real'})")
     if args.json:
@@ -215,7 +216,8 @@ def _cmd_ablation(args: argparse.Namespace) -> int:
     rows, results = [], []
     for seq in _sequences(args):
         for mode in modes:
-            opts = EvalOptions(inertial=args.inertial, runs=args.runs, rate_hz=args.rate, normalization=mode, vocab=vocab)
+            opts = EvalOptions(inertial=args.inertial, runs=args.runs, rate_hz=args.rate, normalization=mode, vocab=vocab,
+                               pace=args.pace)
             data = evaluate_sequence(seq, opts, show_progress=args.progress).to_dict()
             data.pop("runs_frames", None)
             data["modality"] = f"thermal/{mode}"

@@ -29,12 +29,14 @@ from rgbt.eval.trajectory import Trajectory
 
 @dataclass
 class RunFrame:
-    """The minimum per frame: ``t_ns``, ``tracked``, ``pose`` T_world_cam or None, ``map`` segment."""
+    """The minimum per frame: ``t_ns``, ``tracked``, ``pose`` T_world_cam or None, ``map`` segment,
+    ``ffc`` (frame frozen by FFC: marked in plots)."""
 
     t_ns: int
     tracked: bool
     pose: np.ndarray | None
     map: int
+    ffc: bool = False
 
 
 def interpolate(traj: Trajectory, t_ns: np.ndarray) -> Trajectory:

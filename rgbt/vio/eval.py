@@ -27,7 +27,8 @@ class EvalOptions:
     """``estimator``; ``inertial`` (mono-inertial); ``runs``; ``rate_hz`` of the feed;
     ``normalization`` in :data:`rgbt.vio.feed.NORMALIZATIONS`; ``drop_frozen`` (None: per mode);
     ``primary_align``: alignment of the headline ``ate_rmse`` (None: sim3 for monocular, se3 with
-    IMU); ``rpe_delta_m``; ``vocab`` path; ``features`` ORB per frame."""
+    IMU); ``rpe_delta_m``; ``vocab`` path; ``features`` ORB per frame; ``pace``: 1 = feed in real
+    time (default, like a live camera), 0 = as fast as possible."""
 
     estimator: str = "orbslam3"
     inertial: bool = False
@@ -39,6 +40,7 @@ class EvalOptions:
     rpe_delta_m: float = 10.0
     vocab: str | None = None
     features: int = 1500
+    pace: float = 1.0
 
     def __post_init__(self) -> None:
         if self.estimator not in ESTIMATORS:
@@ -121,11 +123,12 @@ def build_feed(seq: Sequence, opts: EvalOptions, progress: Any = None) -> list[F
     return feed
 
 
-def _run_once(seq: Sequence, feed: list[FeedFrame], opts: EvalOptions, advance: Any = None):  # type: ignore[no-untyped-def]
+def _run_once(seq: Sequence, feed: list[FeedFrame], opts: EvalOptions, advance: Any = None,  # type: ignore[no-untyped-def]
+              log_path: str | None = None):
     from rgbt.vio.orbslam3 import OrbSlam3Options, run_orbslam3
 
     o = OrbSlam3Options(inertial=opts.inertial, features=opts.features, fps=opts.rate_hz, vocab=opts.vocab,
-                        imu_rate_hz=_imu_rate(seq))
+                        imu_rate_hz=_imu_rate(seq), pace=opts.pace, log_path=log_path)
     if seq.imu_noise is not None:
         o.imu_noise = seq.imu_noise
     return run_orbslam3(seq, feed, o, on_frame=(lambda rec: advance()) if advance else None)
@@ -136,8 +139,10 @@ def _imu_rate(seq: Sequence) -> float:
     return float(1e9 / np.median(np.diff(t))) if len(t) > 1 else 200.0
 
 
-def evaluate_sequence(seq: Sequence, opts: EvalOptions, show_progress: bool = False) -> VioEvalResult:
-    """Run ``opts.runs`` times and score each run; a run that fails keeps the others."""
+def evaluate_sequence(seq: Sequence, opts: EvalOptions, show_progress: bool = False,
+                      log_dir: str | Path | None = None) -> VioEvalResult:
+    """Run ``opts.runs`` times and score each run; a run that fails keeps the others. With
+    ``log_dir`` each run's ORB-SLAM3 log is kept as ``log_dir/run<k>/orbslam3.log``."""
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
@@ -167,7 +172,11 @@ def evaluate_sequence(seq: Sequence, opts: EvalOptions, show_progress: bool = Fa
             task = bar.add_task(f"{opts.estimator} run {k + 1}/{opts.runs}", total=len(feed))
             t0 = time.perf_counter()
             try:
-                run = _run_once(seq, feed, opts, advance=lambda: bar.advance(task))
+                log = None
+                if log_dir is not None:
+                    (Path(log_dir) / f"run{k}").mkdir(parents=True, exist_ok=True)
+                    log = str(Path(log_dir) / f"run{k}" / "orbslam3.log")
+                run = _run_once(seq, feed, opts, advance=lambda: bar.advance(task), log_path=log)
                 frames = [RunFrame(f.t_ns, f.tracked, f.pose, f.map) for f in run.frames]
                 metrics = score_run(frames, gt_cam, rpe_delta_m=opts.rpe_delta_m)
             except EvaluationError as exc:  # keep the other runs: report this one as failed
@@ -178,6 +187,7 @@ def evaluate_sequence(seq: Sequence, opts: EvalOptions, show_progress: bool = Fa
             fed = len(lat)
             result.runs.append({
                 "run": k, "sensor": run.sensor, "metrics": metrics, "resets": run.resets,
+                "map_changes": run.map_changes,
                 "frames_fed": fed, "fps": float(fed / (sum(lat) / 1e9)) if sum(lat) else None,
                 "latency_ms": summarize_ms(lat), "wall_s": time.perf_counter() - t0,
                 "imu_initialized_s": _first_imu_ready(run), "stopped": run.stopped, "log": run.log_path,

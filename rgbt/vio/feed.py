@@ -98,6 +98,16 @@ class RateSelector:
         return False
 
 
+def _bounds(frame: np.ndarray, low: float, high: float) -> tuple[float, float]:
+    """Exact percentiles (C4's histogram method when available, else numpy's)."""
+    try:
+        from rgbt.image.normalize import percentile_bounds
+    except ImportError:
+        lo, hi = np.percentile(frame, [low, high])
+        return float(lo), float(hi)
+    return percentile_bounds(frame, low, high)
+
+
 def _to_u8(img01: np.ndarray) -> np.ndarray:
     return (np.clip(img01, 0.0, 1.0) * 255.0 + 0.5).astype(np.uint8)
 
@@ -137,12 +147,12 @@ class ThermalToMono8:
             return _to_u8(out.image), bool(out.frozen)
         if self.mode == "fixed":
             if self._fixed is None:
-                lo, hi = np.percentile(frame, [1.0, 99.0])
+                lo, hi = _bounds(frame, 1.0, 99.0)
                 pad = 0.1 * (hi - lo)
                 self._fixed = (float(lo - pad), float(hi + pad))
             lo, hi = self._fixed
         else:
-            lo, hi = np.percentile(frame, [5.0, 95.0])
+            lo, hi = _bounds(frame, 5.0, 95.0)
         scale = 1.0 / max(float(hi - lo), 1.0)
         return _to_u8((frame.astype(np.float32) - np.float32(lo)) * np.float32(scale)), False
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -29,16 +30,22 @@ TRACKED_STATES = ("OK", "OK_KLT")
 @dataclass
 class OrbSlam3Options:
     """``inertial``: mono-inertial (IMU_MONOCULAR) else MONOCULAR; ``features``: ORB per frame;
-    ``imu_noise``: (gyro n, accel n, gyro walk, accel walk) continuous-time densities;
+    ``imu_noise``: (gyro n, accel n, gyro walk, accel walk) continuous-time densities given to the
+    estimator — default the CART VINS-Fusion values (the stack's ``imu.vio_noise``): with the
+    VN-100 datasheet densities ORB-SLAM3's inertial initialisation is overconfident and its scale
+    collapses (measured: 2-10 map resets per 15-30 s vs none);
     ``vocab``: DBoW2 text vocabulary (``rgbt vio vocab``); ``fps``: nominal feed rate."""
 
     inertial: bool = False
     features: int = 1500
-    imu_noise: tuple[float, float, float, float] = (6.109e-5, 1.373e-3, 1.0e-5, 1.0e-4)
+    imu_noise: tuple[float, float, float, float] = (0.01, 0.1, 1.0e-4, 1.0e-3)
     imu_rate_hz: float = 200.0
     fps: float = 20.0
     vocab: str | None = None
     log_path: str | None = None
+    #: feed pacing: 1.0 = real time (frames no faster than their stamps, as ORB-SLAM3's examples do:
+    #: its mapping threads must keep up), 0 = as fast as possible
+    pace: float = 1.0
 
     def describe(self) -> str:
         return " ".join(f"{k}={v}" for k, v in asdict(self).items())
@@ -65,12 +72,14 @@ class FrameRecord:
 
 @dataclass
 class EstimatorRun:
-    """All frames of one run plus counters; ``resets`` = maps started after the first one."""
+    """All frames of one run plus counters; ``resets`` = maps started after the first one;
+    ``map_changes`` = in-map frame changes (IMU initialisation, inertial refinement, global BA)."""
 
     estimator: str
     sensor: str
     frames: list[FrameRecord] = field(default_factory=list)
     resets: int = 0
+    map_changes: int = 0
     wall_s: float = 0.0
     log_path: str | None = None
     stopped: str | None = None
@@ -130,7 +139,9 @@ def run_orbslam3(seq: Sequence, feed: Iterable[FeedFrame], opts: OrbSlam3Options
     td_ns = int(round(seq.camera.td_s * 1e9))
     t_start = time.perf_counter()
     t0_ns: int | None = None
-    map_index, was_initialized = 0, False
+    map_index, was_initialized, imu_was_ready = 0, False, False
+    wall0: float | None = None
+    stamp0 = 0.0
     with native_stdout_to(log_path):
         slam = pyorbslam3.Slam(vocab, str(settings), sensor)
         try:
@@ -150,6 +161,12 @@ def run_orbslam3(seq: Sequence, feed: Iterable[FeedFrame], opts: OrbSlam3Options
                     run.stopped = f"no IMU samples before the frame at {frame.t_ns} ns (IMU ended or has a gap)"
                     break  # frames so far are kept
                 t_s = (frame.t_ns + td_ns - t0_ns) / 1e9
+                if opts.pace > 0:
+                    if wall0 is None:
+                        wall0, stamp0 = time.perf_counter(), t_s
+                    wait = wall0 + (t_s - stamp0) / opts.pace - time.perf_counter()
+                    if wait > 0:
+                        time.sleep(wait)
                 t_a = time.perf_counter_ns()
                 result = slam.track_monocular(frame.image, t_s, imu=imu)
                 latency = time.perf_counter_ns() - t_a
@@ -161,12 +178,23 @@ def run_orbslam3(seq: Sequence, feed: Iterable[FeedFrame], opts: OrbSlam3Options
                 pose = np.array(result.pose_wc, dtype=np.float64) if result.pose_valid else None
                 if state in TRACKED_STATES:
                     was_initialized = True
-                rec = FrameRecord(frame.t_ns, state, pose, map_index, latency,
-                                  imu_ready=bool(opts.inertial and slam.imu_initialized()), ffc_truth=frame.ffc_truth)
+                imu_ready = bool(opts.inertial and slam.imu_initialized())
+                # ORB-SLAM3 rescales and rotates the whole map at IMU initialisation and after its
+                # inertial refinements / global BA: poses reported before and after such a change live
+                # in different frames, so a new segment starts (scored with its own alignment).
+                if was_initialized and ((imu_ready and not imu_was_ready) or slam.map_changed()):
+                    map_index += 1
+                    run.map_changes += 1
+                imu_was_ready = imu_ready
+                rec = FrameRecord(frame.t_ns, state, pose, map_index, latency, imu_ready=imu_ready,
+                                  ffc_truth=frame.ffc_truth)
                 run.frames.append(rec)
                 if on_frame:
                     on_frame(rec)
         finally:
             slam.shutdown()
+            if not opts.log_path:  # nothing asked to be kept: remove the settings and the log
+                shutil.rmtree(workdir, ignore_errors=True)
+                run.log_path = None
     run.wall_s = time.perf_counter() - t_start
     return run

@@ -95,7 +95,7 @@ def plot_run(frames, gt_camera, out_dir: str | Path, align: str = "sim3", title:
     err = np.linalg.norm(est - gt.positions, axis=1)
     ax.plot(ts, err, "b-", lw=1, label="position error")
     lost = np.array([not f.tracked for f in frames])
-    ffc = np.array([getattr(f, "ffc", False) for f in frames])
+    ffc = np.array([f.ffc for f in frames])
     ymax = np.nanmax(err) if np.isfinite(err).any() else 1.0
     if lost.any():
         ax.fill_between(ts, 0, ymax, where=lost, color="orange", alpha=0.3, step="mid", label="not tracked")

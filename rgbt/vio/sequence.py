@@ -218,7 +218,7 @@ def bag_sequence(bag_path: str | Path, stack_path: str | Path | None = None, cam
                 stamp = int(m.header.stamp.sec) * 1_000_000_000 + int(m.header.stamp.nanosec)
                 yield stamp, image_to_numpy(m), False
 
-    n = stack.imu.noise  # the simulator draws IMU noise from these datasheet densities
+    n = stack.imu.vio_noise_or_noise()  # tuned VIO values (datasheet ones make ORB-SLAM3's IMU init collapse)
     return Sequence(bag_path.name, cam, frames, imu, gt, synthetic=synthetic,
                     stack_yaml=str(stack_path) if stack_path else None,
                     imu_noise=(n.gyr_n, n.acc_n, n.gyr_w, n.acc_w),

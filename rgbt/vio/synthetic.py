@@ -212,6 +212,8 @@ class TrajectoryFlight:
         kernel_yaw = np.exp(-0.5 * (np.arange(-200, 201) / 60.0) ** 2)
         kernel_yaw /= kernel_yaw.sum()
         self._yaw = np.convolve(np.pad(yaw, (200, 200), mode="edge"), kernel_yaw, mode="valid")
+        self._yaw_rate = np.gradient(self._yaw, dt)
+        self._acc = np.gradient(np.gradient(smooth, dt, axis=0), dt, axis=0)  # smooth: differentiate on the grid
         self.duration_s = duration_s
 
     def position(self, t: np.ndarray) -> np.ndarray:
@@ -230,4 +232,16 @@ class TrajectoryFlight:
     def T_world_cam(self, t: float) -> np.ndarray:
         return self.T_world_imu(t) @ self.T_imu_cam
 
-    imu = Flight.imu
+    def imu(self, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Gyro (rad/s) and specific force (m/s^2) in the IMU body frame at ``t`` (s): derivatives taken
+        on the smoothed 200 Hz grid (differentiating the piecewise-linear interpolant would give
+        spikes), then interpolated."""
+        t = np.asarray(t, dtype=np.float64)
+        acc_w = np.stack([np.interp(t, self._t, self._acc[:, i]) for i in range(3)], axis=1)
+        acc_w[:, 2] += GRAVITY
+        yaw = np.interp(t, self._t, self._yaw)
+        c, s = np.cos(yaw), np.sin(yaw)
+        acc_b = np.stack([c * acc_w[:, 0] + s * acc_w[:, 1], -s * acc_w[:, 0] + c * acc_w[:, 1], acc_w[:, 2]], axis=1)
+        gyro = np.zeros_like(acc_b)
+        gyro[:, 2] = np.interp(t, self._t, self._yaw_rate)
+        return gyro, acc_b

@@ -73,7 +73,7 @@ def test_bag_sequence_round_trip_and_eval(tmp_path, small_vocab):
     pytest.importorskip("pyorbslam3")
     pytest.importorskip("rgbt.image.normalize", reason="contract C4 not in this checkout")
     proc = run_rgbt("vio", "eval", "--bag", bag, "--stack", stack_path, "--estimator", "orbslam3", "--runs", "1",
-                    "--normalization", "temporal", "--vocab", small_vocab, "--json", "--no-progress")
+                    "--normalization", "temporal", "--vocab", small_vocab, "--json", "--no-progress", "--pace", "0")
     data = json.loads(proc.stdout)
     assert data["synthetic"] is True and data["normalization"] == "temporal"
     assert data["meta"]["skipped_frozen"] >= 5  # the 0.4 s FFC freeze at 20 Hz never reaches ORB-SLAM3
