@@ -98,10 +98,14 @@ def latency(seg_latency_ms: np.ndarray, restamp_err_ms: np.ndarray | None, path:
 
 
 def vio(result: Any, seq: Any, out_dir: Path) -> list[Path]:
-    """Trajectory overlay (top view) and position error vs time of the first run."""
+    """Trajectory overlay (top view) and position error vs time of the first run (FFC-frozen frames
+    marked), as ``rgbt vio eval --out`` draws them."""
+    from rgbt.eval.tracking import RunFrame
     from rgbt.vio.report import plot_run
 
-    if not result.frames_per_run:
+    if not result.frames_per_run or not result.frames_per_run[0]:
         return []
-    return plot_run(result.frames_per_run[0], seq.ground_truth_camera(), out_dir, align=result.options["align"],
+    frames = [RunFrame(f.t_ns, f.tracked, f.pose, f.map, ffc=f.ffc_truth or f.state == "SKIPPED_FROZEN")
+              for f in result.frames_per_run[0]]
+    return plot_run(frames, seq.ground_truth_camera(), out_dir, align=result.options["align"],
                     title=f"ORB-SLAM3 {result.to_dict()['sensor']} on the recorded thermal (synthetic)")
