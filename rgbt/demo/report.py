@@ -43,8 +43,10 @@ def reproduce_commands(summary: dict) -> dict[str, str]:
     if seg.get("labels_dir"):
         cmds["segmentation.miou"] = rgbt_cmd("seg", "eval", "--dataset", rel(seg["labels_dir"]), "--engine",
                                              rel(seg["engine"]), "--split", "test", "--json") + "  # .miou.all"
-    cmds["segmentation.fps / p50_ms / p99_ms"] = (rgbt_cmd("demo", "--replay", bag, "--no-vio", "--json")
-                                                  + "  # recomputed from the bag's stamps")
+    n = (summary.get("run") or {}).get("eval_frames", 150)
+    cmds["segmentation.fps / p50_ms / p99_ms (and miou)"] = (
+        rgbt_cmd("demo", "--replay", bag, "--no-vio", *(["--eval-frames", n] if n != 150 else []), "--json")
+        + "  # recomputed from the bag's stamps")
     cmds["bare model FPS (reference, not the graph's)"] = rgbt_cmd("bench", "seg", "--models", rel(seg.get("engine", "")),
                                                                   "--json")
     vio = summary.get("vio") or {}

@@ -41,7 +41,7 @@ def run_demo(options: DemoOptions, console: Any = None) -> dict:
     thermal_topic = stack.cameras["thermal"].topic
     run: dict[str, Any] = {"command": " ".join(["rgbt", *sys.argv[1:]]) if sys.argv[0].endswith(("rgbt", "__main__.py"))
                            else "rgbt demo", "profile": options.profile, "seed": options.seed,
-                           "engine": rel(engine), "notes": notes}
+                           "engine": rel(engine), "eval_frames": options.max_eval_frames, "notes": notes}
     vs_path: Path | None = None
     if options.replay:
         bag = Path(options.replay)
