@@ -7,8 +7,6 @@ import shlex
 from pathlib import Path
 from typing import Any
 
-from rgbt.paths import REPO_ROOT
-
 SIMULATED_NOTE = (
     "**What is simulated.** Everything the sensors saw in this run is synthetic: the thermal "
     "frames, IMU, GNSS, autopilot pose and armed state come from `rgbt.sim` (a procedural world with "
@@ -166,9 +164,3 @@ def write_report(summary: dict, path: Path) -> Path:
     path.write_text("\n".join(L) + "\n")
     return path
 
-
-def repo_relative(path: Path) -> str:
-    try:
-        return str(path.resolve().relative_to(REPO_ROOT))
-    except ValueError:
-        return str(path)

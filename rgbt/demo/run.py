@@ -143,7 +143,7 @@ def run_demo(options: DemoOptions, console: Any = None) -> dict:
         plot_paths.append(plots.latency(scan.mask_latency_ms() if scan.has_masks else np.zeros(0), restamp_err,
                                         plots_dir / "latency.png"))
     wall["total"] = time.perf_counter() - t_start
-    run.update(wall_s=wall, machine=describe_machine_short(describe_machine))
+    run.update(wall_s=wall, machine=_machine(describe_machine))
     summary = {
         "synthetic": bool(scan.synthetic),
         "run_dir": str(run_dir),
@@ -160,7 +160,8 @@ def run_demo(options: DemoOptions, console: Any = None) -> dict:
     return summary
 
 
-def describe_machine_short(describe) -> str:  # type: ignore[no-untyped-def]
+def _machine(describe) -> str:  # type: ignore[no-untyped-def]
+    """One line about the machine (``rgbt.bench.machine.describe_machine``)."""
     try:
         m = describe()
     except Exception:  # noqa: BLE001 - the description is informative only
