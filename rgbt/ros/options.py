@@ -50,7 +50,7 @@ class VirtualStackOptions(NodeOptions):
 class TriggerSyncOptions(NodeOptions):
     """Restamps frames and IMU samples onto the trigger grid (``rgbt.sync.TriggerRestamper``)."""
 
-    input_depth: int = Field(50, ge=1)  # must never lose a frame: deep queues
+    input_depth: int = Field(150, ge=1)  # must never lose a frame: deep queues (2.5 s of thermal)
     raw_prefix: str = RAW_PREFIX
     cameras: list[str] = Field(default_factory=lambda: ["thermal", "color", "mono"])
     restamper: dict[str, Any] = Field(default_factory=dict)  # rgbt.sync.RestamperOptions fields
@@ -107,7 +107,9 @@ class RecorderOptions(NodeOptions):
     """Records raw CDR to MCAP (``rgbt.bag.writer.BagWriter``), arm-to-disarm by default."""
 
     input_qos: QosName = "sensor_data"
-    input_depth: int = Field(100, ge=1)
+    # the component that never loses data: 5 s of thermal queued (the middleware keeps receiving while
+    # this Python process is starved of CPU; memory is used only while it is behind)
+    input_depth: int = Field(300, ge=1)
     out_dir: str = "bags"
     topics: list[str] = Field(default_factory=list)  # the stack topics when empty
     extra_topics: list[str] = Field(default_factory=list)
