@@ -33,6 +33,10 @@ WEIGHTS = "trained on synthetic data ({src}); {kind} RGB-T fusion demo model, no
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--dataset", help="CART-layout dataset with aligned rgb/ (default: generate procedural pairs)")
+    ap.add_argument("--sim", action="store_true", help="aligned pairs from rgbt.sim flights (thermal projected "
+                    "into the colour frame with calib's RgbtRectifier.thermal_to_color) instead of procedural scenes")
+    ap.add_argument("--seconds", type=float, default=8.0, help="--sim: seconds per training flight")
+    ap.add_argument("--keep-data", help="write the generated dataset here")
     ap.add_argument("--n", type=int, default=80, help="procedural frames per condition (day, night)")
     ap.add_argument("--epochs", type=int, default=12)
     ap.add_argument("--seed", type=int, default=0)
@@ -42,6 +46,11 @@ def main() -> int:
     tmp = None
     if args.dataset:
         root, src = Path(args.dataset), f"dataset {Path(args.dataset).name}"
+    elif args.sim:
+        tmp = tempfile.TemporaryDirectory()
+        root = sim_pairs(Path(args.keep_data or tmp.name), args.seconds)
+        src = (f"rgbt.sim flights (seeds 1-4 train, 101/102 test, {args.seconds:g} s), thermal projected into the "
+               "colour frame (RgbtRectifier.thermal_to_color), colour labels")
     else:
         from rgbt.seg.synthetic import write_dataset
 
@@ -79,6 +88,40 @@ def main() -> int:
     export_model(late, sc, out / "fusion_late_tiny.onnx", output_names=("probs", "class_ids"))
     print(json.dumps(evaluate(root, out), indent=2))
     return 0
+
+
+def sim_pairs(root: Path, seconds: float, stride: int = 12) -> Path:
+    """Simulated flights -> CART layout of pixel-aligned 960x600 pairs: ``thermal16`` = the thermal frame
+    projected into the colour camera, ``rgb`` = colour, ``masks`` = the colour labels."""
+    from rgbt.image.rectify import RgbtRectifier
+    from rgbt.seg.dataset import list_items, load_rgb, load_thermal, write_item
+    from rgbt.sim import SimOptions
+    from rgbt.sim.dataset import write_cart_dataset
+    from rgbt.stack import load_stack
+
+    raw = root / "raw"
+    runs = [("lawnmower", 1, False, "train"), ("circle", 2, False, "train"), ("lawnmower", 3, True, "train"),
+            ("circle", 4, True, "train"), ("lawnmower", 101, False, "test"), ("circle", 102, True, "test")]
+    opts = [SimOptions(trajectory=t, seed=sd, night=n, duration_s=seconds if sp == "train" else seconds / 2,
+                       cameras=["thermal", "color"]) for t, sd, n, sp in runs]
+    write_cart_dataset(raw, opts, stride, splits=[r[3] for r in runs], with_rgb=True)
+    rect = RgbtRectifier.from_stack(load_stack(), "color_thermal")
+    out = root / "pairs"
+    for split in ("train", "test"):
+        items = []
+        for item in list_items(raw, split):
+            pair = load_rgb(raw, item)
+            if pair is None:
+                continue
+            th, _ = load_thermal(raw, item)
+            write_item(out, item, rect.thermal_to_color(th), pair[1], pair[0], pair[1])
+            items.append(item)
+        (out / f"{split}.txt").write_text("\n".join(items) + "\n")
+        if split == "test":
+            for tod in ("day", "night"):
+                (out / f"test_{tod}.txt").write_text("\n".join(i for i in items if f"_{tod}_" in i) + "\n")
+    (out / "SYNTHETIC.txt").write_text("rgbt.sim output: synthetic data.\n")
+    return out
 
 
 def evaluate(root: Path, out: Path) -> dict:

@@ -1,0 +1,20 @@
+"""`rgbt bench seg --json` contract (keys and sanity, never speed)."""
+
+from __future__ import annotations
+
+import json
+
+from rgbt.paths import ENGINES_DIR
+
+
+def test_bench_seg_json_contract(rgbt_cli):
+    proc = rgbt_cli("bench", "seg", "--json", "--models", ENGINES_DIR / "sim_thermal_seg.onnx", "-n", "2",
+                    "--rounds", "1")
+    res = json.loads(proc.stdout)
+    r = res["models"]["sim_thermal_seg"]
+    for k in ("fps", "p50_ms", "p90_ms", "p99_ms", "stage_fps", "backend_fps"):
+        assert isinstance(r[k], float) and r[k] > 0, k
+    assert r["p50_ms"] <= r["p90_ms"] <= r["p99_ms"]
+    assert set(r["tiers"]) == {"copy_in", "compute", "copy_out"} and r["tiers"]["compute"]["n"] == 2
+    assert r["backend"]["providers_active"] == ["CPUExecutionProvider"]
+    assert "machine" in res
