@@ -168,9 +168,16 @@ def vio(bag: Path, runs: int, stack_path: str | None = None, show_progress: bool
     ``rgbt vio eval``) on the bag; returns (summary, VioEvalResult, Sequence) - the last two for plots."""
     from rgbt.vio.eval import EvalOptions, evaluate_sequence
     from rgbt.vio.sequence import bag_sequence
+    from rgbt.vio.vocab import VocabOptions, ensure_vocabulary, vocabulary_file
 
+    if show_progress and not vocabulary_file(VocabOptions()).is_file():
+        from rich.console import Console
+
+        Console(stderr=True).print("building the ORB vocabulary (first run only, cached; ~30-60 s)")
+    vocab = ensure_vocabulary(show_progress=show_progress)  # what `rgbt vio eval` uses by default
     seq = bag_sequence(bag, stack_path=stack_path, camera="thermal")
-    result = evaluate_sequence(seq, EvalOptions(estimator="orbslam3", runs=runs), show_progress=show_progress)
+    result = evaluate_sequence(seq, EvalOptions(estimator="orbslam3", runs=runs, vocab=str(vocab)),
+                               show_progress=show_progress)
     d = result.to_dict()
     run0 = result.runs[0]["metrics"] if result.runs else {}
     rpe = run0.get("rpe") if isinstance(run0.get("rpe"), dict) else None
