@@ -28,8 +28,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--stack", default=None, help="stack YAML (default calib/stack.yaml)")
     p.add_argument("--camera", default="thermal", help="camera name in the stack (thermal, color, mono)")
     p.add_argument("--out", required=True, help="output directory")
-    p.add_argument("--rate", type=float, default=20.0, help="feed frame rate in Hz the configs assume")
-    p.add_argument("--topic", default=None, help="image topic of the mono8 feed")
+    p.add_argument("--rate", type=float, default=None,
+                   help="feed frame rate in Hz the configs assume (default: the VIO bridge's for the camera: "
+                        "20 Hz thermal, 15 Hz colour / mono)")
+    p.add_argument("--topic", default=None, help="image topic of the mono8 feed (default: the VIO bridge's)")
+    p.add_argument("--imu-topic", default=None, help="IMU topic (default: the VIO bridge's reliable relay)")
     p.add_argument("--imu-noise", default="vio", choices=["vio", "datasheet"], help="IMU noise values to write")
     p.add_argument("--no-imu", action="store_true", help="ORB-SLAM3: monocular settings without the IMU block")
     p.add_argument("--json", action="store_true", help="print the written paths as JSON")
@@ -103,7 +106,8 @@ def _cmd_export(args: argparse.Namespace) -> int:
     from rgbt.vio.config import ExportOptions, export
 
     stack = load_stack(args.stack)
-    opts = ExportOptions(camera=args.camera, image_topic=args.topic, rate_hz=args.rate, imu_noise=args.imu_noise)
+    opts = ExportOptions(camera=args.camera, image_topic=args.topic, imu_topic=args.imu_topic, rate_hz=args.rate,
+                         imu_noise=args.imu_noise)
     paths = export(stack, args.estimator, args.out, opts, inertial=not args.no_imu)
     if args.json:
         print_json({"estimator": args.estimator, "camera": args.camera, "files": [str(p) for p in paths]})
@@ -257,14 +261,15 @@ def ablation_table(rows: list[dict]) -> str:
 
 
 def _cmd_estimators(args: argparse.Namespace) -> int:
-    from rgbt.vio.runners import SPECS, command_line, detect
+    from rgbt.vio.runners import SPECS, capture_command, command_line, detect
 
     rows = []
     for name in SPECS:
         info = detect(name)
         rows.append({"estimator": name, "installed": info.installed, "reason": info.reason,
                      "command": command_line(name, args.config_dir, args.camera, info.executable),
-                     "odometry_topics": list(SPECS[name].odometry_topics)})
+                     "odometry_topics": list(SPECS[name].odometry_topics),
+                     "capture": capture_command(name, f"{name}_odometry.tum", python="python")})
     rows.append({"estimator": "orbslam3", "installed": True, "reason": "in-process via pyorbslam3",
                  "command": ["rgbt", "vio", "eval", "--estimator", "orbslam3"], "odometry_topics": []})
     if args.json:

@@ -145,6 +145,35 @@ class ReplayOptions(NodeOptions):
     start_delay_s: float = Field(1.0, ge=0)
 
 
+class VioBridgeOptions(NodeOptions):
+    """The estimator feed (``rgbt.vio.feed.StreamFeed``): one camera -> mono8 on the trigger grid,
+    FFC-frozen frames dropped, plus the IMU relayed with strictly increasing stamps; published reliable.
+
+    Topic and rate defaults come from ``rgbt.vio.feed`` (what ``rgbt vio export`` writes into the
+    estimator configs). Stamps stay camera (trigger) time: the configs carry ``td``."""
+
+    output_qos: QosName = "reliable"
+    input_depth: int = Field(60, ge=1)  # 1 s of thermal; the IMU gets 8x (small_qos)
+    camera: Literal["thermal", "color", "mono"] = "thermal"
+    input_topic: str = ""  # the stack topic of the camera when empty
+    imu_input_topic: str = ""  # the stack's IMU topic when empty
+    output_topic: str = ""  # rgbt.vio.feed.feed_image_topic(camera) when empty
+    imu_output_topic: str = ""  # rgbt.vio.feed.FEED_IMU_TOPIC when empty
+    rate_hz: float = Field(0.0, ge=0)  # 0: rgbt.vio.feed.feed_rate_hz of the camera (20 Hz thermal)
+    normalization: Literal["percentile", "fixed", "temporal", "temporal_clahe"] = "temporal"
+    drop_frozen: bool = True  # drop FFC-frozen frames (the temporal modes detect them)
+    relay_imu: bool = True
+
+
+class OdometryCaptureOptions(NodeOptions):
+    """Writes ``nav_msgs/Odometry`` of an external estimator to a TUM file (``rgbt.ros.odometry``)."""
+
+    input_qos: QosName = "reliable"
+    input_depth: int = Field(500, ge=1)
+    topics: list[str] = Field(default_factory=list)  # every estimator's odometry topic when empty
+    out_path: str = "odometry.tum"
+
+
 class HealthOptions(NodeOptions):
     """CPU, memory, disk and temperatures (psutil; tegrastats / jtop when present)."""
 
@@ -194,6 +223,8 @@ OPTIONS: dict[str, type[NodeOptions]] = {
     "recorder": RecorderOptions,
     "replay": ReplayOptions,
     "health": HealthOptions,
+    "vio_bridge": VioBridgeOptions,
+    "odometry_capture": OdometryCaptureOptions,
     "mavlink_bridge": MavlinkBridgeOptions,
     "thermal_query": ThermalQueryOptions,
     "vn100": DriverOptions,

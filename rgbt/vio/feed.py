@@ -15,7 +15,7 @@ from typing import Iterator
 
 import numpy as np
 
-from rgbt.errors import EvaluationError, ImageError
+from rgbt.errors import ConfigError, EvaluationError, ImageError
 
 #: normalization modes of the thermal feed (the ablation compares them)
 NORMALIZATIONS = ("percentile", "fixed", "temporal", "temporal_clahe")
@@ -215,3 +215,126 @@ def prepare_feed(frames: Iterator[tuple[int, np.ndarray, bool]], mode: str = "te
         out = bridge.frame(int(t_ns), frame, ffc)
         if out is not None:
             yield out
+
+
+# --- the ROS 2 bridge's streaming core (``nodes/vio_bridge.py``) -----------------------------
+
+#: where the VIO bridge publishes and what ``rgbt vio export`` writes into the estimator configs:
+#: one place for both (the bridge's options default to these, the exporters read them)
+FEED_IMU_TOPIC = "/rgbt/vio/imu"
+FEED_RATE_HZ = 20.0
+
+
+def feed_image_topic(camera: str) -> str:
+    """The mono8 feed topic of ``camera`` (``/rgbt/vio/<camera>/image_mono8``)."""
+    return f"/rgbt/vio/{camera}/image_mono8"
+
+
+def grid_step(trigger_rate_hz: float, divider: int, rate_hz: float) -> int:
+    """Trigger pulses between two feed frames: ``trigger_rate_hz / rate_hz``, which must be a whole
+    multiple of the camera's ``divider`` (pulses per frame). E.g. thermal 60 Hz -> 20 Hz: 3; a
+    30 Hz camera (divider 2) can feed 30, 15 or 10 Hz, not 20. Raises :class:`ConfigError` otherwise."""
+    step = trigger_rate_hz / rate_hz if rate_hz > 0 else 0.0
+    n = int(round(step))
+    if n < 1 or abs(step - n) > 1e-9 or n % max(int(divider), 1):
+        allowed = ", ".join(f"{trigger_rate_hz / (divider * k):g}" for k in range(1, 7))
+        raise ConfigError("<vio feed>", "rate_hz", rate_hz,
+                          f"the {trigger_rate_hz:g} Hz trigger rate divided by a multiple of {divider} "
+                          f"(pulses per frame), e.g. {allowed} Hz")
+    return n
+
+
+def feed_rate_hz(trigger_rate_hz: float, divider: int, wanted_hz: float | None = None) -> float:
+    """The feed rate of a camera: ``wanted_hz`` when given (checked by :func:`grid_step`), else the
+    fastest rate on the camera's trigger grid not above :data:`FEED_RATE_HZ` (thermal 60 Hz -> 20 Hz,
+    colour / mono 30 Hz -> 15 Hz). The bridge node and ``rgbt vio export`` both call this."""
+    if wanted_hz:
+        grid_step(trigger_rate_hz, divider, wanted_hz)
+        return float(wanted_hz)
+    k = 1
+    while trigger_rate_hz / (divider * k) > FEED_RATE_HZ + 1e-9:
+        k += 1
+    return trigger_rate_hz / (divider * k)
+
+
+class GridDecimator:
+    """Keeps every ``step``-th trigger pulse: frame stamps are restamped trigger times, so the pulse
+    distance to the last kept frame is ``round(dt * trigger_rate)``; a frame is kept when that is a
+    multiple of ``step``. Frames lost upstream do not shift the grid, and referencing the last kept
+    frame (not the first) keeps the rounding exact under clock drift."""
+
+    def __init__(self, trigger_rate_hz: float, step: int) -> None:
+        self.rate = float(trigger_rate_hz)
+        self.step = int(step)
+        self._last: int | None = None
+
+    def on_grid(self, t_ns: int) -> bool:
+        if self._last is None:
+            return True
+        pulses = int(round((int(t_ns) - self._last) * self.rate / 1e9))
+        return pulses % self.step == 0
+
+    def kept(self, t_ns: int) -> None:
+        self._last = int(t_ns)
+
+
+class StreamFeed:
+    """One camera stream -> the estimator feed, frame by frame (the VIO bridge node wraps it).
+
+    Every input frame goes through the normalizer (so the temporal bounds and the FFC detection
+    see the full-rate stream: a frozen frame repeats the frame just before it); then a frame is
+    published when it is on the output grid (:class:`GridDecimator`), its stamp increases, and it is
+    not FFC-frozen (``drop_frozen``). A frozen frame on the grid is dropped and the grid moves on.
+    ``frame(t_ns, image) -> mono8 or None``; input uint16 (thermal counts), uint8 mono, or HxWx3 RGB
+    (converted to mono8 as a debayered mono image). ``counters``: in, thinned, frozen_dropped,
+    stale (non-increasing stamp), out.
+    """
+
+    def __init__(self, mode: str, trigger_rate_hz: float, step: int, drop_frozen: bool = True) -> None:
+        self.conv = ThermalToMono8(mode)
+        self.grid = GridDecimator(trigger_rate_hz, step)
+        self.drop_frozen = drop_frozen
+        self.counters = {"in": 0, "stale": 0, "thinned": 0, "frozen_dropped": 0, "out": 0}
+        self._last_in: int | None = None
+
+    def frame(self, t_ns: int, image: np.ndarray) -> np.ndarray | None:
+        t_ns = int(t_ns)
+        self.counters["in"] += 1
+        if self._last_in is not None and t_ns <= self._last_in:
+            self.counters["stale"] += 1
+            return None
+        self._last_in = t_ns
+        if image.ndim == 3:
+            import cv2
+
+            image = cv2.cvtColor(image, cv2.COLOR_RGB2GRAY)
+        mono8, frozen = self.conv(image, t_ns)
+        if not self.grid.on_grid(t_ns):
+            self.counters["thinned"] += 1
+            return None
+        self.grid.kept(t_ns)
+        if frozen and self.drop_frozen:
+            self.counters["frozen_dropped"] += 1
+            return None
+        self.counters["out"] += 1
+        return mono8
+
+
+class ImuRelay:
+    """Passes IMU samples on only when their stamp strictly increases (a duplicate or out-of-order
+    sample would give the estimator a zero or negative time step: DESIGN §5b rule 1).
+    ``accept(t_ns) -> bool``; ``counters``: in, duplicate, out_of_order, out."""
+
+    def __init__(self) -> None:
+        self.last: int | None = None
+        self.counters = {"in": 0, "duplicate": 0, "out_of_order": 0, "out": 0}
+
+    def accept(self, t_ns: int) -> bool:
+        t_ns = int(t_ns)
+        self.counters["in"] += 1
+        if self.last is not None and t_ns <= self.last:
+            self.counters["duplicate" if t_ns == self.last else "out_of_order"] += 1
+            return False
+        self.last = t_ns
+        self.counters["out"] += 1
+        return True

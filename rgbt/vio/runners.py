@@ -184,3 +184,14 @@ def odometry_to_trajectory(messages: Iterable, name: str = "odometry") -> Trajec
     if not t:
         raise EvaluationError(f"{name}: the estimator published no odometry")
     return Trajectory(np.array(t), np.array(p), np.array(q), name=name)
+
+
+def capture_command(name: str, out_tum: str | Path, python: str | None = None) -> list[str]:
+    """The argv of the odometry capture (``nodes/odometry_capture.py``) for estimator ``name``: its
+    odometry topics -> ``out_tum`` (TUM; read back with ``rgbt.eval.trajectory`` / ``rgbt vio ate``).
+    Start it with :func:`ros_env` beside :func:`command_line`'s process."""
+    import sys
+
+    topics = "[" + ",".join(f"'{t}'" for t in SPECS[name].odometry_topics) + "]"
+    return [python or sys.executable, "-m", "rgbt.ros.spin", "--node", "odometry_capture:odometry_capture",
+            "--ros-args", "-p", f"out_path:={out_tum}", "-p", f"topics:={topics}"]
