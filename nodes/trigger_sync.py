@@ -8,7 +8,9 @@ onto the host clock through the restamper's IMU clock fit. A frame and its info 
 identical header stamp. Outputs: the stack topics (``/boson/thermal/image_raw``, ...) with the
 header stamp replaced by the restamped trigger time, patched in the raw CDR bytes (pixels are
 forwarded untouched, never deserialized). Before lock frames keep their host stamp
-(``publish_unlocked``) and are counted as ``unlocked``.
+(``publish_unlocked``) and are counted as ``unlocked``. Diagnostics (``sync.locked`` etc.) go out
+every period and at once when a stream gains or loses lock (the recorder's ``require_sync_lock``
+waits for it).
 """
 
 from __future__ import annotations
@@ -56,6 +58,7 @@ class TriggerSyncNode(RgbtNode):
         self.create_subscription(Imu, f"{o.raw_prefix}/imu", self.guard(lambda raw: self.on_frame("imu", raw),
                                                                         self.imu_topic), self.small_qos, raw=True)
         self.diag.values["unlocked"] = "0"
+        self.locked_kinds: set[str] = set()  # streams whose stamps are restamped (lock reached)
 
     def on_frame_info(self, kind: str, info: TimeReference) -> None:
         stamp = stamp_to_ns(info.header.stamp)
@@ -84,6 +87,11 @@ class TriggerSyncNode(RgbtNode):
             topic = self.stack_model.cameras[kind].topic
             if status:
                 self.diag.topic(topic).drops += status.get("dropped_before", 0)
+        if (t_new is not None) != (kind in self.locked_kinds):
+            # a stream gained or lost lock: tell the recorder now (it may be waiting for the lock to
+            # start an armed recording), not at the next diagnostics period
+            self.locked_kinds.symmetric_difference_update({kind})
+            self.publish_diagnostics()
         if t_new is None:
             self.diag.values["unlocked"] = str(int(self.diag.values["unlocked"]) + 1)
             if not self.options.publish_unlocked:

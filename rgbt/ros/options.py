@@ -124,6 +124,10 @@ class RecorderOptions(NodeOptions):
     max_total_mb: float = Field(0, ge=0)  # 0: no cap; reaching it closes the bag (never corrupt)
     min_free_mb: float = Field(500, ge=0)  # stop recording below this free disk space
     prearm_minutes: float = Field(10, ge=0)  # disk space needed for this many minutes
+    # pre-arm: an arm start waits for the trigger sync's lock (frames before it carry host stamps);
+    # the wait is logged and counted, and recording starts as soon as the lock arrives while armed
+    require_sync_lock: bool = False
+    sync_lock_timeout_s: float = Field(30.0, ge=0)  # armed this long without lock: record anyway (0: wait)
     synthetic: bool = False  # labels the bag rgbt.synthetic=true
 
 

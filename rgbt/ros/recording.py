@@ -80,6 +80,9 @@ class Recording:
         self.expected_rates: dict[str, float] = {}  # topic -> Hz the pre-arm check expects
         self.last_stop_reason = ""
         self.error_ns = 0
+        self.waiting_for_sync_since: int | None = None  # armed, start deferred until the sync locks
+        self.sync_deferrals = 0  # arm starts deferred for the sync lock
+        self.sync_timeouts = 0  # deferred starts that gave up waiting (recorded unlocked)
 
     # -- topics and messages -----------------------------------------------------------------
     def add_topic(self, name: str, msgtype: str, qos_yaml: str = "") -> None:
@@ -119,6 +122,14 @@ class Recording:
 
     def on_peer_status(self, name: str, values: dict[str, str]) -> None:
         self.peers[name] = values
+        if self.waiting_for_sync_since is not None and self.armed and self.sync_locked():
+            waited = (time.time_ns() - self._wait_wall_ns) / 1e9
+            self.log(f"trigger sync locked after {waited:.1f} s armed: starting the deferred recording")
+            self._start_armed(self.waiting_for_sync_since)
+
+    def sync_locked(self) -> bool:
+        """Whether a trigger sync node reports lock (``sync.locked`` in its diagnostics)."""
+        return any(vals.get("sync.locked") in ("True", "true", "1") for vals in self.peers.values())
 
     # -- arm / disarm ----------------------------------------------------------------------
     def on_armed(self, armed: bool, now_ns: int) -> None:
@@ -128,18 +139,50 @@ class Recording:
         if armed:
             self.disarmed_since = None
             if self.o.start == "arm" and self.sink is None and self.state != "error":
-                self.start("arm")
-        elif self.disarmed_since is None:
-            self.disarmed_since = now_ns
+                self._start_armed(now_ns)
+        else:
+            if self.waiting_for_sync_since is not None:
+                self.log("disarmed before the trigger sync locked: nothing recorded")
+                self.waiting_for_sync_since, self.state = None, "idle"
+            if self.disarmed_since is None:
+                self.disarmed_since = now_ns
         if self.state_topic and (changed or self.sink is not None):
             with self._lock:
                 if self.sink is not None:
                     self.sink.put(self.state_topic, now_ns, mavros_state_cdr(armed, now_ns))
         self.tick(now_ns)
 
+    def _start_armed(self, now_ns: int) -> None:
+        """Start on arm, unless ``require_sync_lock`` and the trigger sync has not locked yet: then
+        wait (state ``waiting_for_sync``, counted once per arm) until it does (:meth:`on_peer_status`)
+        or ``sync_lock_timeout_s`` passes (:meth:`tick`)."""
+        waiting = self.waiting_for_sync_since is not None
+        timed_out = (waiting and self.o.sync_lock_timeout_s > 0
+                     and now_ns - self.waiting_for_sync_since >= self.o.sync_lock_timeout_s * 1e9)
+        if self.o.require_sync_lock and not self.sync_locked() and not timed_out:
+            if not waiting:
+                self.waiting_for_sync_since, self._wait_wall_ns = now_ns, time.time_ns()
+                self.sync_deferrals += 1
+                self.state = "waiting_for_sync"
+                self.log("armed, but the trigger sync is not locked: recording deferred until it locks "
+                         "(frames before the lock carry host stamps)")
+            return
+        if timed_out:
+            self.sync_timeouts += 1
+            self.log(f"trigger sync still not locked {self.o.sync_lock_timeout_s:g} s after arming: "
+                     "recording anyway (stamps are host arrival times until it locks)")
+        self.waiting_for_sync_since = None
+        if self.state == "waiting_for_sync":
+            self.state = "idle"
+        self.start("arm")
+
+    _wait_wall_ns = 0
+
     def tick(self, now_ns: int) -> None:
-        """Debounced disarm stop, the free-disk check, and a new bag after a write error (call a few
-        times a second)."""
+        """Debounced disarm stop, the free-disk check, the sync-lock wait's timeout, and a new bag
+        after a write error (call a few times a second)."""
+        if self.waiting_for_sync_since is not None and self.armed and self.sink is None:
+            self._start_armed(now_ns)
         stop = None
         with self._lock:
             if (self.sink is not None and self.started_by == "arm" and self.disarmed_since is not None
@@ -253,6 +296,7 @@ class Recording:
 
     def diag_values(self) -> dict[str, str]:
         return {"state": self.state, "bag": str(self.bag_path or ""), "armed": str(self.armed),
+                "sync_deferrals": str(self.sync_deferrals), "sync_timeouts": str(self.sync_timeouts),
                 "write_errors": str(self.write_errors),
                 "bags_closed": str(len(self.bags)), "last_stop_reason": self.last_stop_reason,
                 "bytes": str(self.sink.info["bytes"] if self.sink is not None else 0),

@@ -74,3 +74,41 @@ def test_split_options_reach_the_writer(tmp_path: Path, read_bag) -> None:
     bag = Path(rec.bags[0])
     assert len(list(bag.glob("*.mcap"))) >= 3
     assert [m.data for _, m, _ in read_bag(bag)["/a"]] == [str(i) for i in range(30)]
+
+
+def test_arm_start_waits_for_sync_lock(tmp_path: Path, read_bag) -> None:
+    rec = _recording(tmp_path, start="arm", require_sync_lock=True, sync_lock_timeout_s=0)
+    rec.on_peer_status("trigger_sync", {"sync.locked": "False"})
+    rec.on_armed(True, 1 * S)
+    rec.on_message("/a", _raw("host-stamped"), 1 * S)  # before lock: not recorded
+    rec.on_armed(True, 2 * S)  # the armed state repeats every second: still one deferral
+    rec.tick(3 * S)
+    assert rec.state == "waiting_for_sync" and rec.sink is None
+    assert rec.diag_values()["sync_deferrals"] == "1"
+    rec.on_peer_status("trigger_sync", {"sync.locked": "True"})  # lock arrives while armed: start now
+    assert rec.state == "recording" and rec.started_by == "arm"
+    rec.on_message("/a", _raw("restamped"), 4 * S)
+    rec.on_armed(False, 5 * S)
+    rec.tick(7 * S)
+    assert rec.state == "idle" and len(rec.bags) == 1
+    assert [m.data for _, m, _ in read_bag(Path(rec.bags[0]))["/a"]] == ["restamped"]
+    assert rec.diag_values()["sync_deferrals"] == "1" and rec.diag_values()["sync_timeouts"] == "0"
+
+
+def test_sync_lock_wait_ends_on_disarm_or_timeout(tmp_path: Path) -> None:
+    rec = _recording(tmp_path, start="arm", require_sync_lock=True, sync_lock_timeout_s=5)
+    rec.on_armed(True, 1 * S)
+    rec.on_armed(False, 2 * S)  # disarmed before any lock: nothing recorded, back to idle
+    assert rec.state == "idle" and rec.waiting_for_sync_since is None and rec.sink is None
+    rec.on_armed(True, 10 * S)
+    rec.tick(14_999_999_999)
+    assert rec.state == "waiting_for_sync"
+    rec.tick(15 * S)  # 5 s armed without lock: record anyway, counted
+    assert rec.state == "recording"
+    assert rec.diag_values()["sync_deferrals"] == "2" and rec.diag_values()["sync_timeouts"] == "1"
+    rec.stop("test")
+    # without the option an arm starts at once, lock or not
+    rec2 = _recording(tmp_path, start="arm")
+    rec2.on_armed(True, 1 * S)
+    assert rec2.state == "recording"
+    rec2.stop("test")
