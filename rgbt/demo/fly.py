@@ -64,13 +64,13 @@ def check_devices(specs: list[Any]) -> None:
 
 def flight_overrides(options: Any, run_dir: Path, engine: Path, trajectory: str) -> dict[str, dict[str, Any]]:
     """Per-node parameter overrides of the ``bench-sim`` profile for one demo flight."""
-    from rgbt.demo.options import LEAD_IN_S, LEAD_OUT_S, flight_start_s
-
     sim = {"duration_s": options.sim_duration_s(), "seed": options.seed, "trajectory": trajectory,
-           "cameras": list(options.cameras), "lead_in_s": LEAD_IN_S, "lead_out_s": LEAD_OUT_S}
+           "cameras": list(options.cameras)}
     if Path(trajectory).is_file():
+        from rgbt.demo.options import flight_start_s
+
         sim["altitude_m"] = options.altitude_m
-        sim["start_s"] = flight_start_s(trajectory, options.sim_duration_s(), lead_in_s=LEAD_IN_S)
+        sim["start_s"] = flight_start_s(trajectory, options.sim_duration_s())
     from rgbt.ros.options import RAW_PREFIX
     from rgbt.stack import load_stack
 

@@ -10,7 +10,6 @@ import numpy as np
 
 from rgbt.errors import ConfigError
 from rgbt.paths import BAGS_DIR, ENGINES_DIR, data_dir
-from rgbt.sync import RestamperOptions
 
 #: CART ground-truth trajectories tried in this order for the default flight (longest-flown first
 #: that covers the requested duration). Shared data, never copied into the repository.
@@ -19,11 +18,8 @@ CART_TRAJECTORIES = ("CastaicLake_2022-12-20-11-40-28", "NorthField-2022-07-26-1
                      "CastaicLake_2022-12-20-12-16-02", "Duck_2023-03-21-14-06-04")
 #: parametric path used when the shared data is absent
 FALLBACK_PATH = "lawnmower"
-#: disarmed time before arming in the simulated flight (s): the trigger sync needs ``min_fit_s`` of
-#: IMU (4 s) plus a few frames to lock, and the recorder (``require_sync_lock`` in bench-sim) defers
-#: an arm start until then; arming after the lock records the whole armed flight with trigger stamps
-LEAD_IN_S = RestamperOptions().min_fit_s + 2.0
-#: disarmed time after disarming (s); the simulator's default
+#: disarmed time before arming and after disarming in the simulated flight (s); the simulator's defaults
+LEAD_IN_S = 1.0
 LEAD_OUT_S = 1.0
 
 
@@ -128,11 +124,10 @@ def _tum_length_s(path: Path) -> float:
     return rows[-1][0] - rows[0][0] if len(rows) > 1 else 0.0
 
 
-def flight_start_s(trajectory: str, sim_duration_s: float, moved_m: float = 5.0, lead_in_s: float = 1.0) -> float:
-    """Where the simulation starts in a TUM trajectory: arming (``lead_in_s`` later) comes 1 s after
-    the vehicle is first ``moved_m`` from its starting point (CART recordings begin on the ground or
-    hovering: a monocular tracker cannot initialise without motion), moved earlier if needed so the
-    flight fits; 0 for parametric paths."""
+def flight_start_s(trajectory: str, sim_duration_s: float, moved_m: float = 5.0) -> float:
+    """Where the flight starts in a TUM trajectory: when the vehicle is first ``moved_m`` from its
+    starting point (CART recordings begin on the ground or hovering: a monocular tracker cannot
+    initialise without motion), moved earlier if needed so the flight fits; 0 for parametric paths."""
     path = Path(trajectory)
     if not path.is_file():
         return 0.0
@@ -140,5 +135,5 @@ def flight_start_s(trajectory: str, sim_duration_s: float, moved_m: float = 5.0,
     t = rows[:, 0] - rows[0, 0]
     d = np.linalg.norm(rows[:, 1:4] - rows[0, 1:4], axis=1)
     moving = np.nonzero(d >= moved_m)[0]
-    start = float(t[moving[0]]) + 1.0 - lead_in_s if moving.size else 0.0
+    start = float(t[moving[0]]) if moving.size else 0.0
     return float(max(0.0, min(start, t[-1] - sim_duration_s - 0.5)))

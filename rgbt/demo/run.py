@@ -12,7 +12,7 @@ import numpy as np
 
 from rgbt.demo import evaluate, plots
 from rgbt.demo.fly import BAG_MANIFEST, VS_MANIFEST, fly, flight_overrides, hardware_overrides
-from rgbt.demo.options import LEAD_IN_S, DemoOptions, flight_start_s, resolve_engine, resolve_trajectory
+from rgbt.demo.options import DemoOptions, flight_start_s, resolve_engine, resolve_trajectory
 from rgbt.demo.report import rel, write_report
 from rgbt.demo.scan import scan_bag
 from rgbt.demo.truth import GT_FILE, SimTruth
@@ -55,7 +55,7 @@ def run_demo(options: DemoOptions, console: Any = None) -> dict:
         run["mode"] = "flight"
         trajectory = resolve_trajectory(options.trajectory, options.sim_duration_s(), notes)
         run.update(trajectory=rel(trajectory) if Path(trajectory).is_file() else trajectory,
-                   start_s=round(flight_start_s(trajectory, options.sim_duration_s(), lead_in_s=LEAD_IN_S), 2), flight_s=options.duration_s)
+                   start_s=round(flight_start_s(trajectory, options.sim_duration_s()), 2), flight_s=options.duration_s)
         for note in notes:
             con.print(f"[yellow]note:[/] {note}")
         simulated = options.profile != "flight"
