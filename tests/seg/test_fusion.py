@@ -42,7 +42,7 @@ def test_darkness_weight_is_smooth():
     assert darkness_weight(frame(0), 0.01, 0.002) == 0.0  # black: nothing to read
     w = [darkness_weight(frame(v), 0.01, 0.002) for v in (1, 3, 10, 60, 200)]
     assert all(0 < a < b < 1 for a, b in zip(w, w[1:]))  # darker -> smoothly less weight, never a hard cut
-    assert w[-1] > 0.95 and abs(darkness_weight(frame(255 * 0.01), 0.01, 0.0) - 0.5) < 0.01
+    assert w[-1] > 0.95 and darkness_weight(frame(3), 3 / 255, 0.0) == pytest.approx(0.5)
 
 
 def test_degrades_to_thermal_only_when_rgb_missing_or_black():
@@ -90,10 +90,11 @@ def sim_pairs(tmp_path_factory):
     return write_sim_pairs(tmp_path_factory.mktemp("simpairs"), opts, ["test", "test"], stride=10)
 
 
-#: Tolerance on "fused >= best single": 0.005 mIoU. The held-out set is ~15 pairs per condition, on
-#: which one class's IoU moving by a few hundred pixels shifts mIoU by ~0.002; the claim is about
-#: the method, not about a tie broken by such noise. The margins measured (docs/notes/seg.md) are
-#: larger than the tolerance, so a real regression fails.
+#: Tolerance on "fused >= best single": 0.005 mIoU. The claim is "fusion never loses to the better
+#: single modality", and on ~18 pairs per condition one class's IoU moving by a few hundred pixels
+#: shifts mIoU by ~0.002-0.005, so a tie must not fail. Measured on this set (docs/notes/seg.md):
+#: day early 0.564 vs RGB 0.559; night late 0.260 vs RGB 0.262 (a tie: inside the tolerance).
+#: A fusion that follows the weaker thermal model (the old darkness gate: 0.13 at night) fails.
 TOL = 0.005
 
 
