@@ -1,0 +1,278 @@
+"""``rgbt vio``: trajectory error (ate), estimator config export, DBoW2 vocabulary, bag evaluation."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from rgbt.cli.output import print_json
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser("vio", help="VIO: configs, vocabulary, estimator runs and ATE / RPE evaluation")
+    vio_sub = parser.add_subparsers(dest="vio_cmd", metavar="CMD")
+
+    p = vio_sub.add_parser("ate", help="absolute trajectory error of an estimate against a reference")
+    p.add_argument("--ref", required=True, help="reference (ground truth) trajectory file")
+    p.add_argument("--est", required=True, help="estimated trajectory file")
+    p.add_argument("--format", default="tum", choices=["tum", "kitti", "euroc"], help="format of both files")
+    p.add_argument("--ref-format", default=None, choices=["tum", "kitti", "euroc"], help="override for --ref")
+    p.add_argument("--align", default="se3", choices=["se3", "sim3", "posyaw", "none"],
+                   help="alignment fitted on all associated pairs (posyaw: 4-DoF yaw about z + translation)")
+    p.add_argument("--max-diff", type=float, default=0.01, help="association tolerance in seconds (evo default)")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=_cmd_ate)
+
+    p = vio_sub.add_parser("export", help="write estimator configs (VINS-Fusion, OpenVINS, ORB-SLAM3) from the stack")
+    p.add_argument("estimator", choices=["vins", "openvins", "orbslam3"])
+    p.add_argument("--stack", default=None, help="stack YAML (default calib/stack.yaml)")
+    p.add_argument("--camera", default="thermal", help="camera name in the stack (thermal, color, mono)")
+    p.add_argument("--out", required=True, help="output directory")
+    p.add_argument("--rate", type=float, default=20.0, help="feed frame rate in Hz the configs assume")
+    p.add_argument("--topic", default=None, help="image topic of the mono8 feed")
+    p.add_argument("--imu-noise", default="vio", choices=["vio", "datasheet"], help="IMU noise values to write")
+    p.add_argument("--no-imu", action="store_true", help="ORB-SLAM3: monocular settings without the IMU block")
+    p.add_argument("--json", action="store_true", help="print the written paths as JSON")
+    p.set_defaults(func=_cmd_export)
+
+    p = vio_sub.add_parser("vocab", help="build the DBoW2 ORB vocabulary ORB-SLAM3 loads (cached, not committed)")
+    p.add_argument("--k", type=int, default=10, help="branching factor")
+    p.add_argument("--L", type=int, default=6, help="depth (ORB-SLAM3 needs L >= 5: it groups features 4 levels up)")
+    p.add_argument("--frames", type=int, default=300, help="synthetic training frames")
+    p.add_argument("--features", type=int, default=1000, help="ORB features per frame")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--force", action="store_true", help="rebuild even if cached")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=_cmd_vocab)
+
+    p = vio_sub.add_parser("eval", help="run an estimator N times on a sequence and score it (ATE, RPE, tracking)")
+    _add_sequence_args(p)
+    p.add_argument("--estimator", default="orbslam3", choices=["orbslam3", "vins", "openvins"])
+    p.add_argument("--runs", type=int, default=3, help="runs (mean / std / median over them)")
+    p.add_argument("--normalization", default="temporal",
+                   choices=["percentile", "fixed", "temporal", "temporal_clahe"], help="thermal -> mono8 mode")
+    p.add_argument("--inertial", action="store_true", help="monocular-inertial (default: monocular)")
+    p.add_argument("--align", default=None, choices=["se3", "sim3", "posyaw"],
+                   help="headline ATE alignment (default sim3 monocular, se3 inertial)")
+    p.add_argument("--out", default=None, help="write result.json, table.md and plots here")
+    p.add_argument("--json", action="store_true", help="print JSON")
+    p.set_defaults(func=_cmd_eval)
+
+    p = vio_sub.add_parser("ablation", help="thermal normalization ablation with ORB-SLAM3 (tracked fraction, ATE)")
+    _add_sequence_args(p)
+    p.add_argument("--runs", type=int, default=3)
+    p.add_argument("--modes", default="percentile,fixed,temporal,temporal_clahe",
+                   help="comma-separated normalization modes")
+    p.add_argument("--inertial", action="store_true")
+    p.add_argument("--out", default=None, help="write ablation.json and ablation.md here")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=_cmd_ablation)
+
+    p = vio_sub.add_parser("estimators", help="which estimators are installed here, with their exact command lines")
+    p.add_argument("--config-dir", default="vio_configs", help="where the exported configs would be")
+    p.add_argument("--camera", default="thermal")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=_cmd_estimators)
+
+    def _help(args: argparse.Namespace) -> int:
+        parser.print_help()
+        return 2
+
+    parser.set_defaults(func=_help)
+
+
+def _cmd_ate(args: argparse.Namespace) -> int:
+    from rgbt.eval import ate, load_trajectory
+
+    ref = load_trajectory(args.ref, args.ref_format or args.format)
+    est = load_trajectory(args.est, args.format)
+    result = ate(ref, est, align=args.align, max_diff_s=args.max_diff)
+    data = {k: getattr(result, k) for k in ("rmse", "mean", "median", "max", "n_pairs", "scale", "std", "min", "align")}
+    if args.json:
+        print_json(data)
+    else:
+        from rgbt.cli.output import print_table
+
+        print_table(f"ATE ({args.align}) {Path(args.est).name} vs {Path(args.ref).name}", ["metric", "value"],
+                    [(k, v) for k, v in data.items()])
+    return 0
+
+
+def _cmd_export(args: argparse.Namespace) -> int:
+    from rgbt.stack import load_stack
+    from rgbt.vio.config import ExportOptions, export
+
+    stack = load_stack(args.stack)
+    opts = ExportOptions(camera=args.camera, image_topic=args.topic, rate_hz=args.rate, imu_noise=args.imu_noise)
+    paths = export(stack, args.estimator, args.out, opts, inertial=not args.no_imu)
+    if args.json:
+        print_json({"estimator": args.estimator, "camera": args.camera, "files": [str(p) for p in paths]})
+    else:
+        for path in paths:
+            print(path)
+    return 0
+
+
+def _add_sequence_args(p: argparse.ArgumentParser) -> None:
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument("--bag", action="append", help="simulated bag (rgbt simulate --out DIR), repeatable for ablation")
+    src.add_argument("--synthetic", type=float, metavar="SECONDS",
+                     help="the built-in SYNTHETIC loop sequence of this length (bring-up, tests)")
+    src.add_argument("--trajectory", action="append", metavar="TUM",
+                     help="SYNTHETIC thermal rendered along a real trajectory (e.g. CART ground truth), repeatable")
+    p.add_argument("--start", type=float, default=0.0, help="--trajectory: start offset in s")
+    p.add_argument("--duration", type=float, default=45.0, help="--trajectory: duration in s")
+    p.add_argument("--altitude", type=float, default=35.0, help="--trajectory: metres above the trajectory's heights")
+    p.add_argument("--stack", default=None, help="stack YAML (default calib/stack.yaml)")
+    p.add_argument("--camera", default="thermal", help="camera of the stack to feed")
+    p.add_argument("--rate", type=float, default=20.0, help="feed rate in Hz")
+    p.add_argument("--seed", type=int, default=0, help="seed of the synthetic sequence")
+    p.add_argument("--ffc-at", default="", help="synthetic: FFC freeze times in s, comma-separated")
+    p.add_argument("--vocab", default=None, help="DBoW2 vocabulary (default: the cached one, built if missing)")
+    p.add_argument("--progress", action=argparse.BooleanOptionalAction, default=True, help="progress bars on stderr")
+    p.add_argument("--pace", type=float, default=1.0,
+                   help="feed speed relative to real time (1: like a live camera; 0: as fast as possible)")
+
+
+def _sequences(args: argparse.Namespace) -> list:
+    from rgbt.vio.sequence import bag_sequence, synthetic_sequence
+
+    if args.synthetic is not None:
+        ffc = tuple(float(x) for x in args.ffc_at.split(",") if x.strip())
+        return [synthetic_sequence(args.synthetic, rate_hz=args.rate, seed=args.seed, ffc_at_s=ffc)]
+    if args.trajectory:
+        from rgbt.vio.sequence import cart_trajectory_sequence
+
+        return [cart_trajectory_sequence(t, start_s=args.start, duration_s=args.duration, altitude_m=args.altitude,
+                                         rate_hz=args.rate, seed=args.seed) for t in args.trajectory]
+    return [bag_sequence(b, stack_path=args.stack, camera=args.camera) for b in args.bag]
+
+
+def _vocab_path(args: argparse.Namespace) -> str:
+    from rgbt.vio.vocab import ensure_vocabulary
+
+    return args.vocab or str(ensure_vocabulary(show_progress=args.progress))
+
+
+def _cmd_vocab(args: argparse.Namespace) -> int:
+    from rgbt.vio.vocab import VocabOptions, build_report
+
+    opts = VocabOptions(k=args.k, L=args.L, frames=args.frames, features=args.features, seed=args.seed)
+    report = build_report(opts, force=args.force, show_progress=not args.json)
+    if args.json:
+        print_json(report)
+    else:
+        print(f"{report['path']}  (k={report['k']} L={report['L']}, {report['words']} words, "
+              f"{report['nodes']} nodes, {report['seconds']:.1f} s; trained on synthetic frames)")
+    return 0
+
+
+def _write_outputs(out_dir: str, data: dict, table: str, plots: list | None = None) -> None:
+    from rgbt.cli.output import to_json
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "result.json").write_text(to_json(data) + "\n")
+    (out / "table.md").write_text(table + "\n")
+
+
+def _cmd_eval(args: argparse.Namespace) -> int:
+    from rgbt.eval.tracking import RunFrame
+    from rgbt.vio.eval import EvalOptions, evaluate_sequence
+    from rgbt.vio.report import markdown_table, plot_run
+
+    if len(args.bag or []) > 1 or len(args.trajectory or []) > 1:
+        from rgbt.errors import EvaluationError
+
+        raise EvaluationError("vio eval takes one sequence (use vio ablation for several)")
+    seq = _sequences(args)[0]
+    opts = EvalOptions(estimator=args.estimator, inertial=args.inertial, runs=args.runs, rate_hz=args.rate,
+                       normalization=args.normalization, primary_align=args.align, pace=args.pace,
+                       vocab=_vocab_path(args) if args.estimator == "orbslam3" else None)
+    result = evaluate_sequence(seq, opts, show_progress=args.progress, log_dir=args.out)
+    data = result.to_dict()
+    table = markdown_table([data])
+    if args.out:
+        _write_outputs(args.out, data, table)
+        gt = seq.ground_truth_camera()
+        for k, frames in enumerate(result.frames_per_run):
+            rf = [RunFrame(f.t_ns, f.tracked, f.pose, f.map, ffc=f.ffc_truth or f.state == "SKIPPED_FROZEN")
+                  for f in frames]
+            plot_run(rf, gt, Path(args.out) / f"run{k}", align=opts.align,
+                     title=f"{seq.name} {opts.estimator} run {k} ({'synthetic' if seq.synthetic else 'real'})")
+    if args.json:
+        print_json(data)
+    else:
+        print(table)
+    return 0
+
+
+def _cmd_ablation(args: argparse.Namespace) -> int:
+    from rgbt.vio.eval import EvalOptions, evaluate_sequence
+    from rgbt.vio.report import markdown_table
+
+    modes = [m.strip() for m in args.modes.split(",") if m.strip()]
+    vocab = _vocab_path(args)
+    rows, results = [], []
+    for seq in _sequences(args):
+        for mode in modes:
+            opts = EvalOptions(inertial=args.inertial, runs=args.runs, rate_hz=args.rate, normalization=mode, vocab=vocab,
+                               pace=args.pace)
+            data = evaluate_sequence(seq, opts, show_progress=args.progress).to_dict()
+            data.pop("runs_frames", None)
+            data["modality"] = f"thermal/{mode}"
+            results.append(data)
+            rows.append({"sequence": seq.name, "synthetic": seq.synthetic, "normalization": mode,
+                         "tracked_fraction": data["tracked_fraction_stats"], "ate_rmse": data["ate_rmse"],
+                         "ate_full_rmse": data["ate_full_rmse"], "resets": data["resets"], "align": data["align"],
+                         "skipped_frozen": data["meta"].get("skipped_frozen"), "runs": args.runs})
+    table = ablation_table(rows)
+    out = {"ablation": rows, "table": table, "results": results}
+    if args.out:
+        _write_outputs(args.out, out, table)
+    if args.json:
+        print_json(out)
+    else:
+        print(table)
+    return 0
+
+
+def ablation_table(rows: list[dict]) -> str:
+    lines = ["| Sequence | Normalization | Tracked % (mean ± std) | ATE tracked (m) | ATE full (m) | Resets |",
+             "|---|---|---|---|---|---|"]
+
+    def ms(d: dict, scale: float = 1.0, fmt: str = "{:.3f}") -> str:
+        if d.get("mean") is None:
+            return "failed"
+        return f"{fmt.format(scale * d['mean'])} ± {fmt.format(scale * d['std'])}"
+
+    for r in rows:
+        name = r["sequence"] + (" (synthetic)" if r["synthetic"] else "")
+        lines.append(f"| {name} | {r['normalization']} | {ms(r['tracked_fraction'], 100, '{:.1f}')} | "
+                     f"{ms(r['ate_rmse'])} | {ms(r['ate_full_rmse'])} | {ms(r['resets'], 1, '{:.1f}')} |")
+    if rows:
+        lines += ["", f"ORB-SLAM3, {rows[0]['align']} alignment per map segment, {rows[0]['runs']} runs per cell; "
+                  "full = untracked frames hold the last estimate."]
+    return "\n".join(lines)
+
+
+def _cmd_estimators(args: argparse.Namespace) -> int:
+    from rgbt.vio.runners import SPECS, command_line, detect
+
+    rows = []
+    for name in SPECS:
+        info = detect(name)
+        rows.append({"estimator": name, "installed": info.installed, "reason": info.reason,
+                     "command": command_line(name, args.config_dir, args.camera, info.executable),
+                     "odometry_topics": list(SPECS[name].odometry_topics)})
+    rows.append({"estimator": "orbslam3", "installed": True, "reason": "in-process via pyorbslam3",
+                 "command": ["rgbt", "vio", "eval", "--estimator", "orbslam3"], "odometry_topics": []})
+    if args.json:
+        print_json(rows)
+    else:
+        from rgbt.cli.output import print_table
+
+        print_table("VIO estimators", ["estimator", "installed", "command / reason"],
+                    [(r["estimator"], r["installed"], " ".join(r["command"]) + ("" if r["installed"] else f"  [{r['reason']}]"))
+                     for r in rows])
+    return 0

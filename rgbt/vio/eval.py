@@ -1,0 +1,266 @@
+"""``rgbt vio eval``: run an estimator N times over a sequence and score every run (no hand-clipping).
+
+``evaluate_sequence`` / ``evaluate_bag`` -> :class:`VioEvalResult` (JSON-able via ``to_dict``):
+per-run metrics (:func:`rgbt.eval.tracking.score_run`), FPS and per-frame latency of the estimator,
+and mean / std / median over runs.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from rgbt.errors import EvaluationError
+from rgbt.eval.tracking import RunFrame, score_run
+from rgbt.vio.feed import NORMALIZATIONS, FeedFrame, prepare_feed
+from rgbt.vio.sequence import Sequence
+
+ESTIMATORS = ("orbslam3", "vins", "openvins")
+
+
+@dataclass
+class EvalOptions:
+    """``estimator``; ``inertial`` (mono-inertial); ``runs``; ``rate_hz`` of the feed;
+    ``normalization`` in :data:`rgbt.vio.feed.NORMALIZATIONS`; ``drop_frozen`` (None: per mode);
+    ``primary_align``: alignment of the headline ``ate_rmse`` (None: sim3 for monocular, se3 with
+    IMU); ``rpe_delta_m``; ``vocab`` path; ``features`` ORB per frame; ``pace``: 1 = feed in real
+    time (default, like a live camera), 0 = as fast as possible."""
+
+    estimator: str = "orbslam3"
+    inertial: bool = False
+    runs: int = 3
+    rate_hz: float = 20.0
+    normalization: str = "temporal"
+    drop_frozen: bool | None = None
+    primary_align: str | None = None
+    rpe_delta_m: float = 10.0
+    vocab: str | None = None
+    features: int = 1500
+    pace: float = 1.0
+
+    def __post_init__(self) -> None:
+        if self.estimator not in ESTIMATORS:
+            raise EvaluationError(f"estimator {self.estimator!r}: expected one of {ESTIMATORS}")
+        if self.normalization not in NORMALIZATIONS:
+            raise EvaluationError(f"normalization {self.normalization!r}: expected one of {NORMALIZATIONS}")
+        if self.runs < 1:
+            raise EvaluationError(f"runs {self.runs}: expected >= 1")
+
+    @property
+    def align(self) -> str:
+        return self.primary_align or ("se3" if self.inertial else "sim3")
+
+
+def _summary(values: list[float | None]) -> dict:
+    v = np.array([x for x in values if x is not None], dtype=np.float64)
+    if v.size == 0:
+        return {"mean": None, "std": None, "median": None, "min": None, "max": None, "n": 0}
+    return {"mean": float(v.mean()), "std": float(v.std()), "median": float(np.median(v)),
+            "min": float(v.min()), "max": float(v.max()), "n": int(v.size)}
+
+
+@dataclass
+class VioEvalResult:
+    """Everything one ``rgbt vio eval`` measured; ``to_dict()`` is the JSON."""
+
+    sequence: str
+    synthetic: bool
+    options: dict
+    runs: list[dict] = field(default_factory=list)
+    frames_per_run: list[list[RunFrame]] = field(default_factory=list, repr=False)
+    meta: dict = field(default_factory=dict)
+
+    def to_dict(self) -> dict:
+        align = self.options["align"]
+
+        ok = [r for r in self.runs if "metrics" in r]
+
+        def pick(run: dict, key: str, method: str) -> float | None:
+            m = run["metrics"][key].get(method)
+            return None if m is None else m["rmse"]
+
+        methods = sorted({m for r in ok for m in r["metrics"]["ate_tracked"]})
+        out: dict[str, Any] = {
+            "sequence": self.sequence,
+            "synthetic": self.synthetic,
+            "estimator": self.options["estimator"],
+            "sensor": "mono-inertial" if self.options["inertial"] else "mono",
+            "normalization": self.options["normalization"],
+            "rate_hz": self.options["rate_hz"],
+            "align": align,
+            "runs": self.runs,
+            "failed_runs": len(self.runs) - len(ok),
+            "ate_rmse": _summary([pick(r, "ate_tracked", align) for r in ok]),
+            "ate_full_rmse": _summary([pick(r, "ate_full", align) for r in ok]),
+            "ate_rmse_by_align": {m: _summary([pick(r, "ate_tracked", m) for r in ok]) for m in methods},
+            "ate_full_rmse_by_align": {m: _summary([pick(r, "ate_full", m) for r in ok]) for m in methods},
+            "tracked_fraction": _summary([r["metrics"]["tracked_fraction"] for r in ok])["mean"],
+            "tracked_fraction_stats": _summary([r["metrics"]["tracked_fraction"] for r in ok]),
+            "time_to_init_s": _summary([r["metrics"]["time_to_init_s"] for r in ok]),
+            "resets": _summary([r["resets"] for r in ok]),
+            "final_drift_percent": _summary([r["metrics"]["final_drift_percent"] for r in ok]),
+            "fps": _summary([r["fps"] for r in ok])["mean"],
+            "latency_ms": _summary([r["latency_ms"]["median_ms"] for r in ok]),
+            "options": self.options,
+            "meta": self.meta,
+        }
+        return out
+
+
+def build_feed(seq: Sequence, opts: EvalOptions, progress: Any = None) -> list[FeedFrame]:
+    """The normalized, rate-selected feed of ``seq`` (kept in memory so every run sees the same)."""
+    feed = []
+    for f in prepare_feed(seq.frames(), opts.normalization, opts.rate_hz, opts.drop_frozen):
+        feed.append(f)
+        if progress is not None:
+            progress()
+    if not feed:
+        raise EvaluationError(f"{seq.name}: no camera frames")
+    return feed
+
+
+def _orbslam3_options(seq: Sequence, opts: EvalOptions, log_path: str | None):  # type: ignore[no-untyped-def]
+    from rgbt.vio.orbslam3 import OrbSlam3Options
+
+    o = OrbSlam3Options(inertial=opts.inertial, features=opts.features, fps=opts.rate_hz, vocab=opts.vocab,
+                        imu_rate_hz=_imu_rate(seq), pace=opts.pace, log_path=log_path)
+    if seq.imu_noise is not None:
+        o.imu_noise = seq.imu_noise
+    return o
+
+
+def _child_run(seq: Sequence, feed: list[FeedFrame], o, queue) -> None:  # type: ignore[no-untyped-def]
+    from rgbt.vio.orbslam3 import run_orbslam3
+
+    count = [0]
+
+    def tick(rec) -> None:  # type: ignore[no-untyped-def]
+        count[0] += 1
+        if count[0] % 10 == 0:
+            queue.put(("progress", 10))
+
+    try:
+        queue.put(("done", run_orbslam3(seq, feed, o, on_frame=tick)))
+    except Exception as exc:  # noqa: BLE001 - reported to the parent, which keeps the other runs
+        queue.put(("error", f"{type(exc).__name__}: {exc}"))
+
+
+def _run_once(seq: Sequence, feed: list[FeedFrame], opts: EvalOptions, advance: Any = None,  # type: ignore[no-untyped-def]
+              log_path: str | None = None):
+    """One ORB-SLAM3 run in a forked child process: ORB-SLAM3 keeps static state across instances
+    (map / frame id counters) and can crash; a child per run keeps runs independent and a crash
+    costs only that run (reported with its exit code)."""
+    import multiprocessing as mp
+    import queue as queue_mod
+
+    o = _orbslam3_options(seq, opts, log_path)
+    ctx = mp.get_context("fork")
+    q = ctx.Queue()
+    proc = ctx.Process(target=_child_run, args=(seq, feed, o, q), daemon=True)
+    proc.start()
+    try:
+        while True:
+            try:
+                kind, payload = q.get(timeout=1.0)
+            except queue_mod.Empty:
+                if not proc.is_alive():
+                    raise EvaluationError(f"ORB-SLAM3 run ended without a result (exit code {proc.exitcode}"
+                                          f"{', log ' + log_path if log_path else ''})") from None
+                continue
+            if kind == "progress":
+                if advance:
+                    for _ in range(payload):
+                        advance()
+            elif kind == "error":
+                raise EvaluationError(f"ORB-SLAM3 run failed: {payload}")
+            else:
+                return payload
+    finally:
+        proc.join(timeout=10)
+        if proc.is_alive():
+            proc.kill()
+            proc.join()
+
+
+def _imu_rate(seq: Sequence) -> float:
+    t = seq.imu.t_ns
+    return float(1e9 / np.median(np.diff(t))) if len(t) > 1 else 200.0
+
+
+def evaluate_sequence(seq: Sequence, opts: EvalOptions, show_progress: bool = False,
+                      log_dir: str | Path | None = None) -> VioEvalResult:
+    """Run ``opts.runs`` times and score each run; a run that fails keeps the others. With
+    ``log_dir`` each run's ORB-SLAM3 log is kept as ``log_dir/run<k>/orbslam3.log``."""
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    from rgbt.bench.timing import summarize_ms
+
+    if opts.estimator != "orbslam3":  # fail before any work: VINS / OpenVINS need ROS 2 + the bridge
+        from rgbt.vio.runners import require_installed
+
+        require_installed(opts.estimator)
+        raise EvaluationError(f"{opts.estimator} is installed, but replaying a bag into it needs the ROS 2 VIO "
+                              "bridge (rgbt.ros), which this command does not start yet; use "
+                              "`rgbt vio estimators` for the exact command line")
+    gt_cam = seq.ground_truth_camera()
+    result = VioEvalResult(seq.name, seq.synthetic, {**asdict(opts), "align": opts.align}, meta=dict(seq.meta))
+    import os
+
+    # ORB-SLAM3 writes to fds 1 and 2 (captured into its log while it runs); the bars keep their own fd
+    bar_stream = os.fdopen(os.dup(2), "w") if show_progress else None
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
+                  console=Console(file=bar_stream, stderr=bar_stream is None), disable=not show_progress,
+                  transient=True) as bar:
+        task = bar.add_task(f"feed {seq.name} ({opts.normalization})", total=None)
+        feed = build_feed(seq, opts, progress=lambda: bar.advance(task))
+        result.meta.update(feed_frames=len(feed), skipped_frozen=sum(f.frozen for f in feed),
+                           ffc_truth_frames=sum(f.ffc_truth for f in feed))
+        for k in range(opts.runs):
+            task = bar.add_task(f"{opts.estimator} run {k + 1}/{opts.runs}", total=len(feed))
+            t0 = time.perf_counter()
+            try:
+                log = None
+                if log_dir is not None:
+                    (Path(log_dir) / f"run{k}").mkdir(parents=True, exist_ok=True)
+                    log = str(Path(log_dir) / f"run{k}" / "orbslam3.log")
+                run = _run_once(seq, feed, opts, advance=lambda: bar.advance(task), log_path=log)
+                frames = [RunFrame(f.t_ns, f.tracked, f.pose, f.map) for f in run.frames]
+                metrics = score_run(frames, gt_cam, rpe_delta_m=opts.rpe_delta_m)
+            except EvaluationError as exc:  # keep the other runs: report this one as failed
+                result.runs.append({"run": k, "error": str(exc), "wall_s": time.perf_counter() - t0})
+                result.frames_per_run.append([])
+                continue
+            lat = [f.latency_ns for f in run.frames if f.state != "SKIPPED_FROZEN"]
+            fed = len(lat)
+            result.runs.append({
+                "run": k, "sensor": run.sensor, "metrics": metrics, "resets": run.resets,
+                "map_changes": run.map_changes,
+                "frames_fed": fed, "fps": float(fed / (sum(lat) / 1e9)) if sum(lat) else None,
+                "latency_ms": summarize_ms(lat), "wall_s": time.perf_counter() - t0,
+                "imu_initialized_s": _first_imu_ready(run), "stopped": run.stopped, "log": run.log_path,
+            })
+            result.frames_per_run.append(run.frames)
+    return result
+
+
+def _first_imu_ready(run) -> float | None:  # type: ignore[no-untyped-def]
+    if not run.frames:
+        return None
+    for f in run.frames:
+        if f.imu_ready:
+            return (f.t_ns - run.frames[0].t_ns) / 1e9
+    return None
+
+
+def evaluate_bag(bag_path: str | Path, estimator: str = "orbslam3", runs: int = 3, *, stack_path: str | None = None,
+                 camera: str = "thermal", show_progress: bool = False, **options: Any) -> VioEvalResult:
+    """Contract C8: evaluate ``estimator`` on a (simulated) bag with ``ground_truth_imu.tum`` beside it."""
+    from rgbt.vio.sequence import bag_sequence
+
+    seq = bag_sequence(bag_path, stack_path=stack_path, camera=camera)
+    return evaluate_sequence(seq, EvalOptions(estimator=estimator, runs=runs, **options), show_progress=show_progress)

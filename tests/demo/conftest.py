@@ -1,0 +1,48 @@
+"""One shortened demo run shared by the demo tests (module-scoped: the flight is the expensive part)."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from pathlib import Path
+
+import pytest
+
+from helpers import run_rgbt
+from rgbt.paths import REPO_ROOT
+
+#: armed flight of the CI demo (s): long enough for ORB-SLAM3 to initialise and track over the
+#: moving part of the CART trajectory, short enough for the whole run to stay near a minute on 2 cores
+CI_DURATION_S = 10
+
+
+@pytest.fixture(scope="session")
+def demo_env(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """Loopback-only ROS 2 environment with a fresh domain and ROS_HOME (as the ``ros_env`` fixture).
+
+    Afterwards removes the Fast DDS shared-memory files created meanwhile that no process still
+    uses (``rgbt.ros.launcher.clean_shm``): on a shared machine other processes' live segments stay."""
+    pytest.importorskip("rclpy", reason="ROS 2 wheels (ros-jazzy-rclpy) not installed")
+    from rgbt.ros.launcher import clean_shm, shm_files
+
+    home = tmp_path_factory.mktemp("demo_ros")
+    before = shm_files()
+    env = {
+        "ROS_AUTOMATIC_DISCOVERY_RANGE": "LOCALHOST",
+        "FASTRTPS_DEFAULT_PROFILES_FILE": str(REPO_ROOT / "launch" / "fastdds_loopback.xml"),
+        "ROS_DOMAIN_ID": str(10 + uuid.uuid4().int % 90),
+        "ROS_HOME": str(home / "ros_home"),
+        "ROS_LOG_DIR": str(home / "ros_log"),
+        "RMW_IMPLEMENTATION": "rmw_fastrtps_cpp",
+    }
+    yield env
+    clean_shm(before)
+
+
+@pytest.fixture(scope="session")
+def demo_run(tmp_path_factory: pytest.TempPathFactory, demo_env: dict) -> dict:
+    """``rgbt demo --duration 10 --eval-frames 40 --json`` into a temporary folder: {"summary": JSON, "out": Path, "stderr"}."""
+    out = tmp_path_factory.mktemp("demo") / "run"
+    proc = run_rgbt("demo", "--duration", CI_DURATION_S, "--eval-frames", 40, "--out", out, "--json", env=demo_env,
+                    timeout=600)
+    return {"summary": json.loads(proc.stdout), "out": out, "stderr": proc.stderr}
