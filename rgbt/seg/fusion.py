@@ -3,9 +3,11 @@ projected into it, ``RgbtRectifier.thermal_to_color``).
 
 - early fusion: one 4-channel model (R, G, B, T) -> :class:`rgbt.seg.stage.SegmentationStage`
   with ``rgb=`` (or :class:`FusionStage` with ``mode="early"``).
-- late fusion: a thermal model and an RGB model, per-pixel class probabilities weighted by
-  confidence ``1 - H(p)/log K`` (normalized entropy); the RGB weight is scaled by a darkness gate
-  from the frame's mean intensity, so a dark or missing colour frame degrades to thermal-only.
+- late fusion: a thermal model and an RGB model, per-pixel class probabilities (each model's
+  logits divided by its calibrated temperature) pooled log-linearly with per-pixel weights from
+  the confidence ``1 - H(p)/log K`` (normalized entropy) and a per-model reliability; the RGB weight is scaled smoothly by the frame's mean intensity
+  (:func:`darkness_weight`), so darker colour counts less; a missing or black colour frame
+  degrades to thermal-only.
 - two-input ONNX model (``thermal``, ``rgb`` inputs): the same late fusion inside the graph.
 """
 
@@ -35,26 +37,41 @@ def entropy_confidence(p: np.ndarray) -> np.ndarray:
     return 1.0 - h / np.log(k)
 
 
-def darkness_gate(rgb_u8: np.ndarray | None, dark_lo: float, dark_hi: float) -> float:
-    """0 for a missing or dark colour frame, 1 for a well-lit one (mean intensity in [0, 1])."""
+def darkness_weight(rgb_u8: np.ndarray | None, dark_half: float, dark_min: float) -> float:
+    """Scale of the RGB weight from the colour frame's mean intensity ``m`` in [0, 1]: smooth
+    ``m / (m + dark_half)`` (0.5 at ``dark_half``), 0 for a missing frame or one darker than
+    ``dark_min`` (black: nothing to read)."""
     if rgb_u8 is None:
         return 0.0
     m = float(rgb_u8.mean()) / 255.0
-    return float(np.clip((m - dark_lo) / (dark_hi - dark_lo), 0.0, 1.0))
+    if m < dark_min:
+        return 0.0
+    return m / (m + dark_half)
 
 
-def late_fuse(p_thermal: np.ndarray, p_rgb: np.ndarray | None, gate: float) -> np.ndarray:
-    """Confidence-weighted average of KxHxW probabilities; thermal-only when ``p_rgb`` is None or gate 0."""
+def late_fuse(p_thermal: np.ndarray, p_rgb: np.ndarray | None, gate: float, thermal_weight: float = 1.0) -> np.ndarray:
+    """Per-pixel confidence-weighted fusion of KxHxW (calibrated) probabilities: a weighted geometric
+    mean (log-linear pooling), ``p ~ exp((w_t log p_t + w_r log p_r) / (w_t + w_r))`` with per-pixel
+    weights ``w_t = thermal_weight * (1 - H(p_t)/log K)`` and ``w_r = gate * (1 - H(p_r)/log K)``
+    (``gate``: the darkness weight of the colour frame, ``thermal_weight``: the thermal model's
+    reliability relative to RGB, fitted on a validation split). A confident modality dominates, an
+    unsure one (flat p) barely moves the result. Thermal-only when ``p_rgb`` is None or ``gate`` is 0."""
     if p_rgb is None or gate <= 0.0:
         return p_thermal
-    wt = entropy_confidence(p_thermal)
+    wt = entropy_confidence(p_thermal) * thermal_weight
     wr = entropy_confidence(p_rgb) * gate
-    return (wt * p_thermal + wr * p_rgb) / (wt + wr + 1e-6)
+    z = (wt * np.log(np.clip(p_thermal, 1e-8, None)) + wr * np.log(np.clip(p_rgb, 1e-8, None))) / (wt + wr + 1e-6)
+    return softmax(z)
 
 
 @dataclass
 class FusionOptions:
-    """``mode``: "late" (thermal + rgb models), "early" (one 4-channel model) or "graph" (two-input ONNX)."""
+    """``mode``: "late" (thermal + rgb models), "early" (one 4-channel model) or "graph" (two-input ONNX).
+
+    Late fusion: each model's logits are divided by its sidecar ``temperature`` (calibrated on a
+    validation split) before the softmax; the thermal weight is the thermal sidecar's
+    ``fusion_weight``, the RGB weight is scaled by :func:`darkness_weight` with ``dark_half`` (default:
+    the RGB sidecar's ``fusion["dark_half"]``, else 0.01)."""
 
     mode: str = "late"
     thermal: str | None = None  # ONNX, mode late
@@ -62,8 +79,8 @@ class FusionOptions:
     model: str | None = None  # ONNX, modes early / graph
     backend: str = "onnxruntime"
     backend_options: dict = field(default_factory=dict)
-    dark_lo: float = 0.04  # mean intensity at which colour is ignored
-    dark_hi: float = 0.15  # mean intensity at which colour counts fully
+    dark_half: float | None = None  # mean colour intensity at which RGB's weight is halved
+    dark_min: float = 0.002  # below this mean intensity (~0.5 DN: black frame) colour is ignored
 
 
 class FusionStage:
@@ -84,6 +101,7 @@ class FusionStage:
                 raise ModelError("late fusion: thermal and RGB models have different class tables")
             if (ts.inputs[0].height, ts.inputs[0].width, ts.fit) != (rs.inputs[0].height, rs.inputs[0].width, rs.fit):
                 raise ModelError("late fusion: thermal and RGB models need the same input size and fit")
+            self.dark_half = o.dark_half if o.dark_half is not None else float((rs.fusion or {}).get("dark_half", 0.01))
         elif o.mode in ("early", "graph"):
             if not o.model:
                 raise ModelError(f"{o.mode} fusion needs --model")
@@ -102,13 +120,13 @@ class FusionStage:
         if o.mode == "late":
             st, sr = self.t_model.sidecar, self.r_model.sidecar
             xt, fit = prepare(frames, st.inputs[0], st.fit)
-            pt = softmax(self.t_model.backend.infer(xt, self.t_model.float_output)[0])
-            gate = darkness_gate(rgb_u8, o.dark_lo, o.dark_hi)
+            pt = softmax(self.t_model.backend.infer(xt, self.t_model.float_output)[0] / st.temperature)
+            gate = darkness_weight(rgb_u8, self.dark_half, o.dark_min)
             pr = None
             if gate > 0.0:
                 xr, _ = prepare(frames, sr.inputs[0], sr.fit)
-                pr = softmax(self.r_model.backend.infer(xr, self.r_model.float_output)[0])
-            p = late_fuse(pt, pr, gate)
+                pr = softmax(self.r_model.backend.infer(xr, self.r_model.float_output)[0] / sr.temperature)
+            p = late_fuse(pt, pr, gate, st.fusion_weight)
             ids = unfit_ids(np.argmax(p, 0).astype(np.uint8), fit)
         elif o.mode == "early":
             sc = self.model.sidecar

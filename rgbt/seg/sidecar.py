@@ -65,6 +65,9 @@ class Sidecar(BaseModel):
     gflops: float | None = None
     paper: dict | None = None  # the CART paper's numbers for the same architecture
     training: dict | None = None
+    temperature: float = Field(default=1.0, gt=0)  # logits / T = calibrated probabilities (fitted on a val split)
+    fusion_weight: float = Field(default=1.0, ge=0)  # late fusion: reliability of this model (fitted on val)
+    fusion: dict | None = None  # late-fusion parameters (RGB model: dark_half; two-input model: all of them)
     onnx_sha256: str | None = None
     reference: str | None = None  # .npz with PyTorch reference outputs (export parity)
 

@@ -195,7 +195,8 @@ class SimStack:
             effects = ThermalEffects(self._rng(name, 3), cam.height, cam.width, fx, cx, cy, o.noise)
         else:
             channels = 3 if cam.modality == "color" else 1
-            effects = OpticalEffects(self._rng(name, 3), cam.height, cam.width, channels, fx, cx, cy, o.night, o.noise)
+            effects = OpticalEffects(self._rng(name, 3), cam.height, cam.width, channels, fx, cx, cy, o.night, o.noise,
+                                     frame_period_s=1.0 / cam.rate_hz)
         times = self.frame_times(name)
         poses = self.T_world_camera(name, times)
         ffc_on = cam.modality == "thermal" and o.ffc_period_s > 0 and o.ffc_duration_s > 0

@@ -249,26 +249,33 @@ class WithArgmax(nn.Module):
 class LateFusion(nn.Module):
     """Two-input model: thermal + RGB nets, per-pixel confidence-weighted probabilities (see rgbt.seg.fusion).
 
-    weight_m = 1 - H(p_m)/log K (normalized entropy); the RGB weight is also scaled by a darkness
-    gate from the mean RGB intensity: clamp((mean - dark_lo) / (dark_hi - dark_lo), 0, 1).
+    p_m = softmax(logits_m / T_m) (temperatures calibrated on a validation split);
+    w_m = 1 - H(p_m)/log K (normalized entropy), thermal's times ``thermal_weight``, RGB's times the
+    darkness weight of the mean RGB intensity m: m / (m + dark_half), 0 below dark_min;
+    p = softmax((w_t log p_t + w_r log p_r) / (w_t + w_r)) (log-linear pooling).
     """
 
-    def __init__(self, thermal: nn.Module, rgb: nn.Module, dark_lo: float, dark_hi: float) -> None:
+    def __init__(self, thermal: nn.Module, rgb: nn.Module, t_thermal: float = 1.0, t_rgb: float = 1.0,
+                 thermal_weight: float = 1.0, dark_half: float = 0.01, dark_min: float = 0.002) -> None:
         super().__init__()
         self.thermal, self.rgb = thermal, rgb
-        self.dark_lo, self.dark_hi = dark_lo, dark_hi
+        self.t_thermal, self.t_rgb, self.thermal_weight = t_thermal, t_rgb, thermal_weight
+        self.dark_half, self.dark_min = dark_half, dark_min
 
     def forward(self, thermal: torch.Tensor, rgb: torch.Tensor):  # type: ignore[no-untyped-def]
-        pt = torch.softmax(self.thermal(thermal), 1)
-        pr = torch.softmax(self.rgb(rgb), 1)
-        k = float(pt.shape[1])
         import math
 
+        pt = torch.softmax(self.thermal(thermal) / self.t_thermal, 1)
+        pr = torch.softmax(self.rgb(rgb) / self.t_rgb, 1)
+        k = float(pt.shape[1])
         wt = 1.0 - (-(pt * torch.log(pt.clamp_min(1e-8))).sum(1, keepdim=True)) / math.log(k)
         wr = 1.0 - (-(pr * torch.log(pr.clamp_min(1e-8))).sum(1, keepdim=True)) / math.log(k)
-        gate = ((rgb.mean() - self.dark_lo) / (self.dark_hi - self.dark_lo)).clamp(0.0, 1.0)
+        m = rgb.mean()
+        gate = (m / (m + self.dark_half)) * (m >= self.dark_min).to(m.dtype)
+        wt = wt * self.thermal_weight
         wr = wr * gate
-        p = (wt * pt + wr * pr) / (wt + wr + 1e-6)
+        z = (wt * torch.log(pt.clamp_min(1e-8)) + wr * torch.log(pr.clamp_min(1e-8))) / (wt + wr + 1e-6)
+        p = torch.softmax(z, 1)
         return p, torch.argmax(p, dim=1).to(torch.uint8)
 
 
