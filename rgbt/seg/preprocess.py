@@ -56,7 +56,8 @@ def to_planes(img: np.ndarray, fit: Fit, out: np.ndarray) -> None:
     if img.ndim == 2:
         img = img[:, :, None]
     if fit.mode == "pad":
-        out[...] = 0.0
+        if (h, w) != fit.dst:
+            out[...] = 0.0
         out[:, :h, :w] = np.moveaxis(img, 2, 0)
     else:
         r = cv2.resize(img, (fit.dst[1], fit.dst[0]), interpolation=cv2.INTER_AREA if h > fit.dst[0] else cv2.INTER_LINEAR)

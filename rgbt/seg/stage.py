@@ -61,7 +61,7 @@ class SegmentationStage:
         self._lut = lut  # cv2.LUT table, RGB
 
     def colorize(self, ids: np.ndarray) -> np.ndarray:
-        return cv2.LUT(cv2.merge([ids, ids, ids]), self._lut.reshape(256, 1, 3))
+        return cv2.applyColorMap(ids, self._lut)  # one pass: 256-entry RGB table indexed by class id
 
     def process(self, frame_u16: np.ndarray, rgb: np.ndarray | None = None) -> SegResult:
         """Segment one raw thermal frame (uint16 HxW counts); ``rgb`` only for early-fusion models."""
