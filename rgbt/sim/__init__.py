@@ -2,7 +2,7 @@
 
 ``SimStack(SimOptions(...)).samples()`` yields thermal / colour / mono frames with class-id labels,
 IMU, GNSS, autopilot pose / global position / armed state and trigger pulses in true-time order.
-See ``docs/notes/sim.md``.
+See ``docs/design/sim.md``.
 """
 
 from rgbt.sim.options import SimOptions
