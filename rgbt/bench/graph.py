@@ -21,7 +21,6 @@ import argparse
 import json
 import shutil
 import tempfile
-import threading
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -96,41 +95,23 @@ class _Probe:
     """Listens to ``/diagnostics`` (cheap: no image subscriptions) in a background thread."""
 
     def __init__(self) -> None:
-        import rclpy
         from diagnostic_msgs.msg import DiagnosticArray
-        from rclpy.experimental import EventsExecutor
-        from rclpy.node import Node
-        from rclpy.signals import SignalHandlerOptions
 
         from rgbt.ros.qos import qos_profile
+        from rgbt.ros.spin import BackgroundNode
 
         self.status: dict[str, dict[str, str]] = {}
-        self.context = rclpy.Context()
-        rclpy.init(context=self.context, signal_handler_options=SignalHandlerOptions.NO)
-        self.node = Node("rgbt_bench_probe", context=self.context)
-        self.node.create_subscription(DiagnosticArray, "/diagnostics", self._on_diag, qos_profile("reliable", 100))
-        self.executor = EventsExecutor(context=self.context)
-        self.executor.add_node(self.node)
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._spin, daemon=True)
-        self._thread.start()
+        self._bg = BackgroundNode("rgbt_bench_probe", period_s=0.1, handle_signals=False)
+        self._bg.node.create_subscription(DiagnosticArray, "/diagnostics", self._on_diag,
+                                          qos_profile("reliable", 100))
+        self._bg.start()
 
     def _on_diag(self, msg) -> None:  # type: ignore[no-untyped-def]
         for st in msg.status:
             self.status[st.name] = {kv.key: kv.value for kv in st.values}
 
-    def _spin(self) -> None:
-        from rclpy.task import Future
-
-        while not self._stop.is_set():
-            self.executor.spin_until_future_complete(Future(), timeout_sec=0.1)
-
     def close(self) -> None:
-        self._stop.set()
-        self._thread.join(timeout=5)
-        self.executor.shutdown()
-        self.node.destroy_node()
-        self.context.try_shutdown()
+        self._bg.close()
 
 
 def _num(value: str | None) -> float | None:

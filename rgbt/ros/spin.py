@@ -14,6 +14,7 @@ import argparse
 import importlib
 import signal
 import sys
+import threading
 import time
 from typing import Callable, Sequence
 
@@ -78,6 +79,44 @@ def run_nodes(factories: Sequence[Callable[[], Node]], args: list[str] | None = 
         for s, handler in old.items():
             signal.signal(s, handler)
     return 0
+
+
+class BackgroundNode:
+    """A plain rclpy node in its own context, spun by an EventsExecutor in a daemon thread.
+
+    For test-side listeners/publishers and bench probes that sit beside the nodes under test.
+    Create the node's publishers/subscriptions on ``self.node``, then call :meth:`start`;
+    :meth:`close` stops the thread and shuts the context down. ``period_s`` is the executor's
+    wake-up period (s); ``handle_signals=False`` leaves SIGINT/SIGTERM to the caller.
+    """
+
+    def __init__(self, name: str, period_s: float = 0.1, handle_signals: bool = True) -> None:
+        self.context = rclpy.Context()
+        if handle_signals:
+            rclpy.init(context=self.context)
+        else:
+            rclpy.init(context=self.context, signal_handler_options=SignalHandlerOptions.NO)
+        self.node = Node(name, context=self.context)
+        self.executor = EventsExecutor(context=self.context)
+        self.executor.add_node(self.node)
+        self._period_s = period_s
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._spin, daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def _spin(self) -> None:
+        while not self._stop.is_set():
+            self.executor.spin_until_future_complete(Future(), timeout_sec=self._period_s)
+
+    def close(self) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(timeout=5)
+        self.executor.shutdown()
+        self.node.destroy_node()
+        self.context.try_shutdown()
 
 
 def node_main(cls: type, args: list[str] | None = None) -> int:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -21,42 +20,25 @@ class Listener:
     """Test-side subscriber (reliable, deep queue) collecting messages and /clock in a thread."""
 
     def __init__(self, subscriptions: dict[str, type]) -> None:
-        import rclpy
-        from rclpy.experimental import EventsExecutor
-        from rclpy.node import Node
         from rclpy.qos import QoSProfile, ReliabilityPolicy
         from rosgraph_msgs.msg import Clock
 
-        self.context = rclpy.Context()
-        rclpy.init(context=self.context)
-        self.node = Node("rgbt_test_listener", context=self.context)
+        from rgbt.ros.spin import BackgroundNode
+
+        self._bg = BackgroundNode("rgbt_test_listener", period_s=0.1)
         qos = QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE)
         self.got: dict[str, list] = {t: [] for t in [*subscriptions, "/clock"]}
         self.times: dict[str, list[float]] = {t: [] for t in self.got}
         for topic, cls in {**subscriptions, "/clock": Clock}.items():
-            self.node.create_subscription(cls, topic, lambda m, t=topic: self._on(t, m), qos)
-        self.executor = EventsExecutor(context=self.context)
-        self.executor.add_node(self.node)
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._spin, daemon=True)
-        self._thread.start()
+            self._bg.node.create_subscription(cls, topic, lambda m, t=topic: self._on(t, m), qos)
+        self._bg.start()
 
     def _on(self, topic: str, msg: object) -> None:
         self.got[topic].append(msg)
         self.times[topic].append(time.monotonic())
 
-    def _spin(self) -> None:
-        from rclpy.task import Future
-
-        while not self._stop.is_set():
-            self.executor.spin_until_future_complete(Future(), timeout_sec=0.1)
-
     def close(self) -> None:
-        self._stop.set()
-        self._thread.join()
-        self.executor.shutdown()
-        self.node.destroy_node()
-        self.context.try_shutdown()
+        self._bg.close()
 
 
 def _replay(*args: str) -> subprocess.CompletedProcess:

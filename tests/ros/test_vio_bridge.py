@@ -13,7 +13,6 @@ import os
 import signal
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -130,18 +129,15 @@ class _Side:
     """Test-side rclpy node: best-effort publishers into the bridge, reliable subscribers on its outputs."""
 
     def __init__(self) -> None:
-        import rclpy
         from diagnostic_msgs.msg import DiagnosticArray
-        from rclpy.experimental import EventsExecutor
-        from rclpy.node import Node
         from sensor_msgs.msg import Image, Imu
 
         from rgbt.ros.qos import qos_profile
+        from rgbt.ros.spin import BackgroundNode
         from rgbt.vio.feed import FEED_IMU_TOPIC, feed_image_topic
 
-        self.context = rclpy.Context()
-        rclpy.init(context=self.context)
-        self.node = Node("rgbt_test_vio_side", context=self.context)
+        self._bg = BackgroundNode("rgbt_test_vio_side", period_s=0.05)
+        self.node = self._bg.node
         self.out_image, self.out_imu = feed_image_topic("thermal"), FEED_IMU_TOPIC
         self.images: list = []
         self.imus: list = []
@@ -151,29 +147,15 @@ class _Side:
         self.node.create_subscription(Image, self.out_image, self.images.append, qos_profile("reliable", depth=500))
         self.node.create_subscription(Imu, self.out_imu, self.imus.append, qos_profile("reliable", depth=2000))
         self.node.create_subscription(DiagnosticArray, "/diagnostics", self._on_diag, qos_profile("reliable", 50))
-        self.executor = EventsExecutor(context=self.context)
-        self.executor.add_node(self.node)
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._spin, daemon=True)
-        self._thread.start()
+        self._bg.start()
 
     def _on_diag(self, msg) -> None:  # type: ignore[no-untyped-def]
         for s in msg.status:
             if s.name == "vio_bridge":
                 self.diag = {kv.key: kv.value for kv in s.values}
 
-    def _spin(self) -> None:
-        from rclpy.task import Future
-
-        while not self._stop.is_set():
-            self.executor.spin_until_future_complete(Future(), timeout_sec=0.05)
-
     def close(self) -> None:
-        self._stop.set()
-        self._thread.join()
-        self.executor.shutdown()
-        self.node.destroy_node()
-        self.context.try_shutdown()
+        self._bg.close()
 
 
 def _wait(cond, timeout: float, what: str) -> None:  # type: ignore[no-untyped-def]
