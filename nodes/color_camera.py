@@ -6,19 +6,12 @@ driver-level topics. On targets that run the ROS ``spinnaker_camera_driver`` ins
 
 from __future__ import annotations
 
-from rgbt.ros.driver_node import DriverNode, monotonic_to_wall
-from rgbt.ros.options import DriverOptions
+from rgbt.ros.driver_node import CameraDriverNode, monotonic_to_wall
 from rgbt.ros.spin import node_main
 
 
-class ColorCameraNode(DriverNode):
-    options_model = DriverOptions
+class ColorCameraNode(CameraDriverNode):
     default_name = "color_camera"
-
-    def __init__(self, name: str | None = None, **kwargs) -> None:  # type: ignore[no-untyped-def]
-        super().__init__(name, **kwargs)
-        self.pubs = self.frame_publishers(self.options.camera)
-        self.start()
 
     def open_device(self):  # type: ignore[no-untyped-def]
         from rgbt.sensors.blackfly import PySpinSource, spinnaker_params

@@ -7,19 +7,12 @@ state from the serial link (``rgbt.sensors.boson``) -> driver-level thermal topi
 
 from __future__ import annotations
 
-from rgbt.ros.driver_node import DriverNode, monotonic_to_wall
-from rgbt.ros.options import DriverOptions
+from rgbt.ros.driver_node import CameraDriverNode, monotonic_to_wall
 from rgbt.ros.spin import node_main
 
 
-class ThermalCameraNode(DriverNode):
-    options_model = DriverOptions
+class ThermalCameraNode(CameraDriverNode):
     default_name = "thermal_camera"
-
-    def __init__(self, name: str | None = None, **kwargs) -> None:  # type: ignore[no-untyped-def]
-        super().__init__(name, **kwargs)
-        self.pubs = self.frame_publishers(self.options.camera)
-        self.start()
 
     def open_device(self):  # type: ignore[no-untyped-def]
         from rgbt.sensors.boson import BosonCamera, BosonControl, BosonOptions, V4l2Options, V4l2Source

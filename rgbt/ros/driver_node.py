@@ -16,6 +16,7 @@ from sensor_msgs.msg import Image, Imu, TimeReference
 
 from rgbt.ros.image import numpy_to_image
 from rgbt.ros.node import RgbtNode
+from rgbt.ros.options import DriverOptions
 from rgbt.ros.stamps import ns_to_stamp
 
 
@@ -81,6 +82,19 @@ class DriverNode(RgbtNode):
         if close is not None:
             close()
         self.device = None
+
+
+class CameraDriverNode(DriverNode):
+    """A camera driver: ``DriverOptions`` (``camera`` names the stack camera), the frame publishers
+    of that camera in ``self.pubs``, and the reader thread started. Subclasses implement
+    :meth:`open_device` and :meth:`read_once` (which calls :meth:`publish_frame` with ``self.pubs``)."""
+
+    options_model = DriverOptions
+
+    def __init__(self, name: str | None = None, **kwargs: Any) -> None:
+        super().__init__(name, **kwargs)
+        self.pubs = self.frame_publishers(self.options.camera)
+        self.start()
 
 
 def imu_messages(sample: Any, t_host_ns: int, frame_id: str) -> tuple[Imu, TimeReference]:
