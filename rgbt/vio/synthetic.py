@@ -109,8 +109,29 @@ def _rot_y(a: float) -> np.ndarray:
     return np.array([[c, 0, s], [0, 1, 0], [-s, 0, c]])
 
 
+class _FlightPoses:
+    """Poses of a flight from its ``position(t)`` (world, m), ``R_world_imu(t)`` and ``T_imu_cam``."""
+
+    T_imu_cam: np.ndarray
+
+    def position(self, t: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+    def R_world_imu(self, t: float) -> np.ndarray:
+        raise NotImplementedError
+
+    def T_world_imu(self, t: float) -> np.ndarray:
+        T = np.eye(4)
+        T[:3, :3] = self.R_world_imu(t)
+        T[:3, 3] = self.position(t)
+        return T
+
+    def T_world_cam(self, t: float) -> np.ndarray:
+        return self.T_world_imu(t) @ self.T_imu_cam
+
+
 @dataclass
-class Flight:
+class Flight(_FlightPoses):
     """An analytic, smooth flight over the plane: a lissajous loop at ``altitude_m`` with changing
     speed (so monocular-inertial scale is observable, DESIGN §5b rule 4). The body (IMU) frame is
     x forward, y left, z up, heading along the velocity; the camera looks ``pitch_deg`` below the
@@ -137,15 +158,6 @@ class Flight:
         v = (self.position(t + dt) - self.position(t - dt)) / (2 * dt)
         yaw = float(np.arctan2(v[1], v[0]))
         return _rot_z(yaw)
-
-    def T_world_imu(self, t: float) -> np.ndarray:
-        T = np.eye(4)
-        T[:3, :3] = self.R_world_imu(t)
-        T[:3, 3] = self.position(t)
-        return T
-
-    def T_world_cam(self, t: float) -> np.ndarray:
-        return self.T_world_imu(t) @ self.T_imu_cam
 
     def imu(self, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Gyro (rad/s) and accelerometer specific force (m/s^2), both in the IMU body frame, at ``t`` (s).
@@ -174,7 +186,7 @@ def forward_down_camera(pitch_deg: float) -> np.ndarray:
     return T
 
 
-class TrajectoryFlight:
+class TrajectoryFlight(_FlightPoses):
     """A flight along a real trajectory (e.g. CART's RTK ground truth, positions only), same interface
     as :class:`Flight`: positions smoothed (Gaussian, ``smooth_s``) and resampled at 200 Hz, lifted by
     ``altitude_m``; heading along the horizontal velocity (held while hovering below 0.5 m/s).
@@ -222,15 +234,6 @@ class TrajectoryFlight:
 
     def R_world_imu(self, t: float) -> np.ndarray:
         return _rot_z(float(np.interp(t, self._t, self._yaw)))
-
-    def T_world_imu(self, t: float) -> np.ndarray:
-        T = np.eye(4)
-        T[:3, :3] = self.R_world_imu(t)
-        T[:3, 3] = self.position(t)
-        return T
-
-    def T_world_cam(self, t: float) -> np.ndarray:
-        return self.T_world_imu(t) @ self.T_imu_cam
 
     def imu(self, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Gyro (rad/s) and specific force (m/s^2) in the IMU body frame at ``t`` (s): derivatives taken
