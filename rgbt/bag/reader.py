@@ -23,6 +23,7 @@ from rosbags.interfaces import Connection, MessageDefinitionFormat
 from rosbags.typesys import Stores, get_types_from_idl, get_types_from_msg, get_typestore
 from rosbags.typesys.store import Typestore
 
+from rgbt.bag.ros1scan import header_fields
 from rgbt.errors import BagError
 
 _OFFSET_RE = re.compile(r"offset (\d+)")
@@ -467,13 +468,7 @@ def _ros1_diagnosis(path: Path) -> str:
         header = bio.read(hlen)
         if len(header) < hlen:
             return f"file truncated at offset {size} inside the bag header record (needs {13 + 4 + hlen} bytes)"
-        fields: dict[str, bytes] = {}
-        off = 0
-        while off + 4 <= len(header):
-            (flen,) = struct.unpack_from("<I", header, off)
-            key, _, value = header[off + 4:off + 4 + flen].partition(b"=")
-            fields[key.decode(errors="replace")] = value
-            off += 4 + flen
+        fields = header_fields(header)
         index_pos = struct.unpack("<Q", fields["index_pos"])[0] if len(fields.get("index_pos", b"")) == 8 else None
         if index_pos is None:
             return "bag header record has no index_pos field"

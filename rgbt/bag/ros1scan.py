@@ -46,7 +46,8 @@ class Ros1Scan:
     connections: dict[int, Ros1Connection] = field(default_factory=dict)
 
 
-def _fields(raw: bytes) -> dict[str, bytes]:
+def header_fields(raw: bytes) -> dict[str, bytes]:
+    """The ``name=value`` fields of a ROS 1 record header (each prefixed by its uint32 LE length)."""
     out: dict[str, bytes] = {}
     off = 0
     while off + 4 <= len(raw):
@@ -87,7 +88,7 @@ def _records(bio: BinaryIO | memoryview, size: int, start: int) -> Iterator[tupl
             if len(data) < dlen:
                 return
             end = pos + 8 + hlen + dlen
-        yield pos, _fields(header), data, end
+        yield pos, header_fields(header), data, end
         pos = end
 
 
@@ -97,7 +98,7 @@ def _normalize(msgtype: str) -> str:
 
 
 def _connection(fields: dict[str, bytes], data: bytes) -> Ros1Connection:
-    conn = _fields(data)
+    conn = header_fields(data)
     latching = conn.get("latching")
     return Ros1Connection(
         id=struct.unpack("<I", fields["conn"])[0], topic=fields["topic"].decode(),
