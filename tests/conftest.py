@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import os
-import uuid
 from pathlib import Path
 
 import pytest
 
-from helpers import run_rgbt
+from helpers import loopback_ros_env, run_rgbt
 from rgbt.paths import REPO_ROOT, data_dir as _data_dir
 
 # Every ROS 2 process the tests start stays on loopback (DESIGN.md §5).
@@ -49,14 +48,7 @@ def ros_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict:
     from rgbt.ros.launcher import clean_shm, shm_files
 
     before = set(shm_files())
-    env = {
-        "ROS_AUTOMATIC_DISCOVERY_RANGE": "LOCALHOST",
-        "FASTRTPS_DEFAULT_PROFILES_FILE": str(REPO_ROOT / "launch" / "fastdds_loopback.xml"),
-        "ROS_DOMAIN_ID": str(10 + uuid.uuid4().int % 90),
-        "ROS_HOME": str(tmp_path / "ros_home"),
-        "ROS_LOG_DIR": str(tmp_path / "ros_log"),
-        "RMW_IMPLEMENTATION": "rmw_fastrtps_cpp",
-    }
+    env = loopback_ros_env(tmp_path)
     for key, value in env.items():
         monkeypatch.setenv(key, value)
     yield env

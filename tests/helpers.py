@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import uuid
 from pathlib import Path
 
 from rgbt.paths import REPO_ROOT
@@ -23,3 +24,16 @@ def run_rgbt(*args: str, check: bool = True, timeout: float = 600, env: dict | N
         raise AssertionError(f"rgbt {' '.join(map(str, args))} exited {proc.returncode}\n"
                              f"stdout:\n{proc.stdout}\nstderr:\n{proc.stderr}")
     return proc
+
+
+def loopback_ros_env(home: Path) -> dict[str, str]:
+    """Environment for real rclpy + Fast DDS processes: loopback only, a fresh random domain (10..99),
+    ``ROS_HOME`` / ``ROS_LOG_DIR`` under ``home``."""
+    return {
+        "ROS_AUTOMATIC_DISCOVERY_RANGE": "LOCALHOST",
+        "FASTRTPS_DEFAULT_PROFILES_FILE": str(REPO_ROOT / "launch" / "fastdds_loopback.xml"),
+        "ROS_DOMAIN_ID": str(10 + uuid.uuid4().int % 90),
+        "ROS_HOME": str(home / "ros_home"),
+        "ROS_LOG_DIR": str(home / "ros_log"),
+        "RMW_IMPLEMENTATION": "rmw_fastrtps_cpp",
+    }

@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import json
-import uuid
 from pathlib import Path
 
 import pytest
 
-from helpers import run_rgbt
-from rgbt.paths import REPO_ROOT
+from helpers import loopback_ros_env, run_rgbt
 
 #: armed flight of the CI demo (s): long enough for ORB-SLAM3 to initialise and track over the
 #: moving part of the CART trajectory, short enough for the whole run to stay near a minute on 2 cores
@@ -27,14 +25,7 @@ def demo_env(tmp_path_factory: pytest.TempPathFactory) -> dict:
 
     home = tmp_path_factory.mktemp("demo_ros")
     before = shm_files()
-    env = {
-        "ROS_AUTOMATIC_DISCOVERY_RANGE": "LOCALHOST",
-        "FASTRTPS_DEFAULT_PROFILES_FILE": str(REPO_ROOT / "launch" / "fastdds_loopback.xml"),
-        "ROS_DOMAIN_ID": str(10 + uuid.uuid4().int % 90),
-        "ROS_HOME": str(home / "ros_home"),
-        "ROS_LOG_DIR": str(home / "ros_log"),
-        "RMW_IMPLEMENTATION": "rmw_fastrtps_cpp",
-    }
+    env = loopback_ros_env(home)
     yield env
     clean_shm(before)
 
