@@ -158,6 +158,17 @@ class _Side:
         self._bg.close()
 
 
+def _interrupt(proc: subprocess.Popen) -> str:
+    """Ctrl-C the node process and return its output; killed if it has not exited within 15 s."""
+    proc.send_signal(signal.SIGINT)
+    try:
+        out, _ = proc.communicate(timeout=15)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, _ = proc.communicate()
+    return out
+
+
 def _wait(cond, timeout: float, what: str) -> None:  # type: ignore[no-untyped-def]
     deadline = time.monotonic() + timeout
     while not cond():
@@ -225,12 +236,7 @@ def test_vio_bridge_node(ros_env: dict) -> None:
               and len(side.images) == len(_expected_out()) and len(side.imus) == N_IMU, 30, "the bridge's output")
     finally:
         side.close()
-        proc.send_signal(signal.SIGINT)
-        try:
-            out, _ = proc.communicate(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            out, _ = proc.communicate()
+        out = _interrupt(proc)
     assert proc.returncode == 0, out
 
     assert [stamp_to_ns(m.header.stamp) for m in side.images] == _expected_out()
@@ -297,12 +303,7 @@ def test_odometry_capture_node(ros_env: dict, tmp_path: Path) -> None:
     finally:
         node.destroy_node()
         context.try_shutdown()
-        proc.send_signal(signal.SIGINT)
-        try:
-            log, _ = proc.communicate(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            log, _ = proc.communicate()
+        log = _interrupt(proc)
     assert proc.returncode == 0, log
     from rgbt.eval.trajectory import load_trajectory as load_tum
 
