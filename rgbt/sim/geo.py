@@ -24,6 +24,13 @@ def origin_for(name: str) -> tuple[float, float, float]:
     return DEFAULT_ORIGIN
 
 
+def _curvature_radii(phi: float) -> tuple[float, float]:
+    """WGS84 meridian (north-south) and prime-vertical (east-west) radii of curvature (m) at
+    geodetic latitude ``phi`` (rad)."""
+    s2 = np.sin(phi) ** 2
+    return _A * (1 - _E2) / (1 - _E2 * s2) ** 1.5, _A / np.sqrt(1 - _E2 * s2)
+
+
 def enu_to_lla(enu: np.ndarray, origin: tuple[float, float, float]) -> np.ndarray:
     """ENU metres (N x 3) -> (lat deg, lon deg, alt m) on the local tangent plane's curvature radii.
 
@@ -33,9 +40,7 @@ def enu_to_lla(enu: np.ndarray, origin: tuple[float, float, float]) -> np.ndarra
     enu = np.atleast_2d(np.asarray(enu, dtype=np.float64))
     lat0, lon0, alt0 = origin
     phi = np.deg2rad(lat0)
-    s2 = np.sin(phi) ** 2
-    m_radius = _A * (1 - _E2) / (1 - _E2 * s2) ** 1.5
-    n_radius = _A / np.sqrt(1 - _E2 * s2)
+    m_radius, n_radius = _curvature_radii(phi)
     lat = lat0 + np.rad2deg(enu[:, 1] / (m_radius + alt0))
     lon = lon0 + np.rad2deg(enu[:, 0] / ((n_radius + alt0) * np.cos(phi)))
     return np.stack([lat, lon, alt0 + enu[:, 2]], -1)
@@ -46,9 +51,7 @@ def lla_to_enu(lla: np.ndarray, origin: tuple[float, float, float]) -> np.ndarra
     lla = np.atleast_2d(np.asarray(lla, dtype=np.float64))
     lat0, lon0, alt0 = origin
     phi = np.deg2rad(lat0)
-    s2 = np.sin(phi) ** 2
-    m_radius = _A * (1 - _E2) / (1 - _E2 * s2) ** 1.5
-    n_radius = _A / np.sqrt(1 - _E2 * s2)
+    m_radius, n_radius = _curvature_radii(phi)
     north = np.deg2rad(lla[:, 0] - lat0) * (m_radius + alt0)
     east = np.deg2rad(lla[:, 1] - lon0) * (n_radius + alt0) * np.cos(phi)
     return np.stack([east, north, lla[:, 2] - alt0], -1)
