@@ -7,7 +7,9 @@ Ranges asserted (why):
   rgbt.seg's procedural stand-in scenes) and 0.27 (trained on rgbt.sim flights, other seeds) in
   our 60 s runs, so 0.10 says it learned something that transfers, well clear of run-to-run
   variation, without being a guess at its accuracy;
-- ``fps > 0`` and ``<= 60`` (the segmentation node cannot exceed the 60 Hz thermal camera);
+- ``fps > 0`` and ``<= 63`` (the segmentation node cannot exceed the 60 Hz thermal camera; the rate
+  is counted over recorder arrival times of a short flight, so arrival jitter at both ends of the
+  window reads up to a few percent above 60: 60.3 Hz was measured when every frame was segmented);
 - ``p99_ms >= p50_ms > 0``;
 - ``0 <= tracked_fraction <= 1``, and above 0.3: the flight starts where the CART vehicle moves,
   and ORB-SLAM3 monocular initialised within ~1 s on every run we made (0.70-0.98 tracked);
@@ -63,7 +65,7 @@ def test_json_numbers_present_and_sane(demo_run: dict) -> None:
     assert isinstance(h["lost_total"], int) and h["lost_total"] >= 0
     assert isinstance(h["drops_total"], int) and h["drops_total"] >= 0
     assert h["counts"]["/boson/thermal/image_raw"] > 0 and h["counts"]["/imu/imu"] > 0
-    assert 0 < seg["fps"] <= 60
+    assert 0 < seg["fps"] <= 63
     assert 0 < seg["p50_ms"] <= seg["p99_ms"]
     assert seg["miou"] is not None and 0 <= seg["miou"] <= 1
     if seg.get("model_synthetic"):
