@@ -13,11 +13,11 @@ from sensor_msgs.msg import NavSatFix
 from std_msgs.msg import Bool
 
 from rgbt.ros.mavlink_io import MavlinkSource
+from rgbt.ros.messages import navsatfix, pose_stamped
 from rgbt.ros.node import RgbtNode
 from rgbt.ros.options import MavlinkBridgeOptions
 from rgbt.ros.qos import qos_profile
 from rgbt.ros.spin import node_main
-from rgbt.ros.stamps import ns_to_stamp
 
 
 class MavlinkBridgeNode(RgbtNode):
@@ -49,20 +49,11 @@ class MavlinkBridgeNode(RgbtNode):
                     self.diag.values["armed"] = str(event.value)
                 self.diag.topic("heartbeat").tick()
             elif event.kind == "pose":
-                msg = PoseStamped()
-                ns_to_stamp(now, msg.header.stamp)
-                msg.header.frame_id = "map"
-                (msg.pose.position.x, msg.pose.position.y, msg.pose.position.z) = event.value["position_enu"]
-                q = event.value["orientation_xyzw"]
-                o = msg.pose.orientation
-                o.x, o.y, o.z, o.w = q
+                msg = pose_stamped(now, event.value["position_enu"], event.value["orientation_xyzw"])
                 self.pub_pose.publish(msg)
                 self.diag.topic(self.pose_topic).tick()
             elif event.kind == "global":
-                msg = NavSatFix()
-                ns_to_stamp(now, msg.header.stamp)
-                msg.header.frame_id = "base_link"
-                msg.latitude, msg.longitude, msg.altitude = event.value
+                msg = navsatfix(now, *event.value, frame_id="base_link")
                 self.pub_global.publish(msg)
                 self.diag.topic(self.global_topic).tick()
 

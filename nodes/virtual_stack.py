@@ -27,6 +27,7 @@ from sensor_msgs.msg import Image, Imu, NavSatFix, TimeReference
 from std_msgs.msg import Bool
 
 from rgbt.ros.image import numpy_to_image
+from rgbt.ros.messages import navsatfix, pose_stamped
 from rgbt.ros.node import RgbtNode
 from rgbt.ros.options import ARMED_TOPIC, TRIGGER_TOPIC, VirtualStackOptions
 from rgbt.ros.qos import qos_profile
@@ -184,22 +185,12 @@ class VirtualStackNode(RgbtNode):
             self._count("imu", self.stack_model.imu.topic)
         elif kind in ("gnss", "global"):
             d = s.data
-            msg = NavSatFix()
-            ns_to_stamp(t_host, msg.header.stamp)
-            msg.header.frame_id = self.stack_model.gnss.frame_id if kind == "gnss" else "base_link"
-            msg.latitude, msg.longitude, msg.altitude = float(d.lat), float(d.lon), float(d.alt)
-            self.pubs[kind].publish(msg)
+            frame_id = self.stack_model.gnss.frame_id if kind == "gnss" else "base_link"
+            self.pubs[kind].publish(navsatfix(t_host, d.lat, d.lon, d.alt, frame_id))
             self._count(kind)
         elif kind == "pose":
             T = s.data.T_world_body if hasattr(s.data, "T_world_body") else s.data
-            msg = PoseStamped()
-            ns_to_stamp(t_host, msg.header.stamp)
-            msg.header.frame_id = "map"
-            p = msg.pose.position
-            p.x, p.y, p.z = map(float, T[:3, 3])
-            q = Rotation.from_matrix(T[:3, :3]).as_quat()  # x, y, z, w
-            msg.pose.orientation.x, msg.pose.orientation.y, msg.pose.orientation.z, msg.pose.orientation.w = map(float, q)
-            self.pubs["pose"].publish(msg)
+            self.pubs["pose"].publish(pose_stamped(t_host, T[:3, 3], Rotation.from_matrix(T[:3, :3]).as_quat()))
             self._count("pose")
         elif kind == "state":
             armed = bool(s.data.armed if hasattr(s.data, "armed") else s.data)
