@@ -1,8 +1,10 @@
 """Segmentation: raw thermal (mono16) -> class ids (mono8, CART ids) + coloured mask (rgb8) + diagnostics.
 
-Wraps ``rgbt.seg.stage.SegmentationStage``. Subscribes with ``input_depth`` 1, so when inference
-is slower than the camera the newest frame is processed and older ones are skipped (counted as
-``skipped`` in diagnostics; the recorder still gets every frame from the sync node).
+Wraps ``rgbt.seg.stage.SegmentationStage`` in a live ``rgbt.seg.pipeline.SegPipeline``: the
+callback only hands the frame over; a low-priority thread normalizes it while the previous frame
+is inferred, and results are published from the inference thread. When inference is slower than
+the camera the newest frame is processed and older ones are dropped (``pipeline.dropped_stale`` in
+diagnostics; the recorder still gets every frame from the sync node).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from rgbt.ros.node import RgbtNode
 from rgbt.ros.options import SegmentationOptions
 from rgbt.ros.spin import node_main
 from rgbt.ros.stamps import stamp_to_ns
+from rgbt.seg.pipeline import SegPipeline
 
 
 class SegmentationNode(RgbtNode):
@@ -27,19 +30,33 @@ class SegmentationNode(RgbtNode):
         o = self.options
         self.input_topic = o.input_topic or self.stack().cameras["thermal"].topic
         self.stage = make_stage(o.model, o.backend, {"color": o.publish_color, **o.stage})
+        self.pipeline = SegPipeline(self.stage, self.on_result, on_error=self.on_error)
         self.pub_ids = self.create_publisher(Image, f"{o.output_prefix}/class_ids", self.out_qos)
         self.pub_color = self.create_publisher(Image, f"{o.output_prefix}/color", self.out_qos)
         self.create_subscription(Image, self.input_topic, self.guard(self.on_image, self.input_topic), self.in_qos)
 
     def on_image(self, msg: Image) -> None:
-        t_ns = stamp_to_ns(msg.header.stamp)
-        result = self.stage.process(image_to_numpy(msg))
-        self.pub_ids.publish(numpy_to_image(result.class_ids, t_ns, msg.header.frame_id, "mono8"))
+        self.pipeline.submit(stamp_to_ns(msg.header.stamp), image_to_numpy(msg), tag=msg.header.frame_id)
+
+    def on_result(self, t_ns: int, result) -> None:  # type: ignore[no-untyped-def]  # inference thread
+        frame_id = result.tag
+        self.pub_ids.publish(numpy_to_image(result.class_ids, t_ns, frame_id, "mono8"))
         if result.color is not None:
-            self.pub_color.publish(numpy_to_image(result.color, t_ns, msg.header.frame_id, "rgb8"))
+            self.pub_color.publish(numpy_to_image(result.color, t_ns, frame_id, "rgb8"))
         self.diag.topic(self.input_topic).tick(self.now_ns() - t_ns)
         for key, value in (result.timing or {}).items():
             self.diag.values[f"timing.{key}"] = f"{value:.3f}" if isinstance(value, float) else str(value)
+        for key, value in self.pipeline.stats().items():
+            self.diag.values[f"pipeline.{key}"] = str(value)
+
+    def on_error(self, t_ns: int, exc: Exception) -> None:
+        self.diag.error(f"{type(exc).__name__}: {exc}", self.input_topic)
+        if self.diag.errors <= 5:
+            self.get_logger().error(f"frame {t_ns}: {type(exc).__name__}: {exc}")
+
+    def close(self) -> None:
+        self.pipeline.close(drain=False)
+        super().close()
 
 
 NODE = SegmentationNode

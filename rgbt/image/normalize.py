@@ -36,6 +36,7 @@ Defined behaviour for degenerate input (never a division by zero):
 from __future__ import annotations
 
 import math
+import threading
 from dataclasses import asdict, dataclass, field
 from typing import Sequence
 
@@ -222,20 +223,25 @@ def effective_bounds(lo: float, hi: float, min_range: float) -> tuple[float, flo
 
 
 # --------------------------------------------------------------------------- rescale
-def rescale(frame: np.ndarray, lo: float, hi: float) -> np.ndarray:
+def rescale(frame: np.ndarray, lo: float, hi: float, out: np.ndarray | None = None) -> np.ndarray:
     """``clip((frame - lo) / (hi - lo), 0, 1)`` as float32; requires ``hi > lo``.
 
-    Non-finite pixels of float frames become 0 (the low bound).
+    Non-finite pixels of float frames become 0 (the low bound). ``out``: optional float32 HxW
+    destination (written and returned).
     """
     frame = check_frame(frame)
     if not hi > lo:
         raise ImageError(f"rescale: bounds must satisfy hi > lo, got lo={lo!r}, hi={hi!r}")
     scale = 1.0 / (hi - lo)
     if frame.dtype.kind == "u":
-        return np.take(_unit_lut(frame.dtype, lo, scale), frame)
-    out = frame.astype(np.float64)
-    out = np.nan_to_num((out - lo) * scale, nan=0.0, posinf=0.0, neginf=0.0)
-    return np.clip(out, 0.0, 1.0).astype(np.float32)
+        return np.take(_unit_lut(frame.dtype, lo, scale), frame, out=out)
+    res = frame.astype(np.float64)
+    res = np.nan_to_num((res - lo) * scale, nan=0.0, posinf=0.0, neginf=0.0)
+    res = np.clip(res, 0.0, 1.0).astype(np.float32)
+    if out is None:
+        return res
+    out[...] = res
+    return out
 
 
 def _unit_lut(dtype: np.dtype, lo: float, scale: float) -> np.ndarray:
@@ -334,7 +340,8 @@ class Clahe:
         np.clip(cdf, None, _GRAY_LEVELS - 1, out=cdf)
         return cdf.astype(np.int64)
 
-    def __call__(self, bins: np.ndarray) -> np.ndarray:
+    def __call__(self, bins: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
+        """CLAHE of ``bins``; ``out``: optional float32 HxW destination (written and returned)."""
         bins = check_frame(bins, "bins")
         if bins.dtype != np.uint8:
             raise ImageError(f"bins: expected uint8 CLAHE bins, got {bins.dtype}")
@@ -350,7 +357,7 @@ class Clahe:
         lut_image = np.ascontiguousarray(maps.reshape(ny, nx, self.nbins).transpose(0, 2, 1).reshape(ny, -1))
         np.multiply(bins, np.float32(nx), out=self._map_x)
         self._map_x += self._tx
-        out = cv2.remap(lut_image, self._map_x, self._map_y, cv2.INTER_LINEAR,
+        out = cv2.remap(lut_image, self._map_x, self._map_y, cv2.INTER_LINEAR, dst=out,
                         borderMode=cv2.BORDER_REPLICATE)
         return _minmax_rescale(out)
 
@@ -359,7 +366,8 @@ def _minmax_rescale(img: np.ndarray) -> np.ndarray:
     """skimage's final ``rescale_intensity``: (img - min) / (max - min); constant -> 0.5."""
     mn, mx, _, _ = cv2.minMaxLoc(img)
     if mx <= mn:
-        return np.full(img.shape, 0.5, dtype=np.float32)
+        img.fill(0.5)
+        return img
     img -= np.float32(mn)
     img *= np.float32(1.0 / (mx - mn))
     return img
@@ -432,38 +440,48 @@ class Normalizer:
         o = self.options
         return percentile_bounds(frame, o.low, o.high, o.method)
 
-    def apply(self, frame: np.ndarray, lo: float, hi: float, clahe: bool | None = None) -> np.ndarray:
-        """Normalize ``frame`` with given bounds (input units); flat spans are widened (no CLAHE)."""
+    def apply(self, frame: np.ndarray, lo: float, hi: float, clahe: bool | None = None,
+              out: np.ndarray | None = None) -> np.ndarray:
+        """Normalize ``frame`` with given bounds (input units); flat spans are widened (no CLAHE).
+        ``out``: optional float32 HxW destination (e.g. a plane of a model input buffer)."""
         frame = check_frame(frame)
+        if out is not None and (out.shape != frame.shape or out.dtype != np.float32):
+            raise ImageError(f"out: expected a float32 array of shape {frame.shape}, got {out.dtype} {out.shape}")
         o = self.options
         clahe = o.clahe if clahe is None else clahe
         lo, hi, flat = effective_bounds(lo, hi, _min_range(frame, o.min_range))
         if not clahe or flat:
-            return rescale(frame, lo, hi)
+            return rescale(frame, lo, hi, out)
         if frame.dtype.kind == "u":
             bins = _bins_u16(frame, lo, hi, o.nbins)
         else:
             unit = np.clip(np.nan_to_num((frame.astype(np.float64) - lo) / (hi - lo), nan=0.0,
                                          posinf=0.0, neginf=0.0), 0.0, 1.0)
             bins = _skimage_bins(unit, o.nbins)
-        return self._clahe(bins)
+        return self._clahe(bins, out)
 
-    def __call__(self, frame: np.ndarray) -> np.ndarray:
+    def __call__(self, frame: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
         frame = check_frame(frame)
         lo, hi = self.bounds(frame)
-        return self.apply(frame, lo, hi)
+        return self.apply(frame, lo, hi, out=out)
 
 
-_DEFAULT_NORMALIZERS: dict[tuple, Normalizer] = {}
+# one cache per thread: a Normalizer keeps per-shape CLAHE buffers and must not be shared
+_DEFAULT_NORMALIZERS = threading.local()
 
 
-def normalize(frame: np.ndarray, low: float = 1.0, high: float = 99.0, clahe: bool = True) -> np.ndarray:
-    """CART normalization of one frame: float32 HxW in [0,1] (see :class:`Normalizer`)."""
+def normalize(frame: np.ndarray, low: float = 1.0, high: float = 99.0, clahe: bool = True,
+              out: np.ndarray | None = None) -> np.ndarray:
+    """CART normalization of one frame: float32 HxW in [0,1] (see :class:`Normalizer`); thread-safe.
+    ``out``: optional float32 HxW destination, written and returned."""
     key = (float(low), float(high), bool(clahe))
-    norm = _DEFAULT_NORMALIZERS.get(key)
+    cache = getattr(_DEFAULT_NORMALIZERS, "by_options", None)
+    if cache is None:
+        cache = _DEFAULT_NORMALIZERS.by_options = {}
+    norm = cache.get(key)
     if norm is None:
-        norm = _DEFAULT_NORMALIZERS[key] = Normalizer(NormalizeOptions(low=low, high=high, clahe=clahe))
-    return norm(frame)
+        norm = cache[key] = Normalizer(NormalizeOptions(low=low, high=high, clahe=clahe))
+    return norm(frame, out)
 
 
 def to_uint8(img01: np.ndarray) -> np.ndarray:

@@ -16,14 +16,15 @@ from rgbt.errors import ImageError
 from rgbt.seg.sidecar import InputSpec, Normalization
 
 
-def normalize_thermal(frame_u16: np.ndarray, norm: Normalization) -> np.ndarray:
-    """Raw 16-bit counts (HxW uint16) -> float32 HxW in [0, 1] with the model's normalization."""
+def normalize_thermal(frame_u16: np.ndarray, norm: Normalization, out: np.ndarray | None = None) -> np.ndarray:
+    """Raw 16-bit counts (HxW uint16) -> float32 HxW in [0, 1] with the model's normalization
+    (into ``out`` when given: a float32 HxW array, e.g. a plane of the model input)."""
     if not isinstance(frame_u16, np.ndarray) or frame_u16.dtype != np.uint16 or frame_u16.ndim != 2:
         raise ImageError(f"thermal frame must be a uint16 HxW array, got "
                          f"{getattr(frame_u16, 'dtype', type(frame_u16).__name__)} {getattr(frame_u16, 'shape', '')}")
     from rgbt.image.normalize import normalize
 
-    return normalize(frame_u16, low=norm.low, high=norm.high, clahe=norm.clahe)
+    return normalize(frame_u16, low=norm.low, high=norm.high, clahe=norm.clahe, out=out)
 
 
 def normalize_rgb(frame_rgb: np.ndarray) -> np.ndarray:
@@ -73,7 +74,12 @@ def prepare(frames: dict[str, np.ndarray], spec: InputSpec, fit_kind: str, out: 
     if out is None:
         out = np.empty((1, spec.channels, spec.height, spec.width), np.float32)
     if spec.modality == "thermal":
-        img = normalize_thermal(_need(frames, "thermal"), spec.normalization)
+        th = _need(frames, "thermal")
+        fit = fit_mode(fit_kind, th.shape[:2], (spec.height, spec.width))
+        if fit.src == fit.dst and spec.channels == 1:  # normalize straight into the model input
+            normalize_thermal(th, spec.normalization, out=out[0, 0])
+            return out, fit
+        img = normalize_thermal(th, spec.normalization)
     elif spec.modality == "rgb":
         img = normalize_rgb(_need(frames, "rgb"))
     else:
@@ -96,6 +102,8 @@ def _need(frames: dict[str, np.ndarray], key: str) -> np.ndarray:
 
 def unfit_ids(ids: np.ndarray, fit: Fit) -> np.ndarray:
     """Model-size class ids (HxW uint8) -> input resolution (crop or nearest resize)."""
+    if fit.src == fit.dst:
+        return ids
     if fit.mode == "pad":
         return np.ascontiguousarray(ids[: fit.src[0], : fit.src[1]])
     return cv2.resize(ids, (fit.src[1], fit.src[0]), interpolation=cv2.INTER_NEAREST)

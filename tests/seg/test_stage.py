@@ -1,8 +1,6 @@
-"""Segmentation stage: masks at input resolution, colour/overlay, streaming, latest-frame policy."""
+"""Segmentation stage: masks at input resolution, colour/overlay, streaming (the pipeline has its own tests)."""
 
 from __future__ import annotations
-
-import threading
 
 import cv2
 import numpy as np
@@ -10,7 +8,7 @@ import pytest
 
 from rgbt.paths import ENGINES_DIR
 from rgbt.seg.classes import CART_CLASSES, colorize, palette_array, read_class_csv
-from rgbt.seg.stage import LatestFrameRunner, SegmentationStage, SegStageOptions
+from rgbt.seg.stage import SegmentationStage, SegStageOptions
 from rgbt.seg.synthetic import scene
 
 
@@ -48,38 +46,6 @@ def test_stream_equals_process():
     assert len(streamed) == 4
     for a, b in zip(serial, streamed):
         assert np.array_equal(a, b)
-
-
-def test_latest_frame_runner_drops_stale_frames():
-    started, release = threading.Event(), threading.Event()
-    def slow(frame):
-        started.set()
-        release.wait(5)
-        return int(frame[0, 0])
-
-    results = []
-    runner = LatestFrameRunner(slow, lambda t, r: results.append((t, r)))
-    runner.submit(1, np.full((2, 2), 1))
-    assert started.wait(5)  # the worker holds frame 1
-    for t in (2, 3, 4):
-        runner.submit(t, np.full((2, 2), t))  # 2 and 3 are replaced before the worker is free
-    release.set()
-    runner.close(drain=True)
-    assert [t for t, _ in results] == [1, 4]
-    assert runner.stats() == {"submitted": 4, "processed": 2, "dropped_stale": 2, "errors": 0}
-
-
-def test_latest_frame_runner_counts_errors_and_keeps_running():
-    def proc(frame):
-        if frame is None:
-            raise ValueError("bad frame")
-        return 1
-
-    out = []
-    runner = LatestFrameRunner(proc, lambda t, r: out.append(t))
-    runner.submit(1, None)
-    runner.close(drain=True)
-    assert runner.stats()["errors"] == 1 and isinstance(runner.last_error, ValueError)
 
 
 def test_cli_run_writes_class_png(tmp_path, rgbt_cli):
