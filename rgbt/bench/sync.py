@@ -17,10 +17,8 @@ The restamper sees events in host-arrival order, exactly as a live node would.
 from __future__ import annotations
 
 import argparse
-import heapq
 import time
 from dataclasses import dataclass
-from typing import Iterator
 
 import numpy as np
 

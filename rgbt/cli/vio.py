@@ -213,7 +213,6 @@ def _cmd_eval(args: argparse.Namespace) -> int:
 
 def _cmd_ablation(args: argparse.Namespace) -> int:
     from rgbt.vio.eval import EvalOptions, evaluate_sequence
-    from rgbt.vio.report import markdown_table
 
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     vocab = _vocab_path(args)

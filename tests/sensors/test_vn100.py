@@ -4,7 +4,6 @@ pty-emulated sensor that is configured, streams, is unplugged and comes back."""
 from __future__ import annotations
 
 import csv
-import struct
 import threading
 import time
 
