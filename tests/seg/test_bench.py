@@ -18,3 +18,7 @@ def test_bench_seg_json_contract(rgbt_cli):
     assert set(r["tiers"]) == {"copy_in", "compute", "copy_out"} and r["tiers"]["compute"]["n"] == 2
     assert r["backend"]["providers_active"] == ["CPUExecutionProvider"]
     assert "machine" in res
+    # the stage figure comes from the segmentation node's pipeline: every frame it was fed came out
+    p = r["pipeline"]
+    assert p["submitted"] == p["processed"] == 10 + 2 and p["errors"] == p["dropped_stale"] == 0
+    assert p["prep_priority"] == "SCHED_IDLE"
