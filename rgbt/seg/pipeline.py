@@ -148,8 +148,10 @@ class SegPipeline:
                 self.counts["dropped_stale"] += 1
             self._raw = _Frame(self._seq, int(t_ns), frame, now, tag)
             self._seq += 1
-            self._cv_prep.notify()
-            self._cv_infer.notify()
+            if self._idle_since is not None:  # the inference thread is waiting: it prepares the frame
+                self._cv_infer.notify()
+            else:  # it is busy: the prep thread prepares the frame meanwhile
+                self._cv_prep.notify()
 
     def close(self, drain: bool = True) -> None:
         """Stop both threads; with ``drain`` the frames already submitted are segmented first."""
