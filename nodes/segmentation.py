@@ -31,6 +31,7 @@ class SegmentationNode(RgbtNode):
         self.input_topic = o.input_topic or self.stack().cameras["thermal"].topic
         self.stage = make_stage(o.model, o.backend, {"color": o.publish_color, **o.stage})
         self.pipeline = SegPipeline(self.stage, self.on_result, on_error=self.on_error)
+        self.get_logger().info(f"{self.stage.options}")
         self.pub_ids = self.create_publisher(Image, f"{o.output_prefix}/class_ids", self.out_qos)
         self.pub_color = self.create_publisher(Image, f"{o.output_prefix}/color", self.out_qos)
         self.create_subscription(Image, self.input_topic, self.guard(self.on_image, self.input_topic), self.in_qos)
