@@ -62,8 +62,7 @@ class ReplayNode(RgbtNode):
                 if not o.loop or self._stop.is_set():
                     break
         except Exception as exc:  # noqa: BLE001 - reported in diagnostics
-            self.diag.error(f"{type(exc).__name__}: {exc}")
-            self.get_logger().error(f"replay failed: {exc}")
+            self.report_error("replay failed", exc)
         for pub in [*self.pubs.values(), self.clock_pub]:  # reliable subscribers get the tail too
             if pub is not None:
                 pub.wait_for_all_acked(Duration(seconds=5))

@@ -30,8 +30,10 @@ class SegmentationNode(RgbtNode):
         o = self.options
         self.input_topic = o.input_topic or self.stack().cameras["thermal"].topic
         self.stage = make_stage(o.model, o.backend, {"color": o.publish_color, **o.stage})
-        self.pipeline = SegPipeline(self.stage, self.on_result, on_error=self.on_error)
+        self.pipeline = SegPipeline(self.stage, self.on_result,
+                                    on_error=lambda t_ns, exc: self.report_error(f"frame {t_ns}", exc, self.input_topic))
         self.get_logger().info(f"{self.stage.options}")
+        self.last_timing: dict = {}  # of the newest result, for diagnostics
         self.pub_ids = self.create_publisher(Image, f"{o.output_prefix}/class_ids", self.out_qos)
         self.pub_color = self.create_publisher(Image, f"{o.output_prefix}/color", self.out_qos)
         self.create_subscription(Image, self.input_topic, self.guard(self.on_image, self.input_topic), self.in_qos)
@@ -45,15 +47,12 @@ class SegmentationNode(RgbtNode):
         if result.color is not None:
             self.pub_color.publish(numpy_to_image(result.color, t_ns, frame_id, "rgb8"))
         self.diag.topic(self.input_topic).tick(self.now_ns() - t_ns)
-        for key, value in (result.timing or {}).items():
-            self.diag.values[f"timing.{key}"] = f"{value:.3f}" if isinstance(value, float) else str(value)
-        for key, value in self.pipeline.stats().items():
-            self.diag.values[f"pipeline.{key}"] = str(value)
+        self.last_timing = result.timing
 
-    def on_error(self, t_ns: int, exc: Exception) -> None:
-        self.diag.error(f"{type(exc).__name__}: {exc}", self.input_topic)
-        if self.diag.errors <= 5:
-            self.get_logger().error(f"frame {t_ns}: {type(exc).__name__}: {exc}")
+    def publish_diagnostics(self) -> None:
+        self.diag.set_values("timing", self.last_timing)
+        self.diag.set_values("pipeline", self.pipeline.stats())
+        super().publish_diagnostics()
 
     def close(self) -> None:
         self.pipeline.close(drain=False)

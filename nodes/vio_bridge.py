@@ -71,8 +71,8 @@ class VioBridgeNode(RgbtNode):
         self.diag.topic(self.imu_input_topic).tick(self.now_ns() - t_ns)
 
     def publish_diagnostics(self) -> None:
-        self.diag.values.update({f"feed.{k}": str(v) for k, v in self.feed.counters.items()})
-        self.diag.values.update({f"imu.{k}": str(v) for k, v in self.relay.counters.items()})
+        self.diag.set_values("feed", self.feed.counters)
+        self.diag.set_values("imu", self.relay.counters)
         super().publish_diagnostics()
 
 

@@ -92,8 +92,7 @@ class VirtualStackNode(RgbtNode):
             # host-arrival order: an IMU sample is not held back behind a frame still "in transit"
             samples = host_order(self._preloaded(self.sim.samples(), o.preload_s))
         except Exception as exc:  # noqa: BLE001 - reported, the node keeps its diagnostics
-            self.diag.error(f"{type(exc).__name__}: {exc}")
-            self.get_logger().error(f"simulation failed: {exc}")
+            self.report_error("simulation failed", exc)
             samples = iter(())
         self.wait_for_subscribers(o.wait_for, o.wait_timeout_s, self._stop)
         t0_wall = time.time_ns() + int(o.start_delay_s * 1e9)
@@ -120,8 +119,7 @@ class VirtualStackNode(RgbtNode):
                 self.late_ns = max(0, time.time_ns() - t_host)
                 self._publish(sample, t_host, t0_wall + (sample.t_ns - t0_sim))
         except Exception as exc:  # noqa: BLE001 - reported, the node keeps its diagnostics
-            self.diag.error(f"{type(exc).__name__}: {exc}")
-            self.get_logger().error(f"simulation failed: {exc}")
+            self.report_error("simulation failed", exc)
         self.manifest["done"] = True
         self._write_manifest()
         if o.exit_when_done:

@@ -75,6 +75,10 @@ class NodeDiagnostics:
         if topic is not None:
             self.topic(topic).errors += 1
 
+    def set_values(self, prefix: str, values: dict) -> None:
+        """Publish ``values`` as ``prefix.key`` entries (floats with 3 decimals)."""
+        self.values.update({f"{prefix}.{k}": f"{v:.3f}" if isinstance(v, float) else str(v) for k, v in values.items()})
+
     def key_values(self) -> list[tuple[str, str]]:
         kv = [("errors", str(self.errors)), ("last_error", self.last_error)]
         for name, stats in sorted(self.topics.items()):

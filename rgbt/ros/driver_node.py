@@ -51,9 +51,7 @@ class DriverNode(RgbtNode):
                     self.device = self.open_device()
                 self.read_once()
             except Exception as exc:  # noqa: BLE001 - a driver retries; the error is counted
-                self.diag.error(f"{type(exc).__name__}: {exc}")
-                if self.diag.errors <= 5:
-                    self.get_logger().error(f"device error: {exc}")
+                self.report_error("device error", exc)
                 self._stop.wait(1.0)
 
     # -- publishers ----------------------------------------------------------------------------

@@ -85,12 +85,17 @@ class RgbtNode(Node):
             try:
                 return fn(*args)
             except Exception as exc:  # noqa: BLE001 - a node keeps running (DESIGN.md section 3)
-                self.diag.error(f"{type(exc).__name__}: {exc}", topic)
-                if self.diag.errors <= 5:
-                    self.get_logger().error(f"{fn.__name__}: {exc}\n{traceback.format_exc()}")
+                self.report_error(fn.__name__, exc, topic)
                 return None
 
         return wrapped
+
+    def report_error(self, where: str, exc: BaseException, topic: str | None = None) -> None:
+        """Count an error in diagnostics (on ``topic`` when given) and log it; the first five with
+        their traceback, later ones only in the counts."""
+        self.diag.error(f"{type(exc).__name__}: {exc}", topic)
+        if self.diag.errors <= 5:
+            self.get_logger().error(f"{where}: {exc}\n{''.join(traceback.format_exception(exc))}")
 
     def wait_for_subscribers(self, topics: list[str], timeout_s: float, stop: "threading.Event") -> bool:
         """Block (in a worker thread) until every topic has a subscriber, ``timeout_s`` passes or

@@ -118,7 +118,7 @@ class SegPipeline:
         self._free = [stage.new_buffer() for _ in range(self._ready_cap + 2)]  # + inference + prep
         self._seq = 0
         self._last_taken = -1  # newest seq the inference thread has taken
-        self._stolen: set[int] = set()  # seqs the inference thread prepared while the prep thread held them
+        self._held_stolen = False  # the inference thread prepared the held frame itself
         self._stop = self._drain = False
         self.prep_priority = "?"
         self.counts = {"submitted": 0, "processed": 0, "dropped_stale": 0, "prepared_inline": 0,
@@ -184,18 +184,17 @@ class SegPipeline:
                 if not self._can_prep():
                     return
                 item, self._raw = self._raw, None
-                self._held = (item, time.perf_counter_ns())
+                self._held, self._held_stolen = (item, time.perf_counter_ns()), False
                 buf = self._free.pop()
                 self._cv_submit.notify()
             prepared = self._prepare(item, buf, "prep")
             with self._lock:
-                self._held = None
+                stolen, self._held = self._held_stolen, None
                 if prepared is None:
                     self._free.append(buf)
                 elif item.seq <= self._last_taken:  # the inference thread went ahead without it
                     self._free.append(buf)
-                    if not self._already_done(item):
-                        self.counts["dropped_stale"] += 1
+                    self.counts["dropped_stale"] += not stolen  # a stolen frame was segmented
                 else:
                     if len(self._ready) >= self._ready_cap:  # live: an older prepared input is overtaken
                         self._free.append(self._ready.popleft().x)
@@ -211,12 +210,6 @@ class SegPipeline:
     def _finished(self) -> bool:
         return self._stop and (not self._drain or (self._raw is None and not self._ready and self._held is None))
 
-    def _already_done(self, item: _Frame) -> bool:
-        if item.seq in self._stolen:
-            self._stolen.discard(item.seq)
-            return True
-        return False
-
     # -- inference thread -----------------------------------------------------------------------
     def _infer_loop(self) -> None:
         while True:
@@ -226,7 +219,7 @@ class SegPipeline:
                     job = self._take()
                     if job is not None:
                         break
-                    if self._finished() and self._held is None:
+                    if self._finished():
                         return
                     if self._idle_since is None:
                         self._idle_since = time.perf_counter_ns()
@@ -260,13 +253,13 @@ class SegPipeline:
             item, self._raw = self._raw, None  # nobody is on it (or the prep thread is starved)
         elif wanted and self._held_too_long():
             item = self._held[0]  # a starved prep thread holds the only frame: do it again here
-            self._stolen.add(item.seq)
+            self._held_stolen = True
         else:
             return None
         if self.lossless and wanted and self._held[0].seq < item.seq:
             self._raw = item  # lossless keeps the order: the held frame first
             item = self._held[0]
-            self._stolen.add(item.seq)
+            self._held_stolen = True
         self._last_taken = item.seq
         self.counts["prepared_inline"] += 1
         self._cv_submit.notify()  # lossless producer: the raw slot may be free
