@@ -8,6 +8,8 @@ import sys
 import uuid
 from pathlib import Path
 
+import pytest
+
 from rgbt.paths import REPO_ROOT
 
 
@@ -37,3 +39,17 @@ def loopback_ros_env(home: Path) -> dict[str, str]:
         "ROS_LOG_DIR": str(home / "ros_log"),
         "RMW_IMPLEMENTATION": "rmw_fastrtps_cpp",
     }
+
+
+def need(path: Path, what: str) -> Path:
+    """``path`` when it exists; otherwise skip the test, naming what is missing and where."""
+    if not path.exists():
+        pytest.skip(f"{what} not found at {path}")
+    return path
+
+
+def read_lines(dev, buf: bytes) -> tuple[list[bytes], bytes]:  # type: ignore[no-untyped-def]
+    """One short read from a pty device end: the complete lines now in ``buf`` and the unfinished rest."""
+    buf += dev.read(0.005)
+    *lines, rest = buf.split(b"\n")
+    return lines, rest

@@ -46,8 +46,8 @@ TEMPERATURE_C = {
 }
 SKY_TEMPERATURE_C = {False: -20.0, True: -35.0}
 SKY_RGB = {False: (150, 190, 235), True: (4, 6, 12)}
-NIGHT_BRIGHTNESS = 0.1
-DETAIL_RES_M = 0.02  # texel of the fine detail texture (metres)  # colour/mono radiance scale at night (moonlight + a long exposure)
+NIGHT_BRIGHTNESS = 0.1  # colour/mono radiance scale at night (moonlight + a long exposure)
+DETAIL_RES_M = 0.02  # texel of the fine detail texture (metres)
 
 # Appearance (sRGB) by day
 BASE_RGB = {

@@ -5,30 +5,22 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from helpers import need
 
 
 @pytest.fixture(scope="session")
 def bags_dir(fixtures_dir: Path) -> Path:
-    path = fixtures_dir / "bags"
-    if not path.is_dir():
-        pytest.skip(f"bag fixtures not found at {path}")
-    return path
+    return need(fixtures_dir / "bags", "bag fixtures")
 
 
 @pytest.fixture(scope="session")
 def ros1_bag(bags_dir: Path) -> Path:
-    path = bags_dir / "ros1" / "robot_localization_test1.bag"
-    if not path.is_file():
-        pytest.skip(f"ROS 1 fixture not found at {path}")
-    return path
+    return need(bags_dir / "ros1" / "robot_localization_test1.bag", "ROS 1 fixture")
 
 
 @pytest.fixture(scope="session", params=["ros2_talker_sqlite3", "ros2_talker_mcap", "ros2_talker_mcap/talker.mcap"])
 def talker_bag(request: pytest.FixtureRequest, bags_dir: Path) -> Path:
-    path = bags_dir / request.param
-    if not path.exists():
-        pytest.skip(f"ROS 2 fixture not found at {path}")
-    return path
+    return need(bags_dir / request.param, "ROS 2 fixture")
 
 
 @pytest.fixture(scope="session")

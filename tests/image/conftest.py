@@ -5,22 +5,18 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from helpers import need
 
 
 @pytest.fixture(scope="session")
 def fff_path(fixtures_dir: Path) -> Path:
-    path = fixtures_dir / "thermal" / "flir_duo_pro_r_frame_000000.fff"
-    if not path.is_file():
-        pytest.skip(f"FLIR fixture frame not found at {path}")
-    return path
+    return need(fixtures_dir / "thermal" / "flir_duo_pro_r_frame_000000.fff", "FLIR fixture frame")
 
 
 @pytest.fixture(scope="session")
 def fff_metadata(fixtures_dir: Path) -> dict[str, str]:
     """``exiftool`` text dump of the fixture (key : value), read independently of rgbt."""
-    path = fixtures_dir / "thermal" / "flir_duo_pro_r_frame_000000.txt"
-    if not path.is_file():
-        pytest.skip(f"FLIR fixture metadata not found at {path}")
+    path = need(fixtures_dir / "thermal" / "flir_duo_pro_r_frame_000000.txt", "FLIR fixture metadata")
     meta = {}
     for line in path.read_text().splitlines():
         key, sep, value = line.partition(":")

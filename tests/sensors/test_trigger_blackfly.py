@@ -12,6 +12,7 @@ import yaml
 from rgbt.errors import ConfigError, DecodeError
 from rgbt.sensors import blackfly, trigger
 from rgbt.sensors.serial_link import SerialLink
+from helpers import read_lines
 
 
 class TriggerDevice(threading.Thread):
@@ -23,9 +24,8 @@ class TriggerDevice(threading.Thread):
     def run(self) -> None:
         buf = b""
         while not self.stop.is_set():
-            buf += self.dev.read(0.005)
-            while b"\n" in buf:
-                line, _, buf = buf.partition(b"\n")
+            lines, buf = read_lines(self.dev, buf)
+            for line in lines:
                 self.dev.write(self.model.handle(line))
 
 

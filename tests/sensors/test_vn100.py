@@ -12,6 +12,7 @@ import pytest
 from rgbt.errors import DecodeError
 from rgbt.sensors import vn100
 from rgbt.sensors.serial_link import SerialLink
+from helpers import read_lines
 
 
 @pytest.fixture(scope="module")
@@ -150,9 +151,8 @@ class Vn100Device(threading.Thread):
     def run(self) -> None:
         buf = b""
         while not self.stop.is_set():
-            buf += self.dev.read(0.005)
-            while b"\n" in buf:
-                line, _, buf = buf.partition(b"\n")
+            lines, buf = read_lines(self.dev, buf)
+            for line in lines:
                 msg = vn100.parse_ascii(line)  # raises on a bad checksum: the test fails
                 self.commands.append(line.strip())
                 self.dev.write(vn100.ascii_command(",".join((msg.kind, *msg.fields))))
