@@ -6,15 +6,14 @@ Frames and IMU samples go to the driver-level topics (host-stamped) with their c
 by a flat-field correction; IMU: ``source`` = ``SyncInCnt;TimeSyncIn_ns``, ``time_ref`` = the IMU's own
 clock, here the simulator's true clock); the trigger sync node restamps them onto the stack topics. GNSS, autopilot pose and
 the armed state (``std_msgs/Bool`` on ``/rgbt/armed``, latched) go straight to their topics.
-Samples marked ``dropped`` are never published. ``preload_s`` generates the first seconds before
-playing, so they go out at the real rate even where the simulator is slower than real time. With ``manifest_path`` set, a JSON manifest of what
+Samples marked ``dropped`` are never published. Pacing and preloading (``preload_s``: the first
+seconds generated before playing) are ``rgbt.sim.live``'s. With ``manifest_path`` set, a JSON manifest of what
 was published (counts, CRC32 and true trigger time of every frame) is written once every sample is
 out (``"done": true``) and again at exit.
 """
 
 from __future__ import annotations
 
-import itertools
 import json
 import os
 import threading
@@ -85,39 +84,30 @@ class VirtualStackNode(RgbtNode):
 
     # -- playback thread -----------------------------------------------------------------------
     def _play(self) -> None:
-        o = self.options
-        try:
-            from rgbt.sim.live import host_order
+        from rgbt.sim.live import paced, preload
 
-            # host-arrival order: an IMU sample is not held back behind a frame still "in transit"
-            samples = host_order(self._preloaded(self.sim.samples(), o.preload_s))
-        except Exception as exc:  # noqa: BLE001 - reported, the node keeps its diagnostics
-            self.report_error("simulation failed", exc)
-            samples = iter(())
-        self.wait_for_subscribers(o.wait_for, o.wait_timeout_s, self._stop)
-        t0_wall = time.time_ns() + int(o.start_delay_s * 1e9)
-        t0_sim = None
-        self.manifest["t0_wall_ns"] = t0_wall
+        o = self.options
+        sleep = self._stop.wait if o.realtime else (lambda _s: None)
         try:
-            for sample in samples:
+            samples, n = preload(self.sim.samples(), o.preload_s, self._stop.is_set)
+            self.get_logger().info(f"preloaded {n} samples ({o.preload_s} s)")
+            self.wait_for_subscribers(o.wait_for, o.wait_timeout_s, self._stop)
+            # host-arrival order: an IMU sample is not held back behind a frame still "in transit"
+            for sample, t_host in paced(samples, skip_dropped=False, clock=time.time_ns, sleep=sleep,
+                                        start_ns=time.time_ns() + int(o.start_delay_s * 1e9)):
                 if self._stop.is_set():
                     break
-                if t0_sim is None:  # wall = t0_wall + (sim time - t0_sim), for true and host times
-                    t0_sim = sample.t_ns
-                    self.manifest["t0_sim_ns"] = t0_sim
+                offset = t_host - sample.t_host_ns  # simulated -> wall clock
+                self.manifest.setdefault("t0_wall_ns", t_host)
+                self.manifest.setdefault("t0_sim_ns", sample.t_host_ns)
                 if sample.dropped:
-                    self.manifest.setdefault("dropped", {}).setdefault(sample.kind, 0)
-                    self.manifest["dropped"][sample.kind] += 1
+                    dropped = self.manifest.setdefault("dropped", {})
+                    dropped[sample.kind] = dropped.get(sample.kind, 0) + 1
                     continue
-                t_host = t0_wall + (sample.t_host_ns - t0_sim)
-                if o.realtime:
-                    wait = (t_host - time.time_ns()) / 1e9
-                    if wait > 0 and self._stop.wait(wait):
-                        break
                 # stamped with the simulated host arrival (the simulator's latency + jitter model), even
                 # when the simulator runs late: the lateness then shows as hop latency, not as clock error
                 self.late_ns = max(0, time.time_ns() - t_host)
-                self._publish(sample, t_host, t0_wall + (sample.t_ns - t0_sim))
+                self._publish(sample, t_host, sample.t_ns + offset)
         except Exception as exc:  # noqa: BLE001 - reported, the node keeps its diagnostics
             self.report_error("simulation failed", exc)
         self.manifest["done"] = True
@@ -133,20 +123,6 @@ class VirtualStackNode(RgbtNode):
         with open(tmp, "w") as fh:
             json.dump(self.manifest, fh)
         os.replace(tmp, self.options.manifest_path)
-
-    def _preloaded(self, samples, preload_s: float):  # type: ignore[no-untyped-def]
-        """Generate the first ``preload_s`` seconds before playing (the simulator may be slower than
-        real time on a small machine); returns an iterator over all samples."""
-        buffer = []
-        if preload_s > 0:
-            t_first = None
-            for sample in samples:
-                buffer.append(sample)
-                t_first = sample.t_ns if t_first is None else t_first
-                if sample.t_ns - t_first >= preload_s * 1e9 or self._stop.is_set():
-                    break
-            self.get_logger().info(f"preloaded {len(buffer)} samples ({preload_s} s)")
-        return itertools.chain(buffer, samples)
 
     def _publish(self, s, t_host: int, t_true: int) -> None:  # type: ignore[no-untyped-def]
         kind = s.kind

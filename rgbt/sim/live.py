@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import heapq
+import itertools
 import time
 from typing import Callable, Iterable, Iterator
 
@@ -27,13 +28,30 @@ def host_order(samples: Iterable[SimSample]) -> Iterator[SimSample]:
         yield heapq.heappop(heap)[2]
 
 
+def preload(samples: Iterable[SimSample], seconds: float,
+            stop: Callable[[], bool] = lambda: False) -> tuple[Iterator[SimSample], int]:
+    """Generate the first ``seconds`` of ``samples`` now (the simulator may be slower than real
+    time on a small machine), so they can go out at the real rate; returns an iterator over all
+    samples and how many were generated ahead. ``stop`` ends the preload early."""
+    it = iter(samples)
+    buffer: list[SimSample] = []
+    if seconds > 0:
+        for s in it:
+            buffer.append(s)
+            if s.t_ns - buffer[0].t_ns >= seconds * 1e9 or stop():
+                break
+    return itertools.chain(buffer, it), len(buffer)
+
+
 def paced(samples: Iterable[SimSample], *, speed: float = 1.0, skip_dropped: bool = True,
-          clock: Callable[[], int] = time.monotonic_ns, sleep: Callable[[float], None] = time.sleep
-          ) -> Iterator[SimSample]:
-    """Yield samples in host-arrival order, each when its ``t_host_ns`` comes (relative to the first
-    sample), at ``speed`` times real time: what a driver would hand over. Dropped frames are skipped
-    (a publisher must not publish them). If generation falls behind, samples are yielded as soon as
-    they are ready (never dropped)."""
+          clock: Callable[[], int] = time.monotonic_ns, sleep: Callable[[float], object] = time.sleep,
+          start_ns: int | None = None) -> Iterator[tuple[SimSample, int]]:
+    """Yield ``(sample, due_ns)`` in host-arrival order, each when its ``t_host_ns`` comes, at
+    ``speed`` times real time: what a driver would hand over. ``due_ns`` is the hand-over time on
+    ``clock`` (the first sample is due at ``start_ns``, default: when it is ready). Dropped frames
+    are skipped unless ``skip_dropped`` is False (a publisher must not publish them). If generation
+    falls behind, samples are yielded as soon as they are ready (never dropped); ``sleep`` may return
+    early (e.g. a stop event's ``wait``)."""
     if speed <= 0:
         raise ValueError(f"speed must be > 0, got {speed}")
     origin_sim = None
@@ -42,9 +60,9 @@ def paced(samples: Iterable[SimSample], *, speed: float = 1.0, skip_dropped: boo
         if skip_dropped and s.dropped:
             continue
         if origin_sim is None:
-            origin_sim, origin_wall = s.t_host_ns, clock()
+            origin_sim, origin_wall = s.t_host_ns, clock() if start_ns is None else start_ns
         due = origin_wall + int((s.t_host_ns - origin_sim) / speed)
         wait = due - clock()
         if wait > 0:
             sleep(wait * 1e-9)
-        yield s
+        yield s, due

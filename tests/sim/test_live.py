@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from rgbt.sim import SimOptions, SimStack
-from rgbt.sim.live import host_order, paced
+from rgbt.sim.live import host_order, paced, preload
 
 
 def test_paced_host_order_and_timing() -> None:
@@ -27,7 +27,7 @@ def test_paced_host_order_and_timing() -> None:
         slept.append(seconds)
         now[0] += int(round(seconds * 1e9))
 
-    out = list(paced(iter(everything), speed=2.0, clock=clock, sleep=sleep))
+    out = [s for s, _ in paced(iter(everything), speed=2.0, clock=clock, sleep=sleep)]
     assert [s.t_host_ns for s in out] == host
     span_s = (host[-1] - host[0]) * 1e-9
     assert abs(now[0] * 1e-9 - span_s / 2.0) < 1e-6  # half the host-time span at speed 2
@@ -38,6 +38,21 @@ def test_paced_skips_dropped_frames() -> None:
     sim = SimStack(SimOptions(trajectory="hover", duration_s=0.2, cameras=["thermal"], drop_prob=0.3))
     frames = list(sim.samples(["thermal"]))
     assert any(s.dropped for s in frames)
-    out = list(paced(iter(frames), speed=1e6))
+    out = [s for s, _ in paced(iter(frames), speed=1e6)]
     assert [s.seq for s in out] == [s.seq for s in frames if not s.dropped]
     assert all(isinstance(s.data, np.ndarray) for s in out)
+
+
+def test_paced_due_times_and_preload() -> None:
+    sim = SimStack(SimOptions(trajectory="hover", duration_s=0.3, cameras=[], drop_prob=0.0))
+    everything = list(sim.samples())
+    pulled = []
+    it, n = preload((pulled.append(s) or s for s in everything), 0.1)
+    assert n == len(pulled) and 0 < n < len(everything)  # ~0.1 s generated ahead, not more
+    assert pulled[-1].t_ns - pulled[0].t_ns >= 0.1e9 > pulled[-2].t_ns - pulled[0].t_ns
+    assert list(it) == everything
+    now = [5_000]
+    out = list(paced(iter(everything), clock=lambda: now[0], sleep=lambda s: None, start_ns=1_000))
+    first = out[0][0]
+    # due = start + host time since the first sample: a constant offset from host time at speed 1
+    assert out[0][1] == 1_000 and all(due - s.t_host_ns == 1_000 - first.t_host_ns for s, due in out)
