@@ -15,7 +15,6 @@ waits for it).
 
 from __future__ import annotations
 
-from collections import OrderedDict
 
 from sensor_msgs.msg import Image, Imu, TimeReference
 
@@ -24,26 +23,22 @@ from rgbt.ros.options import TriggerSyncOptions
 from rgbt.ros.spin import node_main
 from rgbt.ros.stamps import cdr_stamp_ns, cdr_with_stamp, stamp_to_ns
 
-MAX_PENDING = 400  # unpaired frames / infos kept (2 s of IMU)
-
-
 class TriggerSyncNode(RgbtNode):
     options_model = TriggerSyncOptions
     default_name = "trigger_sync"
 
     def __init__(self, name: str | None = None, **kwargs) -> None:  # type: ignore[no-untyped-def]
         super().__init__(name, **kwargs)
-        from rgbt.ros.sync_adapter import make_restamper
+        from rgbt.ros.sync_adapter import StampPairer, make_restamper
 
         o = self.options
         self.stack_model = self.stack()
         self.restamper = make_restamper(self.stack_model, o.restamper, o.camera_latency_ms)
-        self.infos: dict[str, OrderedDict] = {}
-        self.pending: dict[str, OrderedDict] = {}
+        self.pairs: dict[str, StampPairer] = {}
         self.outputs = {}
         for cam in o.cameras:
             spec = self.stack_model.cameras[cam]
-            self.infos[cam], self.pending[cam] = OrderedDict(), OrderedDict()
+            self.pairs[cam] = StampPairer()
             self.outputs[cam] = self.create_publisher(Image, spec.topic, self.out_qos)
             self.create_subscription(TimeReference, f"{o.raw_prefix}/{cam}/frame_info",
                                      self.guard(lambda m, c=cam: self.on_frame_info(c, m), spec.topic), self.small_qos)
@@ -51,7 +46,7 @@ class TriggerSyncNode(RgbtNode):
                                      self.guard(lambda raw, c=cam: self.on_frame(c, raw), spec.topic), self.in_qos,
                                      raw=True)
         self.imu_topic = self.stack_model.imu.topic
-        self.infos["imu"], self.pending["imu"] = OrderedDict(), OrderedDict()
+        self.pairs["imu"] = StampPairer()
         self.outputs["imu"] = self.create_publisher(Imu, self.imu_topic, self.out_qos)
         self.create_subscription(TimeReference, f"{o.raw_prefix}/imu/sync_info",
                                  self.guard(lambda m: self.on_frame_info("imu", m), self.imu_topic), self.small_qos)
@@ -62,18 +57,16 @@ class TriggerSyncNode(RgbtNode):
 
     def on_frame_info(self, kind: str, info: TimeReference) -> None:
         stamp = stamp_to_ns(info.header.stamp)
-        raw = self.pending[kind].pop(stamp, None)
+        raw = self.pairs[kind].add_info(stamp, info)
         if raw is not None:
             self.emit(kind, raw, stamp, info)
-        else:
-            _bounded_put(self.infos[kind], stamp, info)
 
     def on_frame(self, kind: str, raw: bytes) -> None:
         stamp = cdr_stamp_ns(raw)
-        info = self.infos[kind].pop(stamp, None)
+        info, evicted = self.pairs[kind].add_frame(stamp, raw)
         if info is not None:
             self.emit(kind, raw, stamp, info)
-        elif _bounded_put(self.pending[kind], stamp, raw):
+        elif evicted:
             topic = self.imu_topic if kind == "imu" else self.stack_model.cameras[kind].topic
             self.diag.error(f"{kind}: frame without counter info dropped", topic)
 
@@ -104,15 +97,6 @@ class TriggerSyncNode(RgbtNode):
         for key, value in self.restamper.status().items():
             self.diag.values[f"sync.{key}"] = str(value)
         super().publish_diagnostics()
-
-
-def _bounded_put(d: OrderedDict, key: int, value: object) -> bool:
-    """Insert; evict the oldest beyond :data:`MAX_PENDING`. Returns True when something was evicted."""
-    d[key] = value
-    if len(d) > MAX_PENDING:
-        d.popitem(last=False)
-        return True
-    return False
 
 
 NODE = TriggerSyncNode

@@ -5,7 +5,39 @@ Kept separate so the node stays wiring only and the mapping to the core API is i
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from typing import Any
+
+
+class StampPairer:
+    """Pairs a driver's frames with their counter messages (``frame_info`` / ``sync_info``) by host
+    stamp, whichever comes first; keeps at most ``max_pending`` unpaired of each (oldest evicted)."""
+
+    def __init__(self, max_pending: int = 400) -> None:  # 400: 2 s of IMU
+        self.max_pending = max_pending
+        self.frames: OrderedDict[int, Any] = OrderedDict()
+        self.infos: OrderedDict[int, Any] = OrderedDict()
+
+    def add_info(self, stamp_ns: int, info: Any) -> Any | None:
+        """The frame waiting for this info, or None (the info is kept)."""
+        frame = self.frames.pop(stamp_ns, None)
+        if frame is None:
+            self._put(self.infos, stamp_ns, info)
+        return frame
+
+    def add_frame(self, stamp_ns: int, frame: Any) -> tuple[Any | None, bool]:
+        """(the info waiting for this frame or None, whether an unpaired frame had to be evicted)."""
+        info = self.infos.pop(stamp_ns, None)
+        if info is not None:
+            return info, False
+        return None, self._put(self.frames, stamp_ns, frame)
+
+    def _put(self, d: OrderedDict, key: int, value: Any) -> bool:
+        d[key] = value
+        if len(d) > self.max_pending:
+            d.popitem(last=False)
+            return True
+        return False
 
 
 class Restamper:
