@@ -8,11 +8,13 @@ the committed ONNX is checked against the PyTorch outputs stored at export time 
 from __future__ import annotations
 
 import importlib.util
+import subprocess
+import sys
 
 import numpy as np
 import pytest
 
-from rgbt.paths import ENGINES_DIR
+from rgbt.paths import ENGINES_DIR, REPO_ROOT
 from rgbt.seg.backend import load_backend
 from rgbt.seg.model import SegModel
 from rgbt.seg.sidecar import load_sidecar
@@ -33,6 +35,10 @@ def test_engines_present():
 
 @pytest.mark.parametrize("path", MODELS, ids=lambda p: p.stem)
 def test_backend_contract_ort_cpu(path):
+    check_contract(path)
+
+
+def check_contract(path):
     m = SegModel(path, "onnxruntime", threads=1)
     sc, be = m.sidecar, m.backend
     d = be.describe()
@@ -63,11 +69,25 @@ def test_backend_contract_ort_cpu(path):
 @pytest.mark.skipif(not HAVE_TORCH, reason="torch not installed: parity checked against stored references only")
 @pytest.mark.parametrize("stem", ["fastscnn_thermal", "lraspp_mbv3l_thermal", "fastscnn_rgbt_early"])
 def test_export_parity_with_pytorch(stem):
+    check_parity_with_pytorch(ENGINES_DIR / f"{stem}.onnx")
+
+
+@pytest.mark.skipif(not HAVE_TORCH, reason="torch not installed: the 66 MB DeepLabV3+ export is not committed")
+def test_deeplab_export_contract_and_parity(tmp_path):
+    """The zoo's DeepLabV3+ ResNet18 is git-ignored (66 MB): export it here, then the same checks."""
+    subprocess.run([sys.executable, str(REPO_ROOT / "engines" / "export.py"), "--model", "deeplabv3plus_r18_thermal",
+                    "--out-dir", str(tmp_path)], check=True, capture_output=True, timeout=600)
+    path = tmp_path / "deeplabv3plus_r18_thermal.onnx"
+    check_contract(path)
+    check_parity_with_pytorch(path)
+
+
+def check_parity_with_pytorch(path):
     import torch
 
     from rgbt.seg.zoo.models import ARCHITECTURES, WithArgmax
 
-    sc = load_sidecar(ENGINES_DIR / f"{stem}.json")
+    sc = load_sidecar(path.with_suffix(".json"))
     seed = int(sc.weights.split("manual_seed(")[1].split(")")[0])
     torch.manual_seed(seed)
     net = WithArgmax(ARCHITECTURES[sc.architecture](sc.inputs[0].channels, sc.num_classes)).eval()
@@ -75,7 +95,7 @@ def test_export_parity_with_pytorch(stem):
     x = reference_input((1, spec.channels, spec.height, spec.width))
     with torch.no_grad():
         logits, _ = net(torch.from_numpy(x))
-    be = load_backend(ENGINES_DIR / f"{stem}.onnx", threads=1)
+    be = load_backend(path, threads=1)
     got = be.run({spec.name: x}, ["logits"])["logits"]
     assert np.abs(got - logits.numpy()).max() <= 1e-4
 
