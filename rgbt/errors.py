@@ -36,3 +36,20 @@ class ModelError(RgbtError):
 
 class EvaluationError(RgbtError):
     """Trajectories or estimator outputs cannot be evaluated (empty, non-monotonic, no overlap)."""
+
+
+class MissingCapability(RgbtError):
+    """An optional part of rgbt (an extra, a device, a system library) is not installed here.
+
+    The CLI exits 3 on it. ``extra`` names what to install (``pip install "rgbt[eval]"``) or the
+    device / system package that is missing.
+    """
+
+    def __init__(self, what: str, extra: str | None = None, hint: str | None = None) -> None:
+        self.what, self.extra, self.hint = what, extra, hint
+        message = f"{what} is not available"
+        if extra:
+            message += f": install the '{extra}' extra (pip install \"rgbt[{extra}]\")"
+        if hint:
+            message += f"; {hint}"
+        super().__init__(message)
