@@ -13,7 +13,6 @@ def register(subparsers: Any) -> None:
     parser = subparsers.add_parser("bag", help="inspect, convert, clip and recover bags",
                                    description="Bag tools: ROS 1 .bag and ROS 2 (sqlite3 / MCAP) bags.")
     sub = parser.add_subparsers(dest="bag_cmd", metavar="CMD")
-    parser.set_defaults(func=lambda args: (parser.print_help(), 2)[1])
 
     p = sub.add_parser("info", help="topics, types, counts, rates and gaps of a bag")
     p.add_argument("path", help="ROS 1 .bag, ROS 2 bag directory, or .mcap / .db3 file")

@@ -7,9 +7,10 @@ and ``run(args) -> dict``. The result always carries a ``machine`` description.
 from __future__ import annotations
 
 import argparse
-import importlib
 
+from rgbt.cli import import_optional, unavailable
 from rgbt.cli.output import print_json, to_json
+from rgbt.errors import MissingCapability
 
 BENCHES: dict[str, str] = {
     "preprocess": "thermal percentile, normalize+CLAHE, RGB-T rectification",
@@ -24,11 +25,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser = sub.add_parser("bench", help="performance benchmarks (numbers for BENCHMARKS.md)")
     bench_sub = parser.add_subparsers(dest="bench", metavar="NAME")
     for name, help_text in BENCHES.items():
-        try:
-            module = importlib.import_module(f"rgbt.bench.{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name != f"rgbt.bench.{name}":
-                raise
+        module = import_optional(f"rgbt.bench.{name}")
+        if isinstance(module, MissingCapability):
+            p = bench_sub.add_parser(name, help=f"{help_text} (unavailable: {module.what})")
+            p.set_defaults(func=unavailable(module))
             continue
         p = bench_sub.add_parser(name, help=help_text)
         p.add_argument("--json", action="store_true", help="print the result as JSON")

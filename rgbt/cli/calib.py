@@ -14,7 +14,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("calib", help="show, import, export and check the stack calibration",
                                    description="Calibration of the sensor stack (calib/stack.yaml by default).")
     sub = parser.add_subparsers(dest="calib_cmd", metavar="COMMAND")
-    parser.set_defaults(func=lambda args: (parser.print_help(), 2)[1])
 
     show = sub.add_parser("show", help="print the stack as tables")
     show.add_argument("--stack", type=Path, default=None, help="stack YAML (default: calib/stack.yaml)")

@@ -20,7 +20,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     ls.add_argument("--cache-dir")
     ls.add_argument("--json", action="store_true")
     ls.set_defaults(func=_list)
-    p.set_defaults(func=lambda a: (p.print_help(), 0)[1])
 
 
 def _models(args: argparse.Namespace) -> list[Path]:

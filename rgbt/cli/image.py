@@ -47,7 +47,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--clahe", action="store_true", help="apply CLAHE (the colorbar then labels the rescale bounds)")
     p.set_defaults(func=_colorize)
 
-    parser.set_defaults(func=lambda args: (parser.print_help(), 2)[1])
 
 
 def _normalize(args: argparse.Namespace) -> int:

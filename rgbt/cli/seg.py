@@ -38,7 +38,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     fe.add_argument("--graph", help="two-input fusion ONNX")
     fe.add_argument("--json", action="store_true")
     fe.set_defaults(func=_eval_fusion)
-    p.set_defaults(func=lambda a: (p.print_help(), 0)[1])
 
 
 def _eval_fusion(args: argparse.Namespace) -> int:

@@ -57,7 +57,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     bf.add_argument("--camera", default="color", help="stack camera name (color or mono)")
     bf.add_argument("--out", help="write the YAML here (default: print)")
     bf.set_defaults(func=_blackfly)
-    parser.set_defaults(func=lambda args: (parser.print_help(), 0)[1])
 
 
 def _decode(args: argparse.Namespace) -> int:

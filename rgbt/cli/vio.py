@@ -77,12 +77,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=_cmd_estimators)
 
-    def _help(args: argparse.Namespace) -> int:
-        parser.print_help()
-        return 2
-
-    parser.set_defaults(func=_help)
-
 
 def _cmd_ate(args: argparse.Namespace) -> int:
     from rgbt.eval import ate, load_trajectory
