@@ -1,67 +1,78 @@
-"""``rgbt bench preprocess``: the rectify stage with a local stand-in (until calib lands) and when absent."""
+"""``rgbt bench preprocess``: the ``rectify_pair`` stage times the real ``rgbt.image.rectify.RgbtRectifier``
+built from the stack calibration (``calib/stack.yaml``, pair ``color_thermal``), and reports when it
+cannot build it."""
 
 from __future__ import annotations
 
+import json
+import math
 import sys
-import types
 
-import cv2
 import numpy as np
+import pytest
 
+from helpers import run_rgbt
 from rgbt.bench import preprocess
+from rgbt.image.rectify import RgbtRectifier
+from rgbt.image.synthetic import SyntheticSceneOptions, SyntheticThermal
+from rgbt.stack import load_stack
 
 
-class _StandInRectifier:
-    """Local stand-in for C5's ``RgbtRectifier`` (same call shape: 960x600 colour + 640x512 thermal)."""
+@pytest.fixture
+def rectify_calls(monkeypatch: pytest.MonkeyPatch) -> list[tuple[RgbtRectifier, np.ndarray, np.ndarray, tuple]]:
+    """Every ``RgbtRectifier.rectify`` call (the real method, still run): (rectifier, colour, thermal, result)."""
+    calls: list = []
+    real = RgbtRectifier.rectify
 
-    calls = 0
+    def spy(self: RgbtRectifier, img0: np.ndarray, img1: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        out = real(self, img0, img1)
+        calls.append((self, img0, img1, out))
+        return out
 
-    def __init__(self) -> None:
-        xs, ys = np.meshgrid(np.arange(960, dtype=np.float32) * 640 / 960, np.arange(600, dtype=np.float32) * 512 / 600)
-        self.map1, self.map2 = cv2.convertMaps(xs, ys, cv2.CV_16SC2)
-
-    @classmethod
-    def from_stack(cls, stack, pair="color_thermal"):
-        assert pair == "color_thermal" and stack is not None
-        return cls()
-
-    def rectify(self, color, thermal):
-        assert color.shape == (600, 960, 3) and thermal.shape == (512, 640)
-        type(self).calls += 1
-        return color, cv2.remap(thermal, self.map1, self.map2, cv2.INTER_LINEAR)
+    monkeypatch.setattr(RgbtRectifier, "rectify", spy)
+    return calls
 
 
-def test_rectify_stage_with_stand_in(monkeypatch):
-    fake_rectify = types.ModuleType("rgbt.image.rectify")
-    fake_rectify.RgbtRectifier = _StandInRectifier
-    fake_stack = types.ModuleType("rgbt.stack")
-    fake_stack.load_stack = lambda path=None: object()
-    monkeypatch.setitem(sys.modules, "rgbt.image.rectify", fake_rectify)
-    monkeypatch.setitem(sys.modules, "rgbt.stack", fake_stack)
-    frames = [np.zeros((512, 640), np.uint16)]
+def test_rectify_stage_times_the_real_rectifier(rectify_calls: list) -> None:
+    scene = SyntheticThermal(SyntheticSceneOptions(seed=1))
+    frames = [scene.frame(i, (40.0 * i, 256.0)) for i in range(3)]
     stats = preprocess._rectify_stage(7, frames)
-    assert stats["n"] == 7 and stats["median_ms"] > 0 and "missing" not in stats
-    assert _StandInRectifier.calls == 7 + 5  # timed calls + warm-up
+    assert "missing" not in stats, stats
+    assert stats["n"] == 7 and 0 < stats["median_ms"] <= stats["p99_ms"] and math.isfinite(stats["p99_ms"])
+    assert len(rectify_calls) == 7 + 5  # timed calls + warm-up, all through the real method
+    rectifier = rectify_calls[0][0]
+    assert rectifier.modalities == ("color", "thermal") and rectifier.size == (960, 600)
+    # the same stack pair built here independently rectifies the benchmark's inputs to the same pixels
+    reference = RgbtRectifier.from_stack(load_stack(), pair="color_thermal")
+    for _, color, thermal, (out0, out1) in rectify_calls[-3:]:
+        assert color.shape == (600, 960, 3) and thermal.shape == (512, 640)
+        want0, want1 = reference.tables[0](color), reference.tables[1](thermal)
+        assert out0.shape == (600, 960, 3) and out1.shape == (600, 960) and out1.dtype == np.uint16
+        assert np.array_equal(out0, want0) and np.array_equal(out1, want1)
+    # the thermal frame really moved onto the 960x600 canvas (not passed through or blank)
+    _, _, thermal, (_, out1) = rectify_calls[-1]
+    assert out1.std() > 0.1 * thermal.std()
 
 
-def test_rectify_stage_reports_missing(monkeypatch):
+def test_rectify_stage_reports_missing(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "rgbt.image.rectify", None)  # import fails
     stats = preprocess._rectify_stage(3, [np.zeros((512, 640), np.uint16)])
     assert stats["median_ms"] is None and "rectification not available" in stats["missing"]
 
 
-def test_rectify_stage_reports_construction_failure(monkeypatch):
-    fake_rectify = types.ModuleType("rgbt.image.rectify")
+def test_rectify_stage_reports_construction_failure(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A stack without the ``color_thermal`` pair: the real ``from_stack`` refuses it, the stage says why."""
+    import rgbt.stack
 
-    class Broken:
-        @classmethod
-        def from_stack(cls, stack, pair="color_thermal"):
-            raise ValueError("no such pair")
-
-    fake_rectify.RgbtRectifier = Broken
-    monkeypatch.setitem(sys.modules, "rgbt.image.rectify", fake_rectify)
-    fake_stack = types.ModuleType("rgbt.stack")
-    fake_stack.load_stack = lambda path=None: object()
-    monkeypatch.setitem(sys.modules, "rgbt.stack", fake_stack)
+    stack = load_stack()
+    no_pairs = stack.model_copy(update={"pairs": {}})
+    monkeypatch.setattr(rgbt.stack, "load_stack", lambda path=None: no_pairs)
     stats = preprocess._rectify_stage(3, [np.zeros((512, 640), np.uint16)])
-    assert stats["median_ms"] is None and "no such pair" in stats["missing"]
+    assert stats["median_ms"] is None and "pairs.color_thermal" in stats["missing"], stats
+
+
+def test_cli_bench_preprocess_reports_the_rectify_stage() -> None:
+    proc = run_rgbt("bench", "preprocess", "--frames", "3", "--ref-frames", "1", "--no-parity", "--json")
+    stages = json.loads(proc.stdout)["stages"]
+    rect = stages["rectify_pair"]
+    assert "missing" not in rect and rect["n"] == 3 and rect["median_ms"] > 0
