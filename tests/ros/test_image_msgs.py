@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-pytest.importorskip("rclpy")
+pytest.importorskip("rclpy", reason="ROS 2 wheels (ros-jazzy-rclpy) not installed: real sensor_msgs messages needed")
 
 from rclpy.serialization import deserialize_message, serialize_message  # noqa: E402
 from sensor_msgs.msg import Image, Imu  # noqa: E402
@@ -36,7 +36,27 @@ def test_round_trip_through_cdr_is_bit_exact(encoding: str, arr: np.ndarray) -> 
 def test_read_is_zero_copy_without_padding() -> None:
     msg = numpy_to_image(np.arange(12, dtype=np.uint16).reshape(3, 4), 0, "f", "mono16")
     out = image_to_numpy(msg)
-    assert not out.flags.owndata  # a view of msg.data
+    assert np.shares_memory(out, np.frombuffer(msg.data, np.uint8))  # a view of the message's own buffer
+    msg.data[0] = 99  # a write into the message shows through the array
+    assert out[0, 0] == 99
+
+
+@pytest.mark.parametrize("case", ["padded rows", "big-endian"])
+def test_read_copies_when_the_layout_needs_it(case: str) -> None:
+    arr = np.arange(12, dtype=np.uint16).reshape(3, 4)
+    if case == "padded rows":
+        msg = Image(height=3, width=4, encoding="mono16", is_bigendian=0, step=4 * 2 + 2)
+        padded = np.zeros((3, 10), np.uint8)
+        padded[:, :8] = arr.view(np.uint8).reshape(3, 8)
+        msg.data = padded.tobytes()
+    else:
+        msg = Image(height=3, width=4, encoding="mono16", is_bigendian=1, step=8,
+                    data=arr.astype(">u2").tobytes())
+    out = image_to_numpy(msg)
+    assert np.array_equal(out, arr)
+    assert not np.shares_memory(out, np.frombuffer(msg.data, np.uint8))  # the copying path
+    msg.data[0] = 99
+    assert out[0, 0] == 0
 
 
 def test_step_padding_and_big_endian_are_honoured() -> None:
