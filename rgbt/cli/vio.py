@@ -20,6 +20,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--align", default="se3", choices=["se3", "sim3", "posyaw", "none"],
                    help="alignment fitted on all associated pairs (posyaw: 4-DoF yaw about z + translation)")
     p.add_argument("--max-diff", type=float, default=0.01, help="association tolerance in seconds (evo default)")
+    p.add_argument("--times", default=None, metavar="FILE",
+                   help="KITTI: times.txt with one stamp in seconds per pose of --est (and of --ref unless "
+                        "--ref-times is given)")
+    p.add_argument("--ref-times", default=None, metavar="FILE", help="KITTI: times.txt for --ref")
+    p.add_argument("--kitti-rate", type=float, default=10.0, metavar="HZ",
+                   help="KITTI without --times: stamps are index / HZ (default 10)")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=_cmd_ate)
 
@@ -81,8 +87,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 def _cmd_ate(args: argparse.Namespace) -> int:
     from rgbt.eval import ate, load_trajectory
 
-    ref = load_trajectory(args.ref, args.ref_format or args.format)
-    est = load_trajectory(args.est, args.format)
+    ref = load_trajectory(args.ref, args.ref_format or args.format, kitti_times=args.ref_times or args.times,
+                          kitti_rate_hz=args.kitti_rate)
+    est = load_trajectory(args.est, args.format, kitti_times=args.times, kitti_rate_hz=args.kitti_rate)
     result = ate(ref, est, align=args.align, max_diff_s=args.max_diff)
     data = {k: getattr(result, k) for k in ("rmse", "mean", "median", "max", "n_pairs", "scale", "std", "min", "align")}
     if args.json:

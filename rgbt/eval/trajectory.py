@@ -117,62 +117,139 @@ def seconds_str_to_ns(text: str) -> int:
     return -ns if neg else ns
 
 
-def _rows(path: Path, sep: str | None) -> list[list[str]]:
-    rows = []
-    for line in path.read_text().splitlines():
-        line = line.strip()
-        if not line or line.startswith("#") or line[0].isalpha():
+@dataclass
+class _Row:
+    line: int  # 1-based line number in the file
+    cells: list[str]
+
+
+def _read_text(path: Path) -> str:
+    try:
+        return path.read_text()
+    except UnicodeDecodeError as exc:
+        raise EvaluationError(f"{path}: byte {exc.start} is not text: expected a text trajectory file") from None
+    except OSError as exc:
+        raise EvaluationError(f"{path}: cannot read: {exc.strerror or exc}") from None
+
+
+def _is_number(cell: str) -> bool:
+    try:
+        float(cell)
+    except ValueError:
+        return False
+    return True
+
+
+def _rows(path: Path, sep: str | None, text: str | None = None) -> list[_Row]:
+    """Every data line of ``path``, split into cells, with its line number.
+
+    Blank lines and ``#`` / ``%`` comments are skipped; so is one header line (the first
+    non-comment line, when none of its cells is a number). Any other line is data: it is kept and
+    checked by the caller, never dropped silently.
+    """
+    rows: list[_Row] = []
+    header_allowed = True
+    for number, raw in enumerate((_read_text(path) if text is None else text).splitlines(), start=1):
+        line = raw.strip().lstrip("\ufeff")
+        if not line or line[0] in "#%":
             continue
-        rows.append([c for c in (line.split(sep) if sep else line.split()) if c.strip() != ""])
+        cells = [c.strip() for c in (line.split(sep) if sep else line.split()) if c.strip() != ""]
+        if header_allowed and cells and not any(_is_number(c) for c in cells):
+            header_allowed = False
+            continue
+        header_allowed = False
+        rows.append(_Row(number, cells))
     return rows
+
+
+def _numbers(path: Path, row: _Row, columns: slice, expected: str) -> list[float]:
+    """The floats of ``row.cells[columns]``; an error naming the line when one is not a finite number."""
+    values = []
+    for cell in row.cells[columns]:
+        try:
+            value = float(cell)
+        except ValueError:
+            raise EvaluationError(f"{path}: line {row.line}: {cell!r} is not a number: expected {expected}") from None
+        if not np.isfinite(value):
+            raise EvaluationError(f"{path}: line {row.line}: {cell!r} is not finite: expected {expected}")
+        values.append(value)
+    return values
+
+
+def _stamp_ns(path: Path, row: _Row, cell: str, unit: str) -> int:
+    """A stamp cell in seconds (``unit="s"``) or integer nanoseconds (``unit="ns"``) -> int ns."""
+    try:
+        if unit == "ns" and "." not in cell and "e" not in cell.lower():
+            t_ns = int(cell)
+            if not -2**63 < t_ns < 2**63:
+                raise ValueError(cell)
+            return t_ns
+        value = float(cell)
+        if not np.isfinite(value):
+            raise ValueError(cell)
+        t_ns = int(round(value)) if unit == "ns" else seconds_str_to_ns(cell)
+        if not -2**63 < t_ns < 2**63:
+            raise ValueError(cell)
+        return t_ns
+    except (ValueError, OverflowError):
+        raise EvaluationError(f"{path}: line {row.line}: stamp {cell!r} is not a finite number "
+                              f"(expected {'seconds' if unit == 's' else 'integer nanoseconds'})") from None
 
 
 def load_trajectory(path: str | Path, fmt: str = "tum", *, kitti_times: str | Path | None = None,
                     kitti_rate_hz: float = 10.0) -> Trajectory:
-    """Load a trajectory file.
+    """Load a trajectory file; every data line is a pose or the file is rejected (naming the line).
 
     - ``tum``: ``t[s] tx ty tz qx qy qz qw`` per line (``#`` comments).
     - ``euroc``: EuRoC ground-truth CSV ``t[ns], px, py, pz, qw, qx, qy, qz, ...`` (commas), or the
       ORB-SLAM3 ``SaveTrajectoryEuRoC`` text ``t[ns] tx ty tz qx qy qz qw`` (spaces).
     - ``kitti``: 12 numbers per line (row-major 3x4 ``T_world_cam``); stamps from ``kitti_times``
-      (one second value per line, KITTI ``times.txt``) or ``index / kitti_rate_hz``.
+      (one second value per line, KITTI ``times.txt``) or, without it, ``index / kitti_rate_hz``.
     """
     path = Path(path)
     if fmt not in FORMATS:
         raise EvaluationError(f"{path}: unknown trajectory format {fmt!r}: expected one of {FORMATS}")
     if not path.is_file():
-        raise EvaluationError(f"{path}: trajectory file not found")
+        raise EvaluationError(f"{path}: trajectory file not found" if not path.exists()
+                              else f"{path}: not a file: expected a {fmt} trajectory file")
     name = str(path)
-    try:
-        if fmt == "tum":
-            rows = _rows(path, None)
-            _check_rows(path, rows, 8, "t tx ty tz qx qy qz qw")
-            t_ns = [seconds_str_to_ns(r[0]) for r in rows]
-            a = np.array([[float(c) for c in r[1:8]] for r in rows])
-            return _build(t_ns, a[:, 0:3], a[:, [6, 3, 4, 5]], name)
-        if fmt == "euroc":
-            text = path.read_text()
-            comma = "," in text.split("\n", 3)[-1] or ("," in text)
-            rows = _rows(path, "," if comma else None)
-            _check_rows(path, rows, 8, "t[ns] px py pz q... (EuRoC)")
-            t_ns = [int(round(float(r[0]))) if ("." in r[0] or "e" in r[0].lower()) else int(r[0]) for r in rows]
-            a = np.array([[float(c) for c in r[1:8]] for r in rows])
-            quat = a[:, 3:7] if comma else a[:, [6, 3, 4, 5]]
-            return _build(t_ns, a[:, 0:3], quat, name)
+    if fmt == "tum":
+        expected = "t[s] tx ty tz qx qy qz qw (TUM)"
         rows = _rows(path, None)
-        _check_rows(path, rows, 12, "12 numbers (3x4 row-major pose)")
-        mats = np.zeros((len(rows), 4, 4))
-        mats[:, :3, :] = np.array([[float(c) for c in r[:12]] for r in rows]).reshape(-1, 3, 4)
-        mats[:, 3, 3] = 1.0
-        if kitti_times is not None:
-            times = [seconds_str_to_ns(r[0]) for r in _rows(Path(kitti_times), None)]
-            if len(times) != len(rows):
-                raise EvaluationError(f"{kitti_times}: {len(times)} stamps for {len(rows)} poses in {path}")
-        else:
-            times = [int(round(i * 1e9 / kitti_rate_hz)) for i in range(len(rows))]
-        return Trajectory.from_matrices(np.array(times), mats, name=name)
-    except ValueError as exc:
-        raise EvaluationError(f"{path}: cannot parse as {fmt}: {exc}") from exc
+        _check_rows(path, rows, 8, expected)
+        t_ns = [_stamp_ns(path, r, r.cells[0], "s") for r in rows]
+        a = np.array([_numbers(path, r, slice(1, 8), expected) for r in rows])
+        return _build(t_ns, a[:, 0:3], a[:, [6, 3, 4, 5]], name)
+    if fmt == "euroc":
+        text = _read_text(path)
+        comma = "," in text
+        expected = "t[ns], px, py, pz, qw, qx, qy, qz (EuRoC)" if comma else "t[ns] tx ty tz qx qy qz qw"
+        rows = _rows(path, "," if comma else None, text)
+        _check_rows(path, rows, 8, expected)
+        t_ns = [_stamp_ns(path, r, r.cells[0], "ns") for r in rows]
+        a = np.array([_numbers(path, r, slice(1, 8), expected) for r in rows])
+        quat = a[:, 3:7] if comma else a[:, [6, 3, 4, 5]]
+        return _build(t_ns, a[:, 0:3], quat, name)
+    expected = "12 numbers (3x4 row-major pose, KITTI)"
+    rows = _rows(path, None)
+    _check_rows(path, rows, 12, expected)
+    mats = np.zeros((len(rows), 4, 4))
+    mats[:, :3, :] = np.array([_numbers(path, r, slice(0, 12), expected) for r in rows]).reshape(-1, 3, 4)
+    mats[:, 3, 3] = 1.0
+    if kitti_times is not None:
+        times_path = Path(kitti_times)
+        if not times_path.is_file():
+            raise EvaluationError(f"{times_path}: KITTI times file not found (expected one stamp in s per line)")
+        time_rows = _rows(times_path, None)
+        times = [_stamp_ns(times_path, r, r.cells[0], "s") for r in time_rows]
+        if len(times) != len(rows):
+            raise EvaluationError(f"{times_path}: {len(times)} stamps for {len(rows)} poses in {path}: "
+                                  "expected one stamp per pose")
+    else:
+        if not (np.isfinite(kitti_rate_hz) and kitti_rate_hz > 0):
+            raise EvaluationError(f"KITTI rate {kitti_rate_hz!r} Hz: expected a positive frame rate")
+        times = [int(round(i * 1e9 / kitti_rate_hz)) for i in range(len(rows))]
+    return Trajectory.from_matrices(np.array(times), mats, name=name)
 
 
 def _build(t_ns: list[int], positions: np.ndarray, quat_wxyz: np.ndarray, name: str) -> Trajectory:
@@ -186,9 +263,9 @@ def _build(t_ns: list[int], positions: np.ndarray, quat_wxyz: np.ndarray, name: 
     return traj
 
 
-def _check_rows(path: Path, rows: list[list[str]], n: int, expected: str) -> None:
+def _check_rows(path: Path, rows: list[_Row], n: int, expected: str) -> None:
     if not rows:
-        raise EvaluationError(f"{path}: empty trajectory file (no pose lines): expected {expected}")
-    for i, r in enumerate(rows):
-        if len(r) < n:
-            raise EvaluationError(f"{path}: data line {i + 1} has {len(r)} columns: expected {expected}")
+        raise EvaluationError(f"{path}: empty trajectory (no pose lines): expected {expected}")
+    for r in rows:
+        if len(r.cells) < n:
+            raise EvaluationError(f"{path}: line {r.line} has {len(r.cells)} columns: expected {expected}")
