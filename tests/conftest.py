@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 from pathlib import Path
 
@@ -13,6 +14,34 @@ from rgbt.paths import REPO_ROOT, data_dir as _data_dir
 # Every ROS 2 process the tests start stays on loopback (DESIGN.md §5).
 os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
 os.environ.setdefault("FASTRTPS_DEFAULT_PROFILES_FILE", str(REPO_ROOT / "launch" / "fastdds_loopback.xml"))
+
+#: fixtures that start real rclpy + Fast DDS processes: a test using one must be marked ``ros``
+ROS_FIXTURES = ("ros_env", "demo_env", "demo_run")
+
+
+@functools.lru_cache(maxsize=1)
+def rclpy_missing() -> str | None:
+    """Why ``rclpy`` cannot be imported here (an optional third-party dependency), or None."""
+    try:
+        import rclpy  # noqa: F401
+    except ImportError as exc:
+        return f"ROS 2 wheels (ros-jazzy-rclpy) not installed: {exc}"
+    return None
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """Tests marked ``ros`` skip (with the reason) where rclpy is absent; every other test runs.
+
+    A test that uses a ROS fixture without the ``ros`` marker fails: markers say what a test starts.
+    """
+    uses = [f for f in ROS_FIXTURES if f in getattr(item, "fixturenames", ())]
+    marked = item.get_closest_marker("ros") is not None
+    if uses and not marked:
+        pytest.fail(f"{item.nodeid} uses {', '.join(uses)} (real rclpy processes) but is not marked ros",
+                    pytrace=False)
+    if marked and rclpy_missing():
+        pytest.skip(rclpy_missing())
 
 
 @pytest.fixture(scope="session")
@@ -45,6 +74,8 @@ def ros_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict:
 
     Cleans the ``/dev/shm/fastrtps_*`` files created while the test ran.
     """
+    if rclpy_missing():
+        pytest.skip(rclpy_missing())
     from rgbt.ros.launcher import clean_shm, shm_files
 
     before = set(shm_files())

@@ -8,6 +8,7 @@ import sys
 import uuid
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from rgbt.paths import REPO_ROOT
@@ -53,3 +54,40 @@ def read_lines(dev, buf: bytes) -> tuple[list[bytes], bytes]:  # type: ignore[no
     buf += dev.read(0.005)
     *lines, rest = buf.split(b"\n")
     return lines, rest
+
+
+def independent_miou(pairs: list[tuple[np.ndarray, np.ndarray]], ignore_ids: tuple[int, ...] = (0, 1),
+                     n_classes: int = 12) -> tuple[float | None, dict[int, float]]:
+    """mIoU of (ground truth, prediction) class-id masks, written here from the definition (not
+    ``rgbt.seg.metrics``): pixels whose ground truth is ignored or >= ``n_classes`` do not count; for
+    every other class ``c`` IoU = TP / (TP + FP + FN) where it is defined; the mean over those classes."""
+    tp: dict[int, int] = {}
+    fp: dict[int, int] = {}
+    fn: dict[int, int] = {}
+    for gt, pred in pairs:
+        assert gt.shape == pred.shape, (gt.shape, pred.shape)
+        valid = (gt < n_classes) & ~np.isin(gt, ignore_ids)
+        for c in range(n_classes):
+            if c in ignore_ids:
+                continue
+            is_gt, is_pred = (gt == c) & valid, (pred == c) & valid
+            tp[c] = tp.get(c, 0) + int(np.count_nonzero(is_gt & is_pred))
+            fp[c] = fp.get(c, 0) + int(np.count_nonzero(is_pred & ~is_gt))
+            fn[c] = fn.get(c, 0) + int(np.count_nonzero(is_gt & ~is_pred))
+    ious = {c: tp[c] / (tp[c] + fp[c] + fn[c]) for c in tp if tp[c] + fp[c] + fn[c] > 0}
+    return (float(sum(ious.values()) / len(ious)) if ious else None), ious
+
+
+def read_class_pngs(root: Path, pred_folder: str) -> list[tuple[np.ndarray, np.ndarray]]:
+    """(``masks/`` ground truth, ``pred_folder/`` prediction) uint8 pairs of a CART-layout folder's
+    ``test.txt`` items, read with OpenCV alone."""
+    import cv2
+
+    pairs = []
+    for item in (Path(root) / "test.txt").read_text().split():
+        place_traj, name = item.rsplit("/", 1)
+        gt = cv2.imread(str(Path(root) / place_traj / "masks" / f"{name}.png"), cv2.IMREAD_UNCHANGED)
+        pred = cv2.imread(str(Path(root) / place_traj / pred_folder / f"{name}.png"), cv2.IMREAD_UNCHANGED)
+        assert gt is not None and pred is not None, (root, item, pred_folder)
+        pairs.append((gt, pred))
+    return pairs

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from helpers import run_rgbt
+from helpers import independent_miou, read_class_pngs, run_rgbt
 from rgbt.demo.options import DemoOptions, flight_start_s, resolve_trajectory
 from rgbt.demo.truth import BagClock
 from rgbt.errors import ConfigError, EvaluationError
@@ -119,3 +119,19 @@ def test_replay_of_a_simulated_bag(tmp_path: Path) -> None:
     res = json.loads(run_rgbt("seg", "eval", "--dataset", seg["labels_dir"], "--engine", seg["engine"],
                               "--split", "test", "--json").stdout)
     assert res["miou"]["all"] == pytest.approx(seg["miou"], abs=1e-9)
+    # and by a path that shares neither the demo's evaluation nor rgbt.seg.metrics: the stage on the
+    # written thermal PNGs, IoU from its definition against the written label PNGs
+    import cv2
+
+    from rgbt.seg.stage import SegmentationStage, SegStageOptions
+
+    stage = SegmentationStage(SegStageOptions(seg["engine"], color=False))
+    root = Path(seg["labels_dir"])
+    pairs = []
+    for (gt, _), item in zip(read_class_pngs(root, "masks"), (root / "test.txt").read_text().split()):
+        place_traj, name = item.rsplit("/", 1)
+        thermal = cv2.imread(str(root / place_traj / "thermal16" / f"{name}.png"), cv2.IMREAD_UNCHANGED)
+        assert thermal.dtype == np.uint16
+        pairs.append((gt, stage.process(thermal).class_ids))
+    assert len(pairs) == 10
+    assert independent_miou(pairs)[0] == pytest.approx(seg["miou"], abs=1e-6)

@@ -1,12 +1,14 @@
-"""Helpers for the ROS 2 tests: reading bags with rosbags directly (independent of rgbt.bag)."""
+"""Helpers for the ROS 2 tests: reading bags with rosbags directly (independent of rgbt.bag).
+
+Nothing here needs rclpy: the ROS-free tests of this folder (state machines, pairing, profiles)
+run without it; the tests that start rclpy are marked ``ros`` and skip, with the reason, where it
+is absent (``tests/conftest.py``)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
-
-pytest.importorskip("rclpy", reason="ROS 2 wheels (ros-jazzy-rclpy) not installed")
 
 
 def _read_bag(path: Path) -> dict[str, list[tuple[int, object, bytes]]]:

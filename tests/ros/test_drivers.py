@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.ros
+from rgbt.sensors import vn100
 
-vn100 = pytest.importorskip("rgbt.sensors.vn100", reason="C7 drivers not in this checkout")
+pytestmark = pytest.mark.ros
 
 
 class EmulatedVn100(threading.Thread):

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-pytest.importorskip("rclpy", reason="ROS 2 wheels (ros-jazzy-rclpy) not installed: real sensor_msgs messages needed")
+pytest.importorskip("rclpy", reason="ROS 2 wheels (ros-jazzy-rclpy) not installed: real sensor_msgs messages needed",
+                    exc_type=ImportError)
 
 from rclpy.serialization import deserialize_message, serialize_message  # noqa: E402
 from sensor_msgs.msg import Image, Imu  # noqa: E402

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-pytestmark = pytest.mark.ros
+from rgbt.image import radiometry
 
 
 class Graph:
@@ -77,6 +77,7 @@ def _wait(cond, timeout: float = 10.0) -> None:  # type: ignore[no-untyped-def]
         time.sleep(0.05)
 
 
+@pytest.mark.ros
 def test_recorder_services_split_and_diagnostics(ros_env: dict, tmp_path: Path, read_bag) -> None:
     from diagnostic_msgs.msg import DiagnosticArray
     from std_msgs.msg import Bool
@@ -125,8 +126,8 @@ def test_recorder_services_split_and_diagnostics(ros_env: dict, tmp_path: Path, 
     assert [m["stop_reason"] for m in manifests] == ["split", "manual stop"]
 
 
+@pytest.mark.ros
 def test_thermal_query_pixel_region_class(ros_env: dict) -> None:
-    radiometry = pytest.importorskip("rgbt.image.radiometry", reason="C4 radiometry not on this branch yet")
     from sensor_msgs.msg import Image
     from std_msgs.msg import String
 

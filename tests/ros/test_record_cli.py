@@ -8,9 +8,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-pytestmark = pytest.mark.ros
 
-
+@pytest.mark.ros
 def test_record_cli_writes_a_bag_and_reports_it(ros_env: dict, tmp_path: Path, rgbt_cli, read_bag) -> None:
     profile = tmp_path / "small.yaml"
     profile.write_text(yaml.safe_dump({"description": "health monitor + recorder", "nodes": [

@@ -20,7 +20,6 @@ FLOOR = {"day": 0.20, "night": 0.15}
 
 @pytest.fixture(scope="module")
 def held_out(tmp_path_factory):
-    pytest.importorskip("rgbt.sim.dataset", reason="simulator (contract C3) not in this checkout")
     from rgbt.sim import SimOptions
     from rgbt.sim.dataset import write_cart_dataset
 
