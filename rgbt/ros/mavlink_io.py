@@ -49,10 +49,9 @@ class MavlinkSource:
                 # NED/FRD body -> ENU/FLU: mavros' frame change, q_enu_flu = q_ned_enu^-1 * q * q_frd_flu
                 self._q_xyzw = _ned_frd_to_enu_flu(msg.q1, msg.q2, msg.q3, msg.q4)
             elif kind == "ATTITUDE":
-                from scipy.spatial.transform import Rotation
+                from rgbt.geometry import quat_from_euler_zyx  # numpy only: no scipy onboard
 
-                q = Rotation.from_euler("ZYX", [msg.yaw, msg.pitch, msg.roll]).as_quat()  # x y z w (NED/FRD)
-                self._q_xyzw = _ned_frd_to_enu_flu(q[3], q[0], q[1], q[2])
+                self._q_xyzw = _ned_frd_to_enu_flu(*quat_from_euler_zyx(msg.yaw, msg.pitch, msg.roll))
             elif kind == "LOCAL_POSITION_NED":
                 yield MavEvent("pose", {"position_enu": (float(msg.y), float(msg.x), float(-msg.z)),
                                         "orientation_xyzw": self._q_xyzw})
@@ -64,10 +63,6 @@ class MavlinkSource:
 
 
 def _ned_frd_to_enu_flu(w: float, x: float, y: float, z: float) -> tuple[float, float, float, float]:
-    from scipy.spatial.transform import Rotation
+    from rgbt.geometry import ned_frd_to_enu_flu  # numpy only: no scipy onboard
 
-    r_ned_frd = Rotation.from_quat([x, y, z, w])
-    r_enu_ned = Rotation.from_matrix([[0, 1, 0], [1, 0, 0], [0, 0, -1]])
-    r_frd_flu = Rotation.from_matrix([[1, 0, 0], [0, -1, 0], [0, 0, -1]])
-    q = (r_enu_ned * r_ned_frd * r_frd_flu).as_quat()
-    return float(q[0]), float(q[1]), float(q[2]), float(q[3])
+    return ned_frd_to_enu_flu(w, x, y, z)
