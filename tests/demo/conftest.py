@@ -19,7 +19,7 @@ def demo_env(tmp_path_factory: pytest.TempPathFactory) -> dict:
 
     Afterwards removes the Fast DDS shared-memory files created meanwhile that no process still
     uses (``rgbt.ros.launcher.clean_shm``): on a shared machine other processes' live segments stay."""
-    pytest.importorskip("rclpy", reason="ROS 2 wheels (ros-jazzy-rclpy) not installed")
+    # (tests using it are marked ros: tests/conftest.py skips them, with the reason, without rclpy)
     from rgbt.ros.launcher import clean_shm, shm_files
 
     home = tmp_path_factory.mktemp("demo_ros")
