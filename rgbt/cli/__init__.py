@@ -122,24 +122,27 @@ def main(argv: list[str] | None = None) -> int:
     prefix = f"rgbt {args.verb}"
     try:
         return int(args.func(args) or 0)
-    except MissingCapability as exc:
-        print(f"{prefix}: unavailable: {_one_line(exc)}", file=sys.stderr)
-        code = EXIT_MISSING
-    except RgbtError as exc:
-        print(f"{prefix}: error: {_one_line(exc)}", file=sys.stderr)
-        code = EXIT_BAD_INPUT
     except KeyboardInterrupt:
         print(f"{prefix}: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
-    except OSError as exc:
+    except Exception as exc:  # noqa: BLE001 - the last line of defence: one line, never a traceback
+        code, line = _classify(exc)
+        if code == EXIT_INTERNAL and not args.debug:
+            line += " (run with --debug for the traceback)"
+        print(f"{prefix}: {line}", file=sys.stderr)
+        if args.debug:
+            traceback.print_exception(type(exc), exc, exc.__traceback__)
+        return code
+
+
+def _classify(exc: Exception) -> tuple[int, str]:
+    """The exit code and the one line for an exception that ended a verb."""
+    if isinstance(exc, MissingCapability):
+        return EXIT_MISSING, f"unavailable: {_one_line(exc)}"
+    if isinstance(exc, RgbtError):
+        return EXIT_BAD_INPUT, f"error: {_one_line(exc)}"
+    if isinstance(exc, OSError):
         # A file the user named cannot be read or written (missing folder, permissions, full disk).
         where = exc.filename if exc.filename is not None else "I/O"
-        print(f"{prefix}: error: {where}: {exc.strerror or _one_line(exc)}", file=sys.stderr)
-        code = EXIT_BAD_INPUT
-    except Exception as exc:  # noqa: BLE001 - the last line of defence: one line, never a traceback
-        print(f"{prefix}: internal error: {type(exc).__name__}: {_one_line(exc)}"
-              + ("" if args.debug else " (run with --debug for the traceback)"), file=sys.stderr)
-        code = EXIT_INTERNAL
-    if args.debug:
-        traceback.print_exc()
-    return code
+        return EXIT_BAD_INPUT, f"error: {where}: {exc.strerror or _one_line(exc)}"
+    return EXIT_INTERNAL, f"internal error: {type(exc).__name__}: {_one_line(exc)}"

@@ -150,6 +150,14 @@ def _reindex(args: argparse.Namespace) -> int:
     from rgbt.cli.output import print_json
 
     result = reindex_ros1(args.input, args.output)
+    if result["messages"] == 0:
+        from pathlib import Path
+
+        from rgbt.errors import BagError
+
+        Path(args.output).unlink(missing_ok=True)  # an empty salvage is no bag
+        raise BagError(f"{args.input}: no whole message to salvage ({result['bytes_dropped']} bytes dropped"
+                       + (f": {result['problem']})" if result["problem"] else ")"))
     if args.json:
         print_json(result)
     else:

@@ -31,6 +31,10 @@ def run(args: argparse.Namespace) -> int:
 
     if not Path(args.path).exists():
         raise BagError(f"{args.path}: no such bag")
+    from rgbt.bag.reader import open_bag
+
+    with open_bag(args.path):  # a bag that cannot be read fails here, before any ROS process starts
+        pass
     options = ReplayOptions(path=str(Path(args.path).resolve()), rate=args.rate, start_s=args.start,
                             duration_s=args.duration, topics=args.topics, renames=args.rename,
                             clock=not args.no_clock, loop=args.loop, output_qos=args.qos,

@@ -114,9 +114,12 @@ def resolve_trajectory(trajectory: str | None, sim_duration_s: float, notes: lis
     return FALLBACK_PATH
 
 
-def _tum_rows(path: Path) -> list[list[float]]:
-    return [[float(v) for v in ln.split()[:4]] for ln in path.read_text().splitlines()
-            if ln.strip() and not ln.startswith("#")]
+def _tum_rows(path: Path) -> np.ndarray:
+    """``t[s] x y z`` rows of a TUM file (validated by the simulator's loader)."""
+    from rgbt.sim.trajectory import load_tum
+
+    t, xyz = load_tum(path)
+    return np.c_[t, xyz]
 
 
 def _tum_length_s(path: Path) -> float:
@@ -131,7 +134,7 @@ def flight_start_s(trajectory: str, sim_duration_s: float, moved_m: float = 5.0)
     path = Path(trajectory)
     if not path.is_file():
         return 0.0
-    rows = np.array(_tum_rows(path))
+    rows = _tum_rows(path)
     t = rows[:, 0] - rows[0, 0]
     d = np.linalg.norm(rows[:, 1:4] - rows[0, 1:4], axis=1)
     moving = np.nonzero(d >= moved_m)[0]

@@ -38,6 +38,8 @@ def load_tum(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
         lines = path.read_text().splitlines()
     except OSError as exc:
         raise ConfigError(str(path), "<file>", None, f"a readable TUM trajectory ({exc.strerror})") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(str(path), f"byte {exc.start}", "binary data", "a text TUM trajectory") from None
     rows = []
     for n, line in enumerate(lines, 1):
         s = line.strip()
@@ -48,8 +50,8 @@ def load_tum(path: str | Path) -> tuple[np.ndarray, np.ndarray]:
             values = [float(p) for p in parts]
         except ValueError:
             values = []
-        if len(values) != 8:
-            raise ConfigError(str(path), f"line {n}", s[:80], "8 numbers: t tx ty tz qx qy qz qw")
+        if len(values) != 8 or not np.all(np.isfinite(values)):
+            raise ConfigError(str(path), f"line {n}", s[:80], "8 finite numbers: t tx ty tz qx qy qz qw")
         rows.append(values)
     if len(rows) < 10:
         raise ConfigError(str(path), "<rows>", len(rows), "at least 10 poses")

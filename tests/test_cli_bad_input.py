@@ -1,0 +1,143 @@
+"""Every CLI verb that reads a file answers bad input with exit 2 and one line naming the file.
+
+Each verb gets an empty file, a truncated real file, random bytes and a directory in place of the
+file it reads (issue 12, acceptance). Never a traceback; the line names the file it could not use.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from helpers import run_rgbt
+from rgbt.paths import DEFAULT_STACK, ENGINES_DIR, data_dir
+
+DATA = data_dir()
+FIX = DATA / "fixtures"
+
+# (case id, argv with {F} for the bad file and {OUT} for a fresh output path, real file to truncate,
+#  bytes to keep of it (None: half))
+VERBS: list[tuple[str, list[str], Path, int | None]] = [
+    ("image-normalize", ["image", "normalize", "{F}", "{OUT}.npy"], FIX / "thermal/flir_duo_pro_r_frame_000000.fff", None),
+    ("image-temperature", ["image", "temperature", "{F}", "--x", "1", "--y", "1"],
+     FIX / "thermal/flir_duo_pro_r_frame_000000.fff", None),
+    ("image-colorize", ["image", "colorize", "{F}", "{OUT}.png"], FIX / "thermal/flir_duo_pro_r_frame_000000.fff", None),
+    ("calib-show", ["calib", "show", "--stack", "{F}"], DEFAULT_STACK, None),
+    ("calib-check", ["calib", "check", "--stack", "{F}"], DEFAULT_STACK, None),
+    ("calib-export", ["calib", "export", "camera-info", "--stack", "{F}", "--out", "{OUT}"], DEFAULT_STACK, None),
+    ("calib-import-kalibr", ["calib", "import-kalibr", "{F}", "--out", "{OUT}.yaml"],
+     FIX / "kalibr/openvins_uzhfpv_kalibr_imucam_chain.yaml", None),
+    ("sensors-blackfly-params", ["sensors", "blackfly-params", "--stack", "{F}"], DEFAULT_STACK, None),
+    ("vio-export", ["vio", "export", "vins", "--stack", "{F}", "--out", "{OUT}"], DEFAULT_STACK, None),
+    ("seg-run-engine", ["seg", "run", "--engine", "{F}", "{FRAME}", "{OUT}.png"],
+     ENGINES_DIR / "sim_thermal_seg.onnx", None),
+    ("seg-run-input", ["seg", "run", "--engine", str(ENGINES_DIR / "sim_thermal_seg.onnx"), "{F}", "{OUT}.png"],
+     Path("{FRAME}"), None),
+    ("sensors-decode-vn100", ["sensors", "decode", "vn100", "{F}"], FIX / "vectornav/F00294.bin", 60),
+    ("sensors-decode-mavlink", ["sensors", "decode", "mavlink", "{F}"], FIX / "mavlink/ardusub_small.tlog", 12),
+    ("sensors-decode-ubx", ["sensors", "decode", "ubx", "{F}"], FIX / "gnss/pygpsdata-NAV.ubx", 20),
+    ("sensors-decode-nmea", ["sensors", "decode", "nmea", "{F}"], FIX / "gnss/pygpsdata-NMEA.log", 20),
+    ("bag-info", ["bag", "info", "{F}"], FIX / "bags/ros1/robot_localization_test1.bag", None),
+    ("bag-convert", ["bag", "convert", "{F}", "{OUT}"], FIX / "bags/ros1/robot_localization_test1.bag", None),
+    ("bag-reindex", ["bag", "reindex", "{F}", "{OUT}.bag"], FIX / "bags/ros1/robot_localization_test1.bag", 3000),
+    ("replay", ["replay", "{F}"], FIX / "bags/ros1/robot_localization_test1.bag", None),
+    ("vio-ate-ref", ["vio", "ate", "--ref", "{F}", "--est", str(FIX / "trajectories/fr2_desk_ORB.tum")],
+     FIX / "trajectories/fr2_desk_groundtruth.tum", 30),
+    ("vio-ate-est", ["vio", "ate", "--ref", str(FIX / "trajectories/fr2_desk_groundtruth.tum"), "--est", "{F}"],
+     FIX / "trajectories/fr2_desk_ORB.tum", 30),
+    ("vio-eval-bag", ["vio", "eval", "--bag", "{F}", "--runs", "1"], FIX / "bags/ros1/robot_localization_test1.bag",
+     None),
+    ("simulate-trajectory", ["simulate", "--trajectory", "{F}", "--duration", "1", "--out", "{OUT}"],
+     DATA / "cart/ground_truth/CastaicLake_2022-12-20-11-40-28.txt", 40),
+]
+
+KINDS = ("empty", "truncated", "random", "directory")
+
+
+def _thermal_png(tmp_path: Path) -> Path:
+    """A real 16-bit thermal PNG (the FLIR fixture's counts), for verbs that read PNG only."""
+    import cv2
+
+    from rgbt.image.io import read_thermal
+
+    path = tmp_path / "frame16.png"
+    fff = FIX / "thermal/flir_duo_pro_r_frame_000000.fff"
+    if fff.is_file():
+        cv2.imwrite(str(path), read_thermal(fff).frame)
+    return path
+
+
+def _bad_input(kind: str, tmp_path: Path, real: Path, keep: int | None) -> Path:
+    suffix = "".join(real.suffixes[-1:]) if real.suffix else ""
+    path = tmp_path / f"bad_{kind}{suffix}"
+    if kind == "directory":
+        path.mkdir()
+    elif kind == "empty":
+        path.write_bytes(b"")
+    elif kind == "random":
+        path.write_bytes(os.urandom(4096))
+    else:
+        data = real.read_bytes()
+        path.write_bytes(data[: keep if keep is not None else len(data) // 2])
+    if real.suffix == ".onnx":  # the model's sidecar is good: the model file itself is what is bad
+        path.with_suffix(".json").write_bytes(real.with_suffix(".json").read_bytes())
+    return path
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("case", VERBS, ids=[v[0] for v in VERBS])
+def test_bad_file_exits_2_with_one_line_naming_it(case, kind: str, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    name, argv, real, keep = case
+    frame = _thermal_png(tmp_path)
+    if str(real) == "{FRAME}":
+        real = frame
+    if not real.is_file():
+        pytest.skip(f"reference file not found at {real} (set RGBT_DATA)")
+    bad = _bad_input(kind, tmp_path, real, keep)
+    out = tmp_path / "out"
+    args = [a.replace("{F}", str(bad)).replace("{OUT}", str(out)).replace("{FRAME}", str(frame)) for a in argv]
+    proc = run_rgbt(*args, check=False, timeout=120, env={"ROS_DOMAIN_ID": "97"})
+    text = proc.stdout + proc.stderr
+    assert "Traceback" not in text, text
+    assert proc.returncode == 2, f"rgbt {' '.join(args)} exited {proc.returncode}, expected 2:\n{text}"
+    # Start-up lines (a component's options) may come first; the error is the one last line.
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("rgbt ")]
+    assert len(errors) == 1 and proc.stderr.strip().splitlines()[-1] == errors[0], \
+        f"expected one error line, last, got:\n{proc.stderr}"
+    assert bad.name in errors[0], f"the error line does not name {bad.name}: {errors[0]}"
+
+
+@pytest.mark.parametrize("argv", [["image", "normalize", "{IN}", "/nonexistent-folder/x.npy"],
+                                  ["image", "normalize", "{IN}", "{TMP}/x.unknown-suffix"]])
+def test_unusable_output_path_exits_2_naming_it(argv: list[str], tmp_path: Path) -> None:
+    frame = FIX / "thermal/flir_duo_pro_r_frame_000000.fff"
+    if not frame.is_file():
+        pytest.skip(f"reference file not found at {frame}")
+    args = [a.replace("{IN}", str(frame)).replace("{TMP}", str(tmp_path)) for a in argv]
+    proc = run_rgbt(*args, check=False)
+    assert "Traceback" not in proc.stderr and proc.returncode == 2, proc.stderr
+    assert Path(args[-1]).name in proc.stderr
+
+
+def test_internal_error_is_one_line_and_debug_shows_the_traceback(tmp_path: Path) -> None:
+    """Exit 1 for an error that is not the user's; ``--debug`` adds the traceback."""
+    script = tmp_path / "boom.py"
+    script.write_text(
+        "import sys\nimport rgbt.cli as cli\n"
+        "def boom(args):\n    raise ZeroDivisionError('boom')\n"
+        "parser = cli.build_parser\n"
+        "def build():\n    p = parser()\n    p.set_defaults(func=boom, verb='x')\n    return p\n"
+        "cli.build_parser = build\nsys.exit(cli.main(sys.argv[1:]))\n")
+    import subprocess
+    import sys
+
+    from rgbt.paths import REPO_ROOT
+
+    env = dict(os.environ, PYTHONPATH=str(REPO_ROOT))
+    plain = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env)
+    assert plain.returncode == 1 and "Traceback" not in plain.stderr
+    assert "internal error: ZeroDivisionError: boom" in plain.stderr
+    debug = subprocess.run([sys.executable, str(script), "--debug"], capture_output=True, text=True, env=env)
+    assert debug.returncode == 1 and "Traceback" in debug.stderr
