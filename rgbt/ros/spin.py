@@ -1,8 +1,10 @@
 """The executor loop (DESIGN.md section 5) and the node-process entry point.
 
 ``rclpy.experimental.EventsExecutor`` driven by ``spin_until_future_complete(Future(), 0.2)`` in a
-loop: its ``spin()`` busy-loops and ignores SIGINT. SIGINT / SIGTERM set a stop flag; on the way
-out every node's ``close()`` runs (the recorder closes its bag) before rclpy shuts down.
+loop: its ``spin()`` busy-loops and ignores SIGINT. Where rclpy has no EventsExecutor (ROS 2 Humble)
+the standard ``SingleThreadedExecutor`` runs instead; ``RGBT_EXECUTOR=single`` forces that fallback,
+``RGBT_EXECUTOR=events`` requires the EventsExecutor (default ``auto``). The choice is logged at
+start-up. SIGINT / SIGTERM set a stop flag; on the way out every node's ``close()`` runs (the recorder closes its bag) before rclpy shuts down.
 
 ``python -m rgbt.ros.spin --node NAME:EXECUTABLE [...] [--duration S] --ros-args ...`` runs
 several nodes of ``nodes/`` in one process (how ``rgbt up`` starts a profile's process groups).
@@ -12,19 +14,58 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import signal
 import sys
 import threading
 import time
 from typing import Callable, Sequence
 
-import rclpy
-from rclpy.experimental import EventsExecutor
-from rclpy.node import Node
-from rclpy.signals import SignalHandlerOptions
-from rclpy.task import Future
+from rgbt.ros_env import check_single_rclpy
 
-from rgbt.paths import REPO_ROOT
+check_single_rclpy()  # two rclpy stacks (PyPI wheels + /opt/ros) refuse here, before rclpy loads
+
+import rclpy  # noqa: E402
+from rclpy.executors import Executor, SingleThreadedExecutor  # noqa: E402
+from rclpy.logging import get_logger  # noqa: E402
+from rclpy.node import Node  # noqa: E402
+from rclpy.signals import SignalHandlerOptions  # noqa: E402
+from rclpy.task import Future  # noqa: E402
+
+from rgbt.errors import ConfigError  # noqa: E402
+from rgbt.paths import REPO_ROOT  # noqa: E402
+
+try:  # Jazzy and later; Humble's rclpy has none
+    from rclpy.experimental import EventsExecutor  # noqa: E402
+except ImportError:  # pragma: no cover - depends on the installed rclpy
+    EventsExecutor = None  # type: ignore[assignment,misc]
+
+#: environment variable choosing the executor: auto (EventsExecutor where present), events, single
+EXECUTOR_ENV = "RGBT_EXECUTOR"
+
+
+def executor_choice(environ: dict[str, str] | None = None) -> str:
+    """``"events"`` or ``"single"``: the executor class :func:`make_executor` builds.
+
+    ``RGBT_EXECUTOR`` = ``auto`` (default: events where rclpy has ``EventsExecutor``), ``events``
+    (an error where it is missing) or ``single`` (``SingleThreadedExecutor``, as on Humble).
+    """
+    value = (os.environ if environ is None else environ).get(EXECUTOR_ENV, "auto").strip().lower() or "auto"
+    if value not in ("auto", "events", "single"):
+        raise ConfigError(EXECUTOR_ENV, "environment", value, "auto, events or single")
+    if value == "events" and EventsExecutor is None:
+        raise ConfigError(EXECUTOR_ENV, "environment", value,
+                          "auto or single: this rclpy has no rclpy.experimental.EventsExecutor")
+    if value == "auto":
+        return "events" if EventsExecutor is not None else "single"
+    return value
+
+
+def make_executor(context: rclpy.Context | None = None) -> Executor:
+    """The executor of :func:`executor_choice` (both are driven by ``spin_until_future_complete``)."""
+    if executor_choice() == "events":
+        return EventsExecutor(context=context)
+    return SingleThreadedExecutor(context=context)
 
 
 def node_class(executable: str) -> type:
@@ -54,7 +95,10 @@ def run_nodes(factories: Sequence[Callable[[], Node]], args: list[str] | None = 
 
     old = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
     nodes: list[Node] = []
-    executor = EventsExecutor()
+    executor = make_executor()
+    get_logger("rgbt.spin").info(
+        f"executor: {type(executor).__name__} ({EXECUTOR_ENV}={os.environ.get(EXECUTOR_ENV, 'auto')}, "
+        f"EventsExecutor {'available' if EventsExecutor is not None else 'missing'})")
     try:
         for make in factories:
             nodes.append(make())
@@ -82,7 +126,7 @@ def run_nodes(factories: Sequence[Callable[[], Node]], args: list[str] | None = 
 
 
 class BackgroundNode:
-    """A plain rclpy node in its own context, spun by an EventsExecutor in a daemon thread.
+    """A plain rclpy node in its own context, spun by :func:`make_executor`'s executor in a daemon thread.
 
     For test-side listeners/publishers and bench probes that sit beside the nodes under test.
     Create the node's publishers/subscriptions on ``self.node``, then call :meth:`start`;
@@ -97,7 +141,7 @@ class BackgroundNode:
         else:
             rclpy.init(context=self.context, signal_handler_options=SignalHandlerOptions.NO)
         self.node = Node(name, context=self.context)
-        self.executor = EventsExecutor(context=self.context)
+        self.executor = make_executor(self.context)
         self.executor.add_node(self.node)
         self._period_s = period_s
         self._stop = threading.Event()

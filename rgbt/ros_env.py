@@ -1,0 +1,177 @@
+"""Which ROS 2 Python stack this interpreter would load, without importing ``rclpy``.
+
+Two ways to get rclpy: the PyPI wheels (``ros-jazzy-rclpy`` and friends, the ``ros-wheels`` extra)
+inside the venv, or a system ROS 2 (``source /opt/ros/<distro>/setup.bash`` puts its
+``site-packages`` on ``PYTHONPATH`` and its prefix on ``AMENT_PREFIX_PATH``). Both at once load one
+stack's Python code against the other's C libraries and fail in odd ways, so
+:func:`check_single_rclpy` refuses, naming which one to remove. Called before rclpy is imported
+(``rgbt.ros.spin``, ``rgbt up``, ``rgbt doctor``).
+"""
+
+from __future__ import annotations
+
+import glob
+import importlib.metadata
+import os
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Mapping, Sequence
+
+from rgbt.errors import RgbtError
+
+#: ROS 2 distributions whose rclpy rgbt's nodes support (Humble lacks EventsExecutor: see rgbt.ros.spin)
+SUPPORTED_DISTROS = ("humble", "jazzy")
+
+
+class RosStackConflict(RgbtError):
+    """Two rclpy stacks are importable in one interpreter (CLI exit 2)."""
+
+
+@dataclass(frozen=True)
+class RclpyStack:
+    """One directory holding an ``rclpy`` package.
+
+    ``kind`` is ``"wheels"`` (installed by pip: a ``*.dist-info`` there owns ``rclpy/__init__.py``)
+    or ``"system"`` (a ROS 2 install, e.g. under ``/opt/ros/<distro>``); ``source`` says where it
+    was found (``sys.path`` or ``AMENT_PREFIX_PATH``); ``distributions`` are the pip distributions
+    (``ros-rclpy``, ``ros-jazzy-rclpy`` ...) of a wheels stack.
+    """
+
+    path: Path
+    kind: str
+    source: str
+    distro: str | None = None
+    distributions: tuple[str, ...] = field(default_factory=tuple)
+
+    def describe(self) -> str:
+        where = f"{self.path} (from {self.source})"
+        if self.kind == "wheels":
+            dists = ", ".join(self.distributions) or "pip"
+            return f"PyPI ROS wheels [{dists}] at {where}"
+        return f"system ROS 2 {self.distro or '(distro unknown)'} at {where}"
+
+    def removal(self) -> str:
+        """How to remove this stack from the interpreter (one shell hint)."""
+        if self.kind == "wheels":
+            names = " ".join(_ros_wheel_names(self.path)) or " ".join(self.distributions) or "rclpy"
+            return f"pip uninstall {names}  (or recreate the venv with scripts/setup.sh system-ros)"
+        return (f"do not source {_prefix_of(self.path)}/setup.bash in this shell and drop {self.path} from "
+                "PYTHONPATH (or use a venv without --system-site-packages)")
+
+
+def _has_rclpy(directory: Path) -> bool:
+    return (directory / "rclpy" / "__init__.py").is_file()
+
+
+def _prefix_of(site: Path) -> Path:
+    """``/opt/ros/humble/lib/python3.10/site-packages`` -> ``/opt/ros/humble``."""
+    parts = site.parts
+    for i, part in enumerate(parts):
+        if part in ("lib", "local") and i > 0:
+            return Path(*parts[:i])
+    return site.parent
+
+
+def _distro_of(path: Path, environ: Mapping[str, str], distributions: Sequence[str]) -> str | None:
+    parts = path.parts
+    for i, part in enumerate(parts[:-1]):
+        if part == "ros" and i > 0 and parts[i - 1] == "opt":
+            return parts[i + 1]
+    for name in distributions:  # ros-jazzy-rclpy -> jazzy
+        bits = name.lower().split("-")
+        if len(bits) >= 3 and bits[0] == "ros" and bits[-1] == "rclpy":
+            return bits[1]
+    return environ.get("ROS_DISTRO") or None
+
+
+def _rclpy_owners(directory: Path) -> tuple[str, ...]:
+    """Names of the pip distributions in ``directory`` whose RECORD lists ``rclpy/__init__.py``."""
+    owners = []
+    for dist in importlib.metadata.distributions(path=[str(directory)]):
+        name = dist.metadata["Name"] or ""
+        if "rclpy" not in name.lower():
+            continue
+        if any(str(f).replace("\\", "/") == "rclpy/__init__.py" for f in (dist.files or [])):
+            owners.append(name)
+    return tuple(sorted(set(owners)))
+
+
+def _ros_wheel_names(directory: Path) -> list[str]:
+    """Every ``ros-*`` / rclpy / rmw distribution installed in ``directory`` (what to uninstall)."""
+    names = set()
+    for dist in importlib.metadata.distributions(path=[str(directory)]):
+        name = (dist.metadata["Name"] or "").lower()
+        if name.startswith("ros-") or name in ("rclpy", "rmw_dds_common", "rmw-dds-common"):
+            names.add(name)
+    return sorted(names)
+
+
+def _ament_sites(environ: Mapping[str, str]) -> list[Path]:
+    """The Python package folders of every prefix on ``AMENT_PREFIX_PATH``."""
+    sites: list[Path] = []
+    for prefix in filter(None, environ.get("AMENT_PREFIX_PATH", "").split(os.pathsep)):
+        for pattern in ("lib/python3*/site-packages", "lib/python3*/dist-packages",
+                        "local/lib/python3*/dist-packages"):
+            sites.extend(Path(p) for p in sorted(glob.glob(os.path.join(prefix, pattern))))
+    return sites
+
+
+def rclpy_stacks(path: Sequence[str] | None = None, environ: Mapping[str, str] | None = None) -> list[RclpyStack]:
+    """Every distinct directory holding ``rclpy`` on ``path`` (default ``sys.path``) or under a prefix
+    of ``AMENT_PREFIX_PATH`` in ``environ`` (default ``os.environ``), in search order. No import."""
+    path = list(sys.path if path is None else path)
+    environ = os.environ if environ is None else environ
+    seen: set[str] = set()
+    stacks: list[RclpyStack] = []
+    candidates = [(Path(p or "."), "sys.path") for p in path] + [(p, "AMENT_PREFIX_PATH") for p in _ament_sites(environ)]
+    for directory, source in candidates:
+        try:
+            if not _has_rclpy(directory):
+                continue
+            key = os.path.realpath(directory)
+        except OSError:
+            continue
+        if key in seen:
+            continue
+        seen.add(key)
+        owners = _rclpy_owners(directory)
+        wheel_meta = tuple(n for n in _ros_wheel_names(directory) if n.endswith("rclpy"))
+        kind = "wheels" if owners else "system"
+        dists = tuple(sorted(set(owners) | set(wheel_meta))) if owners else ()
+        stacks.append(RclpyStack(directory, kind, source, _distro_of(directory, environ, dists), dists))
+    return stacks
+
+
+def check_single_rclpy(path: Sequence[str] | None = None,
+                       environ: Mapping[str, str] | None = None) -> RclpyStack | None:
+    """The one rclpy stack this interpreter loads (None when there is none).
+
+    Raises :class:`RosStackConflict` naming both stacks and which to remove when more than one
+    directory provides ``rclpy`` (e.g. the PyPI wheels in the venv and a sourced /opt/ros/humble).
+    """
+    stacks = rclpy_stacks(path, environ)
+    if len(stacks) <= 1:
+        return stacks[0] if stacks else None
+    first, others = stacks[0], stacks[1:]
+    # keep the system install where there is one (it matches the machine's other ROS packages)
+    keep = next((s for s in stacks if s.kind == "system"), first)
+    remove = [s for s in stacks if s is not keep]
+    lines = [f"{len(stacks)} rclpy stacks in one interpreter ({sys.executable}): "
+             + "; ".join(s.describe() for s in [first, *others]) + "."]
+    lines += [f"Keep {keep.describe()}; remove {s.describe()}: {s.removal()}." for s in remove]
+    raise RosStackConflict(" ".join(lines))
+
+
+def ros_summary(environ: Mapping[str, str] | None = None) -> dict[str, object]:
+    """What ``rgbt doctor`` reports about ROS: stacks found, distro, RMW, discovery range, Fast DDS profile."""
+    environ = os.environ if environ is None else environ
+    stacks = rclpy_stacks(environ=environ)
+    return {
+        "stacks": [{"kind": s.kind, "path": str(s.path), "source": s.source, "distro": s.distro,
+                    "distributions": list(s.distributions)} for s in stacks],
+        "distro": (stacks[0].distro if stacks else None) or environ.get("ROS_DISTRO"),
+        "rmw": environ.get("RMW_IMPLEMENTATION"),
+        "discovery_range": environ.get("ROS_AUTOMATIC_DISCOVERY_RANGE"),
+        "fastdds_profile": environ.get("FASTRTPS_DEFAULT_PROFILES_FILE"),
+    }
