@@ -1,0 +1,89 @@
+"""The nodes run on the standard SingleThreadedExecutor (what Humble's rclpy offers): the fallback is
+forced with ``RGBT_EXECUTOR=single`` on the wheels installed here, in a real node process."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from rgbt.paths import REPO_ROOT
+
+pytestmark = pytest.mark.ros
+
+
+def test_executor_choice_follows_the_environment() -> None:
+    from rclpy.executors import SingleThreadedExecutor
+
+    from rgbt.errors import ConfigError
+    from rgbt.ros import spin
+
+    assert spin.executor_choice({"RGBT_EXECUTOR": "single"}) == "single"
+    assert spin.executor_choice({}) == ("events" if spin.EventsExecutor is not None else "single")
+    with pytest.raises(ConfigError, match="RGBT_EXECUTOR"):
+        spin.executor_choice({"RGBT_EXECUTOR": "fast"})
+    old = os.environ.get("RGBT_EXECUTOR")
+    os.environ["RGBT_EXECUTOR"] = "single"
+    try:
+        import rclpy
+
+        ctx = rclpy.Context()
+        rclpy.init(context=ctx)
+        ex = spin.make_executor(ctx)
+        assert type(ex) is SingleThreadedExecutor
+        ex.shutdown()
+        ctx.try_shutdown()
+    finally:
+        if old is None:
+            os.environ.pop("RGBT_EXECUTOR")
+        else:
+            os.environ["RGBT_EXECUTOR"] = old
+
+
+def test_missing_events_executor_falls_back(monkeypatch: pytest.MonkeyPatch) -> None:
+    """As on Humble: no ``rclpy.experimental.EventsExecutor`` -> auto picks single, events is an error."""
+    from rgbt.errors import ConfigError
+    from rgbt.ros import spin
+
+    monkeypatch.setattr(spin, "EventsExecutor", None)
+    assert spin.executor_choice({}) == "single"
+    with pytest.raises(ConfigError, match="no rclpy.experimental.EventsExecutor"):
+        spin.executor_choice({"RGBT_EXECUTOR": "events"})
+
+
+def test_node_process_publishes_on_the_fallback_executor(ros_env: dict, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """``python -m rgbt.ros.spin --node health:health`` with RGBT_EXECUTOR=single: logs the executor,
+    publishes /rgbt/health at its period and stops cleanly on SIGINT."""
+    from std_msgs.msg import String
+
+    from rgbt.ros.spin import BackgroundNode
+
+    env = dict(os.environ, RGBT_EXECUTOR="single",
+               PYTHONPATH=str(REPO_ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    topic = "/rgbt/test_fallback/health"
+    proc = subprocess.Popen([sys.executable, "-m", "rgbt.ros.spin", "--node", "health:health", "--ros-args",
+                             "-p", f"topic:={topic}", "-p", "period_s:=0.2", "-p", f"disk_path:={tmp_path}"],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    got: list[str] = []
+    bg = BackgroundNode("rgbt_test_fallback_listener", period_s=0.05)
+    bg.node.create_subscription(String, topic, lambda m: got.append(m.data), 10)
+    bg.start()
+    try:
+        deadline = time.monotonic() + 30
+        while len(got) < 3 and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.05)
+    finally:
+        bg.close()
+        proc.send_signal(signal.SIGINT)
+        try:
+            out, _ = proc.communicate(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            out, _ = proc.communicate()
+    assert len(got) >= 3, f"no health messages from the node on the fallback executor:\n{out}"
+    assert "executor: SingleThreadedExecutor (RGBT_EXECUTOR=single" in out, out
+    assert proc.returncode == 0, out
