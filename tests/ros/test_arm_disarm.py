@@ -22,7 +22,7 @@ import yaml
 
 from rgbt.paths import REPO_ROOT
 
-pytestmark = pytest.mark.ros
+pytestmark = [pytest.mark.ros, pytest.mark.slow]  # the whole rgbt up graph fed a replayed tlog (~15 s)
 
 SPEED = 4.0
 WINDOW = (202.0, 226.0)
