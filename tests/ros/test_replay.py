@@ -65,7 +65,7 @@ def _mcap_messages(path: Path, topic: str) -> list:
         return [(ch.topic, m.log_time, msg) for _, ch, m, msg in reader.iter_decoded_messages(topics=[topic])]
 
 
-@pytest.mark.slow  # records with ros2 bag, then replays in real time (~35 s)
+@pytest.mark.slow  # replay process + listener graph, waits for discovery (~35 s here)
 def test_replay_ros2_mcap_with_rename_and_clock(ros_env: dict, fixtures_dir: Path) -> None:
     from std_msgs.msg import String
 
