@@ -108,21 +108,45 @@ class Graph:
         return {n: p.returncode for n, p in self.procs.items()}
 
 
+def write_params_file(specs: list[NodeSpec], directory: Path | None = None) -> Path:
+    """Write the ROS ``--params-file`` of ``specs`` (``params.yaml`` in ``directory``, default a new
+    temporary folder) and return its path."""
+    directory = Path(tempfile.mkdtemp(prefix="rgbt_up_")) if directory is None else Path(directory)
+    params = directory / "params.yaml"
+    params.write_text(yaml.safe_dump(params_file_data(specs), sort_keys=False))
+    return params
+
+
+def group_commands(specs: list[NodeSpec], params_file: str | Path, duration_s: float | None = None,
+                   python: str | None = None) -> dict[str, list[str]]:
+    """Process group -> its command line: ``python -m rgbt.ros.spin --node NAME:EXECUTABLE ...
+    [--duration S] --ros-args --params-file FILE``.
+
+    The one place both ``rgbt up`` (:func:`start_graph`) and ``launch/rgbt.launch.py`` (one
+    ``ExecuteProcess`` per group) build their processes from, so the two layouts cannot drift.
+    ``duration_s`` (s) is each process's own stop time; ``python`` defaults to this interpreter.
+    """
+    out: dict[str, list[str]] = {}
+    for group, members in processes(specs).items():
+        cmd = [python or sys.executable, "-m", "rgbt.ros.spin"]
+        for spec in members:
+            cmd += ["--node", f"{spec.name}:{spec.executable}"]
+        if duration_s:
+            cmd += ["--duration", str(duration_s)]
+        cmd += ["--ros-args", "--params-file", str(params_file)]
+        out[group] = cmd
+    return out
+
+
 def start_graph(specs: list[NodeSpec], env_extra: dict[str, str] | None = None, duration_s: float | None = None,
                 stdout=None, stderr=None) -> Graph:  # type: ignore[no-untyped-def]
     """Start one ``python -m rgbt.ros.spin`` process per process group of ``specs``."""
     graph = Graph(shm_before=shm_files())
-    graph.workdir = Path(tempfile.mkdtemp(prefix="rgbt_up_"))
-    params = graph.workdir / "params.yaml"
-    params.write_text(yaml.safe_dump(params_file_data(specs), sort_keys=False))
+    params = write_params_file(specs)
+    graph.workdir = params.parent
     env = ros_environment(extra=env_extra)
-    for group, members in processes(specs).items():
-        cmd = [sys.executable, "-m", "rgbt.ros.spin"]
-        for spec in members:
-            cmd += ["--node", f"{spec.name}:{spec.executable}"]
-        if duration_s:
-            cmd += ["--duration", str(duration_s + 5.0)]  # a backstop; the launcher stops them first
-        cmd += ["--ros-args", "--params-file", str(params)]
+    backstop = duration_s + 5.0 if duration_s else None  # the launcher stops them first
+    for group, cmd in group_commands(specs, params, backstop).items():
         # own session: a terminal Ctrl-C reaches the launcher only, which stops children in order
         graph.procs[group] = subprocess.Popen(cmd, env=env, stdout=stdout, stderr=stderr, start_new_session=True)
     return graph

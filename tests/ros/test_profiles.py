@@ -1,15 +1,10 @@
-"""Profiles: validation errors, ``--set`` overrides, and ``rgbt up`` == ``launch/rgbt.launch.py``.
+"""Profiles: validation errors, ``--set`` overrides, and ``rgbt up``'s parameters == the launch entries.
 
-The launch file is executed with small recording stand-ins for the ``launch`` / ``launch_ros``
-modules (which have no PyPI wheel): what it would start must equal what ``rgbt up`` starts.
+The process layout of ``launch/rgbt.launch.py`` against ``rgbt up``: tests/ros/test_launch_file.py.
 """
 
 from __future__ import annotations
 
-import json
-import runpy
-import sys
-import types
 from pathlib import Path
 
 import pytest
@@ -33,72 +28,9 @@ def test_profiles_validate_and_nodes_exist(profile: str) -> None:
         OPTIONS[spec.executable].model_validate(spec.parameters)  # defaults filled, still valid
 
 
-def _run_launch_file(profile: str) -> tuple[list[dict], dict]:
-    """Execute launch/rgbt.launch.py with stand-ins recording the actions it creates."""
-    started: list[dict] = []
-    env: dict = {}
-
-    class Node:
-        def __init__(self, **kw):
-            started.append(kw)
-
-    class SetEnvironmentVariable:
-        def __init__(self, name, value):
-            env[name] = value
-
-    class LaunchConfiguration:
-        def __init__(self, name):
-            self.name = name
-
-        def perform(self, context):
-            return context[self.name]
-
-    class DeclareLaunchArgument:
-        def __init__(self, name, default_value=None, description=""):
-            self.name, self.default = name, default_value
-
-    class OpaqueFunction:
-        def __init__(self, function):
-            self.function = function
-
-    class LaunchDescription(list):
-        pass
-
-    mods = {
-        "launch": types.SimpleNamespace(LaunchDescription=LaunchDescription),
-        "launch.actions": types.SimpleNamespace(DeclareLaunchArgument=DeclareLaunchArgument,
-                                                OpaqueFunction=OpaqueFunction,
-                                                SetEnvironmentVariable=SetEnvironmentVariable),
-        "launch.substitutions": types.SimpleNamespace(LaunchConfiguration=LaunchConfiguration),
-        "launch_ros": types.SimpleNamespace(),
-        "launch_ros.actions": types.SimpleNamespace(Node=Node),
-    }
-    saved = {k: sys.modules.get(k) for k in mods}
-    sys.modules.update(mods)  # type: ignore[arg-type]
-    try:
-        ns = runpy.run_path(str(LAUNCH_DIR / "rgbt.launch.py"))
-        desc = ns["generate_launch_description"]()
-        opaque = [a for a in desc if isinstance(a, OpaqueFunction)][0]
-        opaque.function({"profile": profile})
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                sys.modules.pop(k, None)
-            else:
-                sys.modules[k] = v
-    return started, env
-
-
 @pytest.mark.parametrize("profile", PROFILES)
-def test_launch_file_and_rgbt_up_start_the_same_nodes(profile: str, rgbt_cli) -> None:
-    started, _env = _run_launch_file(profile)
-    up = json.loads(rgbt_cli("up", profile, "--print").stdout)
-    assert [n["name"] for n in started] == [n["name"] for n in up]
-    assert [n["executable"] for n in started] == [n["executable"] for n in up]
-    for launched, spec in zip(started, node_specs(profile)):
-        assert launched["package"] == "rgbt_ros"
-        assert launched["parameters"] == [spec.ros_parameters()]
-    # and the parameters rgbt up hands to rclpy are those same ROS parameters
+def test_rgbt_up_parameters_are_the_launch_entries(profile: str) -> None:
+    # the process layout of launch/rgbt.launch.py vs rgbt up: tests/ros/test_launch_file.py
     assert params_file_data(node_specs(profile)) == {n["name"]: {"ros__parameters": n["parameters"]}
                                                      for n in launch_entries(profile)}
 
