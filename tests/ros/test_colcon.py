@@ -45,13 +45,38 @@ def test_colcon_build_installs_every_node(workspace: Path) -> None:
     assert (share.parent / "ament_index" / "resource_index" / "packages" / "rgbt_ros").exists()
 
 
-def test_colcon_meta_is_honoured(workspace: Path) -> None:
+def test_colcon_meta_keeps_build_options_only(workspace: Path) -> None:
+    """rgbt_ros is pure Python: the estimators, camera driver and MAVROS are optional siblings built
+    with their options from colcon.meta, never run-time dependencies of the nodes."""
+    import json
+
+    meta = json.loads((REPO_ROOT / "colcon.meta").read_text())["names"]
+    assert "rgbt_ros" not in meta
+    assert all(set(opts) <= {"cmake-args"} for opts in meta.values()), meta
     proc = _colcon(workspace, "info", "--base-paths", "ros2_ws/src", "--packages-select", "rgbt_ros")
     assert proc.returncode == 0, proc.stderr
-    run_line = [line for line in proc.stdout.splitlines() if line.strip().startswith("run:")][0]
-    # package.xml does not name the estimators: these come from colcon.meta
+    run_line = [line for line in proc.stdout.splitlines() if line.strip().startswith("run:")][0].split()
     for dep in ("vins", "ov_msckf", "spinnaker_camera_driver", "mavros"):
-        assert dep in run_line.split()
+        assert dep not in run_line
+    for dep in ("rclpy", "nav_msgs", "python3-numpy", "python3-yaml"):
+        assert dep in run_line, (dep, run_line)
+
+
+def test_package_xml_declares_every_imported_ros_package() -> None:
+    """Every top-level ROS module the nodes import (``*_msgs``, ``std_srvs``, ``rclpy``) is an exec_depend."""
+    import ast
+    import xml.etree.ElementTree as ET
+
+    root = ET.parse(REPO_ROOT / "ros2_ws" / "src" / "rgbt_ros" / "package.xml").getroot()
+    declared = {e.text for e in root.iter("exec_depend")}
+    imported: set[str] = set()
+    for path in [*(REPO_ROOT / "nodes").glob("*.py"), *(REPO_ROOT / "rgbt" / "ros").glob("*.py")]:
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module] if isinstance(node, ast.ImportFrom) and node.module and not node.level else []
+            imported |= {n.split(".")[0] for n in names}
+    ros = {m for m in imported if m.endswith("_msgs") or m in ("rclpy", "std_srvs")}
+    assert "nav_msgs" in ros and ros <= declared, sorted(ros - declared)
 
 
 def test_repos_file_names_the_external_packages() -> None:
