@@ -60,6 +60,12 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _decode(args: argparse.Namespace) -> int:
+    """Decode FILE; the summary carries ``packets``, ``checksum_failures`` and ``bytes_skipped``.
+
+    A file (empty or not) without a single valid packet is bad input: one line, exit 2.
+    """
+    from rgbt.sensors.stats import DecodeStats
+
     path = Path(args.file)
     if not path.is_file():
         raise DecodeError(f"{path}: no such file")
@@ -68,53 +74,73 @@ def _decode(args: argparse.Namespace) -> int:
     if args.kind == "mavlink":
         from rgbt.sensors.mavlink import decode_tlog
 
-        result = decode_tlog(path)
+        stats = DecodeStats()
+        result = decode_tlog(path, stats)
+        if stats.packets == 0:
+            raise DecodeError(stats.nothing_found(str(path), "MAVLink"))
+        counts = {k: stats.to_dict()[k] for k in ("packets", "checksum_failures", "bytes_skipped")}
         if args.json:
-            print_json(result)
+            print_json({**result, **counts})
         else:
             print_table(f"{path.name}: arm events", ["t (Unix s)", "armed"], result["arm_events"])
             print_table(f"{path.name}: messages", ["message", "count"], sorted(result["messages"].items()))
+            print_table(f"{path.name}: MAVLink frames", list(counts), [tuple(counts.values())])
         return 0
-    from rgbt.sensors.ubx import decode_file
+    from rgbt.sensors.ubx import decode_gnss
 
-    fixes = decode_file(path, args.kind)
+    decoded = decode_gnss(path, args.kind)
+    stats = decoded.stats
+    if stats.packets == 0:
+        raise DecodeError(stats.nothing_found(str(path), args.kind.upper()))
+    counts = {k: stats.to_dict()[k] for k in ("packets", "checksum_failures", "bytes_skipped")}
     rows = [{"source": f.source, "t_utc_ns": f.t_utc_ns, "lat": f.lat, "lon": f.lon, "height": f.height_m,
-             "hmsl": f.hmsl_m, "status": f.status, "fix_type": f.fix_type, "num_sv": f.num_sv} for f in fixes]
+             "hmsl": f.hmsl_m, "status": f.status, "fix_type": f.fix_type, "num_sv": f.num_sv} for f in decoded.fixes]
     if args.json:
-        print_json({"fixes": rows})
+        print_json({"fixes": rows, **counts})
     else:
         print_table(f"{path.name}: fixes (height m above ellipsoid)", ["source", "lat", "lon", "height", "fix"],
                     [(r["source"], f"{r['lat']:.7f}", f"{r['lon']:.7f}", f"{r['height']:.3f}", r["fix_type"]) for r in rows])
+        print_table(f"{path.name}: {args.kind.upper()} frames", list(counts), [tuple(counts.values())])
     return 0
 
 
 def _decode_vn100(path: Path, args: argparse.Namespace) -> int:
+    from rgbt.sensors.stats import DecodeStats
     from rgbt.sensors.vn100 import Vn100Parser
 
     parser = Vn100Parser(ascii=False)
     writer = None
     fh = None
     columns: list[str] | None = None
+
+    def write(pkts: list) -> None:  # type: ignore[type-arg]
+        nonlocal columns
+        if writer is None:
+            return
+        for pkt in pkts:
+            cols = pkt.layout.columns()
+            if cols != columns:  # a new output configuration starts a new header
+                writer.writerow(cols)
+                columns = cols
+            writer.writerow([f"{v:.9g}" if isinstance(v, float) else v for v in pkt.row()])
+
     try:
         if args.csv:
             fh = open(args.csv, "w", newline="")
             writer = csv.writer(fh)
         with open(path, "rb") as src:
             while chunk := src.read(1 << 16):
-                for pkt in parser.feed(chunk):
-                    if writer is None:
-                        continue
-                    cols = pkt.layout.columns()
-                    if cols != columns:  # a new output configuration starts a new header
-                        writer.writerow(cols)
-                        columns = cols
-                    writer.writerow([f"{v:.9g}" if isinstance(v, float) else v for v in pkt.row()])
-        parser.finish()
+                write(parser.feed(chunk))
+        write(parser.finish())
     finally:
         if fh is not None:
             fh.close()
     st = parser.stats
-    result = {"packets": st.packets, "crc_failures": st.crc_failures, "bytes_skipped": st.bytes_skipped}
+    if st.packets == 0:
+        stats = DecodeStats(0, st.crc_failures, st.bytes_skipped, bytes_total=path.stat().st_size)
+        raise DecodeError(stats.nothing_found(str(path), "VN-100 binary"))
+    result = {"packets": st.packets, "checksum_failures": st.crc_failures, "crc_failures": st.crc_failures,
+              "bytes_skipped": st.bytes_skipped}
     if args.json:
         print_json(result)
     else:

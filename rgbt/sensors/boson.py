@@ -148,6 +148,11 @@ class FrameDecoder:
                 out.append(pkt)
         return out
 
+    def finish(self) -> None:
+        """End of stream: a frame still open can never be completed; its bytes are skipped."""
+        self.stats.bytes_skipped += len(self._buf)
+        self._buf.clear()
+
     def _decode(self, raw: bytes, nbytes: int) -> BosonPacket | None:
         body = bytearray()
         it = iter(raw)
@@ -239,24 +244,41 @@ class BosonControl:
     def set_ffc_mode(self, mode: FfcMode) -> None:
         self.command("set_ffc_mode", struct.pack(">i", int(mode)))
 
+    def _reply(self, name: str, fmt: str) -> int:
+        """The first big-endian field (``fmt``: ``i`` or ``h``) of the reply to ``name``."""
+        payload = self.command(name)
+        size = struct.calcsize(">" + fmt)
+        if len(payload) < size:
+            raise BosonError(f"Boson: {name}: reply payload {payload[:8].hex()} ({len(payload)} bytes): "
+                             f"expected at least {size} bytes")
+        return struct.unpack_from(">" + fmt, payload)[0]
+
+    def _enum_reply(self, name: str, enum: type[IntEnum]) -> IntEnum:
+        value = self._reply(name, "i")
+        try:
+            return enum(value)
+        except ValueError:
+            raise BosonError(f"Boson: {name}: value {value}: expected one of "
+                             f"{', '.join(f'{m.value} ({m.name})' for m in enum)}") from None
+
     def get_ffc_mode(self) -> FfcMode:
-        return FfcMode(struct.unpack(">i", self.command("get_ffc_mode")[:4])[0])
+        return self._enum_reply("get_ffc_mode", FfcMode)  # type: ignore[return-value]
 
     def get_ffc_status(self) -> FfcStatus:
-        return FfcStatus(struct.unpack(">i", self.command("get_ffc_status")[:4])[0])
+        return self._enum_reply("get_ffc_status", FfcStatus)  # type: ignore[return-value]
 
     def ffc_in_progress(self) -> bool:
-        return struct.unpack(">h", self.command("get_ffc_in_progress")[:2])[0] != 0
+        return self._reply("get_ffc_in_progress", "h") != 0
 
     def fpa_temp_c(self) -> float:
         """Focal-plane-array temperature, deg C."""
-        return struct.unpack(">h", self.command("lookup_fpa_temp_degc_x10")[:2])[0] / 10.0
+        return self._reply("lookup_fpa_temp_degc_x10", "h") / 10.0
 
     def set_ext_sync_mode(self, mode: ExtSyncMode) -> None:
         self.command("set_ext_sync_mode", struct.pack(">i", int(mode)))
 
     def get_ext_sync_mode(self) -> ExtSyncMode:
-        return ExtSyncMode(struct.unpack(">i", self.command("get_ext_sync_mode")[:4])[0])
+        return self._enum_reply("get_ext_sync_mode", ExtSyncMode)  # type: ignore[return-value]
 
     def close(self) -> None:
         self.link.close()
@@ -276,7 +298,12 @@ TELEMETRY_OFFSETS = {"frame_counter": 84, "ffc_frame_counter": 88, "fpa_temp_kx1
 
 def parse_telemetry(line: np.ndarray, byte_order: str = ">") -> Telemetry:
     """Decode the Boson telemetry line (uint16 row as delivered by V4L2)."""
-    raw = np.ascontiguousarray(line).tobytes()
+    if byte_order not in (">", "<"):
+        raise DecodeError(f"Boson telemetry line: byte order {byte_order!r}: expected '>' or '<'")
+    arr = np.asarray(line)
+    if arr.dtype.kind not in "uif" or arr.dtype.hasobject:
+        raise DecodeError(f"Boson telemetry line: dtype {arr.dtype}: expected an integer row (uint16)")
+    raw = np.ascontiguousarray(arr).tobytes()
     if len(raw) < 100:
         raise DecodeError(f"Boson telemetry line: {len(raw)} bytes, expected >= 100")
     fc, ffc = struct.unpack_from(byte_order + "II", raw, TELEMETRY_OFFSETS["frame_counter"])
@@ -359,6 +386,10 @@ def split_frame(img: np.ndarray, t_host_ns: int, options: V4l2Options, host_coun
     runs (telemetry: the frame counter equals the last-FFC frame counter, or the camera
     reported FFC in progress)."""
     h = options.height
+    if img.ndim != 2 or img.shape[0] not in (h, h + 1):
+        raise DecodeError(f"Boson frame: shape {img.shape}: expected {h} rows (or {h + 1} with telemetry) x width")
+    if options.telemetry not in ("top", "bottom", "none"):
+        raise DecodeError(f"Boson frame: telemetry {options.telemetry!r}: expected 'top', 'bottom' or 'none'")
     if options.telemetry == "none" or img.shape[0] == h:
         return ThermalFrame(img[:h], host_count, t_host_ns, ffc_state == FfcStatus.IN_PROGRESS)
     line, image = (img[0], img[1:h + 1]) if options.telemetry == "top" else (img[h], img[:h])

@@ -20,15 +20,17 @@ The armed state comes only from the *vehicle's* HEARTBEAT: heartbeats from groun
 from __future__ import annotations
 
 import math
+import struct
 import time
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
 
 import numpy as np
 
 from rgbt.errors import DecodeError
+from rgbt.sensors.stats import DecodeStats
 
 MAV_TYPE_GCS = 6
 MAV_AUTOPILOT_INVALID = 8
@@ -71,25 +73,105 @@ class ArmTracker:
         return None
 
 
-def decode_tlog(path: str | Path) -> dict:
-    """Arm events (log time, Unix s) and message counts of a ``.tlog``."""
-    from pymavlink import mavutil
+MAVLINK_STX_V1, MAVLINK_STX_V2 = 0xFE, 0xFD
+_TLOG_STAMP = 8  # big-endian u64 microseconds (Unix) before every frame
 
+
+def _frame_size(data: bytes | bytearray, s: int) -> int:
+    """Bytes of the MAVLink frame starting at ``data[s]`` (v1 or v2, signature included)."""
+    if data[s] == MAVLINK_STX_V1:
+        return 6 + data[s + 1] + 2
+    signed = data[s + 2] & 0x01
+    return 10 + data[s + 1] + 2 + (13 if signed else 0)
+
+
+def tlog_messages(data: bytes, stats: DecodeStats | None = None) -> Iterator[tuple[float, object]]:
+    """``(t_s, message)`` for every CRC-valid MAVLink frame of a ``.tlog`` (each frame preceded
+    by its 8-byte big-endian log time in us since the Unix epoch), decoded by pymavlink
+    (ardupilotmega dialect, v1 and v2).
+
+    Framing is done here: bytes that start no valid frame are skipped one at a time
+    (``stats.bytes_skipped``); a frame of a known message whose CRC is wrong counts one
+    ``checksum_failures``; a frame of a message id the dialect does not know cannot be
+    checked and is skipped. ``t_s`` is None when fewer than 8 bytes precede the frame.
+    """
+    from pymavlink.dialects.v20 import ardupilotmega as apm
+
+    st = stats if stats is not None else DecodeStats()
+    mav = apm.MAVLink(None)
+    known = apm.mavlink_map
+    n = len(data)
+    pos = 0  # bytes before pos are accounted for (a frame, its stamp, or skipped)
+    scan = 0  # next byte to search for a start marker
+    expect: int | None = _TLOG_STAMP  # where the next frame starts if the log is intact
+    rejected = -1  # an expected start already tried (not to count its failure twice)
+
+    def decode_at(s: int) -> tuple[object | None, int]:
+        if n - s < 8:
+            return None, 0
+        size = _frame_size(data, s)
+        if data[s] == MAVLINK_STX_V1:
+            msgid = data[s + 5]
+        elif n - s >= 10:
+            msgid = data[s + 7] | (data[s + 8] << 8) | (data[s + 9] << 16)
+        else:
+            return None, 0
+        if s + size > n or msgid not in known:
+            return None, 0
+        try:
+            return mav.decode(bytearray(data[s:s + size])), size
+        except apm.MAVError as exc:
+            if "CRC" in str(exc):
+                st.checksum_failures += 1
+        except (ValueError, TypeError, IndexError, KeyError, UnicodeDecodeError, struct.error):
+            st.undecodable += 1
+        return None, 0
+
+    while True:
+        if expect is not None and expect < n and data[expect] in (MAVLINK_STX_V1, MAVLINK_STX_V2):
+            s, from_expect = expect, True
+        else:
+            found = [x for x in (data.find(b"\xfd", scan), data.find(b"\xfe", scan)) if x >= 0]
+            s, from_expect = (min(found) if found else -1), False
+            if s >= 0 and s == rejected:
+                scan = s + 1
+                continue
+        expect = None
+        if s < 0:
+            break
+        msg, size = decode_at(s)
+        if msg is None:
+            if from_expect:
+                rejected = s
+            else:
+                scan = s + 1
+            continue
+        stamp_at = s - _TLOG_STAMP
+        t = struct.unpack_from(">Q", data, stamp_at)[0] * 1e-6 if stamp_at >= 0 else None
+        st.bytes_skipped += max(0, stamp_at - pos)  # the 8 bytes before a frame are its stamp
+        st.packets += 1
+        yield t, msg
+        pos = scan = s + size
+        expect = pos + _TLOG_STAMP
+        rejected = -1
+    st.bytes_skipped += n - pos
+
+
+def decode_tlog(path: str | Path, stats: DecodeStats | None = None) -> dict:
+    """Arm events (log time, Unix s) and message counts of a ``.tlog``; ``stats`` (if given)
+    gets the packets decoded, checksum failures and bytes skipped."""
     p = Path(path)
     if not p.is_file():
         raise DecodeError(f"{p}: no such file (expected a MAVLink .tlog)")
-    conn = mavutil.mavlink_connection(str(p), dialect="ardupilotmega", robust_parsing=True)
+    st = stats if stats is not None else DecodeStats()
+    data = p.read_bytes()
+    st.bytes_total = len(data)
     tracker = ArmTracker()
     counts: Counter[str] = Counter()
-    try:
-        while True:
-            msg = conn.recv_match()
-            if msg is None:
-                break
-            counts[msg.get_type()] += 1
-            tracker.update(msg, float(msg._timestamp))
-    finally:
-        conn.close()
+    for t, msg in tlog_messages(data, st):
+        counts[msg.get_type()] += 1
+        if t is not None:
+            tracker.update(msg, t)
     return {"arm_events": [[round(t, 3), a] for t, a in tracker.events], "messages": dict(sorted(counts.items()))}
 
 

@@ -43,11 +43,17 @@ def frame_line(body: str) -> bytes:
 
 def parse_line(line: bytes) -> str:
     """The body of a checksummed line; raises :class:`DecodeError` on a bad checksum."""
-    text = line.decode("ascii", errors="replace").strip()
-    body, sep, cks = text.rpartition("*")
-    if not sep or checksum(body) != cks.upper():
-        raise DecodeError(f"trigger: {text!r}: expected BODY*XX with the XOR checksum")
-    return body
+    raw = bytes(line).strip()
+    body, sep, cks = raw.rpartition(b"*")
+    try:
+        text = body.decode("ascii")
+        ok = bool(sep) and checksum(text) == cks.decode("ascii").upper()
+    except UnicodeDecodeError:
+        ok = False
+    if not ok:
+        shown = raw[:60].decode("ascii", errors="replace")
+        raise DecodeError(f"trigger: {shown!r}: expected ASCII BODY*XX with the XOR checksum")
+    return text
 
 
 class TriggerDeviceModel:
@@ -145,8 +151,20 @@ class TriggerGenerator:
     def set_rate(self, hz: float) -> None:
         self.request(f"RATE {hz:.3f}")
 
+    def _reply_value(self, body: str, kind: type) -> float | int:
+        """The number in the reply ``<WORD> <number>`` to ``body``; DecodeError otherwise."""
+        reply = self.request(body)
+        parts = reply.split()
+        try:
+            if len(parts) != 2:
+                raise ValueError(reply)
+            return kind(parts[1])
+        except ValueError:
+            raise DecodeError(f"trigger: {body!r}: reply {reply!r}: expected '<WORD> <{kind.__name__}>'") from None
+
     def rate(self) -> float:
-        return float(self.request("RATE?").split()[1])
+        """Pulse rate, Hz."""
+        return float(self._reply_value("RATE?", float))
 
     def start(self) -> None:
         self.request("START")
@@ -155,4 +173,5 @@ class TriggerGenerator:
         self.request("STOP")
 
     def count(self) -> int:
-        return int(self.request("COUNT?").split()[1])
+        """Pulses since power-on / RESET."""
+        return int(self._reply_value("COUNT?", int))

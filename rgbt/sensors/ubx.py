@@ -8,11 +8,13 @@ diagonal covariance m^2 from the receiver's accuracy estimates) and
 from __future__ import annotations
 
 import calendar
+import datetime
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import BinaryIO, Iterator
 
 from rgbt.errors import DecodeError
+from rgbt.sensors.stats import DecodeStats
 
 STATUS_NO_FIX, STATUS_FIX, STATUS_SBAS_FIX, STATUS_GBAS_FIX = -1, 0, 1, 2
 
@@ -40,10 +42,27 @@ def _utc_ns(year: int, month: int, day: int, hour: int, minute: int, second: flo
     return calendar.timegm((year, month, day, hour, minute, 0)) * 1_000_000_000 + int(round(second * 1e9)) + nano
 
 
+def _valid_utc_ns(year: int, month: int, day: int, hour: int, minute: int, second: float,
+                  nano: int = 0) -> int | None:
+    """:func:`_utc_ns`, or None when the fields are not a calendar date and time of day
+    (a receiver without a time solution, or a damaged message)."""
+    try:
+        if not (1980 <= year <= 9999 and 0 <= hour < 24 and 0 <= minute < 60 and 0 <= second <= 60
+                and abs(nano) < 1_000_000_000):
+            return None
+        datetime.date(year, month, day)
+    except (ValueError, TypeError, OverflowError):
+        return None
+    return _utc_ns(year, month, day, hour, minute, second, nano)
+
+
 def fix_from_nav_pvt(p) -> Fix:  # noqa: ANN001 - pyubx2 UBXMessage
-    """NAV-PVT -> :class:`Fix` (lat/lon deg, height mm -> m, hAcc/vAcc mm -> covariance m^2)."""
+    """NAV-PVT -> :class:`Fix` (lat/lon deg, height mm -> m, hAcc/vAcc mm -> covariance m^2).
+
+    A date/time flagged valid but outside the calendar gives ``t_utc_ns`` None.
+    """
     valid_time = bool(p.validDate and p.validTime)
-    t = _utc_ns(p.year, p.month, p.day, p.hour, p.min, p.second, p.nano) if valid_time else None
+    t = _valid_utc_ns(p.year, p.month, p.day, p.hour, p.min, p.second, p.nano) if valid_time else None
     ok = bool(p.gnssFixOk) and p.fixType in (2, 3, 4)
     status = STATUS_NO_FIX
     if ok:
@@ -54,25 +73,26 @@ def fix_from_nav_pvt(p) -> Fix:  # noqa: ANN001 - pyubx2 UBXMessage
 
 
 UBX_MAX_PAYLOAD = 8192
+NMEA_MAX_SENTENCE = 512  # NMEA 0183 allows 82 characters; u-blox PUBX,03 lines are longer
 
 
-def _ubx_frames(data: bytes, stats: dict) -> Iterator[bytes]:
+def _ubx_frames(data: bytes, stats: DecodeStats) -> Iterator[bytes]:
     """Complete UBX frames (``B5 62 class id len16 payload ck_a ck_b``) with a valid Fletcher
     checksum; anything else is skipped one byte at a time (counted in ``stats``)."""
     pos, n = 0, len(data)
     while True:
         s = data.find(b"\xb5\x62", pos)
         if s < 0:
-            stats["bytes_skipped"] += n - pos
+            stats.bytes_skipped += n - pos
             return
-        stats["bytes_skipped"] += s - pos
+        stats.bytes_skipped += s - pos
         if n - s < 8:
-            stats["bytes_skipped"] += n - s
+            stats.bytes_skipped += n - s
             return
         length = data[s + 4] | (data[s + 5] << 8)
         end = s + 8 + length
         if length > UBX_MAX_PAYLOAD or end > n:
-            stats["bytes_skipped"] += 1
+            stats.bytes_skipped += 1
             pos = s + 1
             continue
         a = b = 0
@@ -80,58 +100,154 @@ def _ubx_frames(data: bytes, stats: dict) -> Iterator[bytes]:
             a = (a + byte) & 0xFF
             b = (b + a) & 0xFF
         if (a, b) != (data[end - 2], data[end - 1]):
-            stats["checksum_failures"] += 1
-            stats["bytes_skipped"] += 1
+            stats.checksum_failures += 1
+            stats.bytes_skipped += 1
             pos = s + 1
             continue
+        stats.packets += 1
         yield data[s:end]
         pos = end
 
 
-def read_ubx(stream: BinaryIO, stats: dict | None = None) -> Iterator[Fix]:
-    """NAV-PVT fixes from a UBX byte stream (mixed with NMEA or garbage): framing and
-    checksums here, message decoding by pyubx2."""
+def ubx_messages(data: bytes, stats: DecodeStats | None = None) -> Iterator[object]:
+    """pyubx2 messages of every checksum-valid UBX frame in ``data`` (mixed with anything).
+
+    A frame pyubx2 cannot decode (unknown class/id, inconsistent payload) is counted in
+    ``stats.undecodable`` and skipped.
+    """
     from pyubx2 import UBXReader
 
-    st = stats if stats is not None else {}
-    st.setdefault("bytes_skipped", 0)
-    st.setdefault("checksum_failures", 0)
-    for frame in _ubx_frames(stream.read(), st):
+    st = stats if stats is not None else DecodeStats()
+    for frame in _ubx_frames(data, st):
         try:
             parsed = UBXReader.parse(frame)
         except Exception:  # noqa: BLE001 - pyubx2 raises several types for unknown messages
+            st.undecodable += 1
             continue
+        if parsed is not None:
+            yield parsed
+
+
+def read_ubx(stream: BinaryIO, stats: DecodeStats | None = None) -> Iterator[Fix]:
+    """NAV-PVT fixes from a UBX byte stream (mixed with NMEA or garbage): framing and
+    checksums here, message decoding by pyubx2. ``stats`` counts frames, checksum failures
+    and skipped bytes."""
+    for parsed in ubx_messages(stream.read(), stats):
         if getattr(parsed, "identity", "") == "NAV-PVT":
-            yield fix_from_nav_pvt(parsed)
+            try:
+                yield fix_from_nav_pvt(parsed)
+            except (AttributeError, TypeError, ValueError, ZeroDivisionError):
+                if stats is not None:
+                    stats.undecodable += 1
 
 
-def read_nmea(stream: BinaryIO) -> Iterator[Fix]:
-    """GGA fixes (time of day taken from the last RMC date when present)."""
+def _nmea_sentences(data: bytes, stats: DecodeStats) -> Iterator[bytes]:
+    """``$...*HH`` sentences (CR/LF stripped) with a valid XOR checksum; anything else is
+    skipped one byte at a time, a sentence whose checksum is wrong counts one failure."""
+    pos, n = 0, len(data)
+    hexdigits = b"0123456789abcdefABCDEF"
+    while True:
+        s = data.find(b"$", pos)
+        if s < 0:
+            stats.bytes_skipped += n - pos
+            return
+        stats.bytes_skipped += s - pos
+        e = data.find(b"\n", s, s + NMEA_MAX_SENTENCE)
+        if e < 0:
+            e = n if n - s < NMEA_MAX_SENTENCE else -1  # the last line may lack its newline
+        line = data[s:e].rstrip(b"\r") if e >= 0 else b""
+        star = line.rfind(b"*")
+        if e < 0 or star < 0 or len(line) - star != 3 or not all(c in hexdigits for c in line[star + 1:]) \
+                or b"$" in line[1:star]:
+            stats.bytes_skipped += 1
+            pos = s + 1
+            continue
+        c = 0
+        for byte in line[1:star]:
+            c ^= byte
+        if c != int(line[star + 1:], 16):
+            stats.checksum_failures += 1
+            stats.bytes_skipped += 1
+            pos = s + 1
+            continue
+        stats.packets += 1
+        yield line
+        pos = min(e + 1, n)  # the CR LF belong to the sentence
+
+
+def nmea_messages(data: bytes, stats: DecodeStats | None = None) -> Iterator[object]:
+    """pynmeagps messages of every checksum-valid NMEA sentence in ``data``; sentences pynmeagps
+    cannot decode are counted in ``stats.undecodable``."""
     from pynmeagps import NMEAReader
 
-    reader = NMEAReader(stream, quitonerror=0)
-    date = None
-    for _raw, msg in reader:
-        if msg is None:
+    st = stats if stats is not None else DecodeStats()
+    for line in _nmea_sentences(data, st):
+        try:
+            msg = NMEAReader.parse(line + b"\r\n")
+        except Exception:  # noqa: BLE001 - pynmeagps raises several types on odd field content
+            st.undecodable += 1
             continue
+        if msg is None:
+            st.undecodable += 1
+            continue
+        yield msg
+
+
+def _gga_fix(msg, date) -> Fix | None:  # noqa: ANN001 - pynmeagps NMEAMessage, datetime.date
+    if msg.lat == "" or msg.lon == "":
+        return None
+    t = None
+    tm = getattr(msg, "time", None)
+    if date is not None and isinstance(tm, datetime.time):
+        t = _valid_utc_ns(date.year, date.month, date.day, tm.hour, tm.minute, tm.second + tm.microsecond / 1e6)
+    quality = int(msg.quality or 0)
+    status = {0: STATUS_NO_FIX, 2: STATUS_SBAS_FIX, 4: STATUS_GBAS_FIX, 5: STATUS_GBAS_FIX}.get(quality, STATUS_FIX)
+    alt = float(msg.alt or 0.0)
+    sep = float(msg.sep or 0.0)
+    return Fix("GGA", t, float(msg.lat), float(msg.lon), alt + sep, alt, status, quality, int(msg.numSV or 0), None)
+
+
+def read_nmea(stream: BinaryIO, stats: DecodeStats | None = None) -> Iterator[Fix]:
+    """GGA fixes (time of day taken from the last RMC date when present). ``stats`` counts
+    sentences, checksum failures and skipped bytes."""
+    date = None
+    for msg in nmea_messages(stream.read(), stats):
         ident = getattr(msg, "msgID", "")
-        if ident == "RMC" and getattr(msg, "date", None):
+        if ident == "RMC" and isinstance(getattr(msg, "date", None), datetime.date):
             date = msg.date
-        elif ident == "GGA" and msg.lat != "" and msg.lon != "":
-            t = None
-            if date is not None and getattr(msg, "time", None):
-                tm = msg.time
-                t = _utc_ns(date.year, date.month, date.day, tm.hour, tm.minute, tm.second + tm.microsecond / 1e6)
-            quality = int(msg.quality or 0)
-            status = {0: STATUS_NO_FIX, 2: STATUS_SBAS_FIX, 4: STATUS_GBAS_FIX, 5: STATUS_GBAS_FIX}.get(quality, STATUS_FIX)
-            alt = float(msg.alt or 0.0)
-            sep = float(msg.sep or 0.0)
-            yield Fix("GGA", t, float(msg.lat), float(msg.lon), alt + sep, alt, status, quality, int(msg.numSV or 0), None)
+        elif ident == "GGA":
+            try:
+                fix = _gga_fix(msg, date)
+            except (AttributeError, TypeError, ValueError):
+                fix = None
+                if stats is not None:
+                    stats.undecodable += 1
+            if fix is not None:
+                yield fix
 
 
-def decode_file(path: str | Path, kind: str = "ubx") -> list[Fix]:
+@dataclass
+class GnssDecode:
+    """What :func:`decode_gnss` found: the fixes and the stream counts."""
+
+    fixes: list[Fix]
+    stats: DecodeStats
+
+
+def decode_gnss(path: str | Path, kind: str = "ubx") -> GnssDecode:
+    """Fixes and counts (frames / sentences, checksum failures, bytes skipped) of a UBX or NMEA log."""
     p = Path(path)
     if not p.is_file():
         raise DecodeError(f"{p}: no such file (expected a u-blox {kind.upper()} log)")
+    if kind not in ("ubx", "nmea"):
+        raise DecodeError(f"{p}: kind {kind!r}: expected 'ubx' or 'nmea'")
+    stats = DecodeStats()
     with open(p, "rb") as fh:
-        return list(read_ubx(fh) if kind == "ubx" else read_nmea(fh))
+        fixes = list(read_ubx(fh, stats) if kind == "ubx" else read_nmea(fh, stats))
+    stats.bytes_total = p.stat().st_size
+    return GnssDecode(fixes, stats)
+
+
+def decode_file(path: str | Path, kind: str = "ubx") -> list[Fix]:
+    """The fixes of a UBX or NMEA log (see :func:`decode_gnss` for the counts)."""
+    return decode_gnss(path, kind).fixes

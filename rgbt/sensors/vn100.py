@@ -301,20 +301,30 @@ class AsciiMessage:
 
 
 def parse_ascii(line: bytes) -> AsciiMessage:
-    """Parse one ``$...*XX`` line (CR/LF optional); raises :class:`DecodeError` on a bad checksum."""
-    text = line.strip().decode("ascii", errors="replace")
-    if not text.startswith("$") or "*" not in text:
-        raise DecodeError(f"VN-100 ASCII: {text[:40]!r}: expected '$...*XX'")
-    body, _, cks = text[1:].rpartition("*")
-    if cks.upper() != "XX":  # the sensor accepts XX as 'no checksum'
-        try:
-            want = int(cks, 16)
-        except ValueError:
-            raise DecodeError(f"VN-100 ASCII: checksum {cks!r}: expected two hex digits") from None
+    """Parse one ``$...*XX`` line (CR/LF optional); raises :class:`DecodeError` on a bad checksum.
+
+    The checksum is computed over the raw bytes, so a line with non-ASCII bytes is rejected
+    (checksum or field error), never a Unicode error.
+    """
+    raw = bytes(line).strip()
+    shown = raw[:40].decode("ascii", errors="replace")
+    if not raw.startswith(b"$") or b"*" not in raw:
+        raise DecodeError(f"VN-100 ASCII: {shown!r}: expected '$...*XX'")
+    body, _, cks = raw[1:].rpartition(b"*")
+    if b"$" in body:  # a message starts at its only '$' (an XOR checksum cannot tell '$VN$NV$VN...')
+        raise DecodeError(f"VN-100 ASCII: {shown!r}: a second '$' inside the message")
+    if cks.upper() != b"XX":  # the sensor accepts XX as 'no checksum'
+        if len(cks) != 2 or not all(c in b"0123456789abcdefABCDEF" for c in cks):
+            raise DecodeError(f"VN-100 ASCII: {shown!r}: checksum {cks[:8]!r}: expected two hex digits")
+        want = int(cks, 16)
         got = ascii_checksum(body)
         if got != want:
-            raise DecodeError(f"VN-100 ASCII: {text[:40]!r}: checksum {want:02X}, computed {got:02X}")
-    parts = body.split(",")
+            raise DecodeError(f"VN-100 ASCII: {shown!r}: checksum {want:02X}, computed {got:02X}")
+    try:
+        text = body.decode("ascii")
+    except UnicodeDecodeError:
+        raise DecodeError(f"VN-100 ASCII: {shown!r}: expected ASCII text") from None
+    parts = text.split(",")
     return AsciiMessage(parts[0], tuple(parts[1:]), bytes(line))
 
 
@@ -331,7 +341,10 @@ class Ymr:
 def parse_ymr(msg: AsciiMessage) -> Ymr:
     if msg.kind != "VNYMR" or len(msg.fields) != 12:
         raise DecodeError(f"VN-100 ASCII: {msg.kind} with {len(msg.fields)} fields: expected VNYMR with 12")
-    v = [float(x) for x in msg.fields]
+    try:
+        v = [float(x) for x in msg.fields]
+    except ValueError:
+        raise DecodeError(f"VN-100 ASCII: VNYMR fields {msg.fields!r}: expected 12 numbers") from None
     return Ymr(tuple(v[0:3]), tuple(v[3:6]), tuple(v[6:9]), tuple(v[9:12]))  # type: ignore[arg-type]
 
 
@@ -339,11 +352,19 @@ def parse_ymr(msg: AsciiMessage) -> Ymr:
 
 @dataclass
 class ParserStats:
+    """Counts of one stream: binary packets decoded, binary CRC failures, bytes that belong to
+    no valid item, ASCII messages and ASCII checksum failures."""
+
     packets: int = 0
     crc_failures: int = 0
     bytes_skipped: int = 0
     ascii_messages: int = 0
     ascii_checksum_failures: int = 0
+
+    @property
+    def checksum_failures(self) -> int:
+        """Binary CRC failures plus ASCII checksum failures."""
+        return self.crc_failures + self.ascii_checksum_failures
 
 
 class Vn100Parser:
@@ -363,7 +384,9 @@ class Vn100Parser:
         self.stats = ParserStats()
         self._buf = bytearray()
 
-    def feed(self, data: bytes) -> list[VnPacket | AsciiMessage]:
+    def feed(self, data: bytes, final: bool = False) -> list[VnPacket | AsciiMessage]:
+        """Items completed by ``data``. ``final``: no more bytes will come, so a candidate that
+        needs more bytes is not a packet (the parser resynchronises one byte later)."""
         self._buf += data
         out: list[VnPacket | AsciiMessage] = []
         buf = self._buf
@@ -373,7 +396,7 @@ class Vn100Parser:
             b = buf[pos]
             if b == SYNC:
                 res = self._try_binary(buf, pos, n)
-                if res is None:
+                if res is None and not final:
                     break  # need more bytes
                 if isinstance(res, VnPacket):
                     out.append(res)
@@ -385,7 +408,7 @@ class Vn100Parser:
             if b == 0x24 and self.ascii:  # '$'
                 end = buf.find(b"\n", pos, pos + self.MAX_ASCII)
                 if end < 0:
-                    if n - pos < self.MAX_ASCII:
+                    if n - pos < self.MAX_ASCII and not final:
                         break  # wait for the rest of the line
                     pos += 1
                     self.stats.bytes_skipped += 1
@@ -445,17 +468,20 @@ class Vn100Parser:
         self.stats.packets += 1
         return VnPacket(lay, decode_payload(lay, raw[hdr:size - 2]), raw)
 
-    def finish(self) -> None:
-        """End of stream: whatever is buffered can never become a packet."""
+    def finish(self) -> list[VnPacket | AsciiMessage]:
+        """End of stream: the items still in the buffer (a cut candidate header no longer hides
+        the packets behind it); the rest is counted as skipped. Returns those items."""
+        out = self.feed(b"", final=True)
         self.stats.bytes_skipped += len(self._buf)
         self._buf.clear()
+        return out
 
 
 def decode_bytes(data: bytes, ascii: bool = False) -> tuple[list[VnPacket], ParserStats]:
     """Decode a whole capture; returns the binary packets and the parser counts."""
     parser = Vn100Parser(ascii=ascii)
     items = parser.feed(data)
-    parser.finish()
+    items += parser.finish()
     return [i for i in items if isinstance(i, VnPacket)], parser.stats
 
 

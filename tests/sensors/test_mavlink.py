@@ -34,7 +34,8 @@ def test_tlog_arm_events_at_the_logged_times(tlog):
 
 def test_cli_decode_mavlink_json(tlog, rgbt_cli):
     out = json.loads(rgbt_cli("sensors", "decode", "mavlink", str(tlog), "--json").stdout)
-    assert set(out) == {"arm_events", "messages"}
+    assert set(out) == {"arm_events", "messages", "packets", "checksum_failures", "bytes_skipped"}
+    assert out["packets"] == sum(out["messages"].values())
     assert [round(t, 2) for t, _ in out["arm_events"]] == [ARM_T, DISARM_T]
     assert out["arm_events"][0][1] is True and out["arm_events"][1][1] is False
 

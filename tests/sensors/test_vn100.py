@@ -220,7 +220,7 @@ def test_cli_decode_vn100_csv_and_json(capture, fixtures_dir, tmp_path, rgbt_cli
     res = json.loads(rgbt_cli("sensors", "decode", "vn100", str(fixtures_dir / "vectornav" / "F00294.bin"),
                               "--csv", str(out_csv), "--json").stdout)
     n = capture.count(bytes.fromhex("fa143e003a00"))
-    assert res == {"packets": n, "crc_failures": 0, "bytes_skipped": len(capture) - 124 * n}
+    assert res == {"packets": n, "checksum_failures": 0, "crc_failures": 0, "bytes_skipped": len(capture) - 124 * n}
     with open(out_csv) as fh:
         rows = list(csv.reader(fh))
     assert len(rows) == n + 1 and len(rows[0]) == 29 and rows[0][9] == "imu.Temp"
