@@ -11,7 +11,6 @@ stack's Python code against the other's C libraries and fail in odd ways, so
 from __future__ import annotations
 
 import glob
-import importlib.metadata
 import os
 import sys
 from dataclasses import dataclass, field
@@ -85,26 +84,40 @@ def _distro_of(path: Path, environ: Mapping[str, str], distributions: Sequence[s
     return environ.get("ROS_DISTRO") or None
 
 
+def _dist_infos(directory: Path) -> list[tuple[str, Path]]:
+    """(normalized distribution name, ``*.dist-info`` folder) of the pip installs in ``directory``
+    (names from the folder names, no metadata read: fast on a big site-packages)."""
+    out = []
+    try:
+        entries = os.listdir(directory)
+    except OSError:
+        return out
+    for entry in entries:
+        if entry.endswith(".dist-info"):
+            name = entry[: -len(".dist-info")].rsplit("-", 1)[0]
+            out.append((name.lower().replace("_", "-").replace(".", "-"), directory / entry))
+    return out
+
+
 def _rclpy_owners(directory: Path) -> tuple[str, ...]:
     """Names of the pip distributions in ``directory`` whose RECORD lists ``rclpy/__init__.py``."""
     owners = []
-    for dist in importlib.metadata.distributions(path=[str(directory)]):
-        name = dist.metadata["Name"] or ""
-        if "rclpy" not in name.lower():
+    for name, info in _dist_infos(directory):
+        if "rclpy" not in name:
             continue
-        if any(str(f).replace("\\", "/") == "rclpy/__init__.py" for f in (dist.files or [])):
+        try:
+            record = (info / "RECORD").read_text(errors="replace")
+        except OSError:
+            continue
+        if any(line.split(",", 1)[0] == "rclpy/__init__.py" for line in record.splitlines()):
             owners.append(name)
     return tuple(sorted(set(owners)))
 
 
 def _ros_wheel_names(directory: Path) -> list[str]:
     """Every ``ros-*`` / rclpy / rmw distribution installed in ``directory`` (what to uninstall)."""
-    names = set()
-    for dist in importlib.metadata.distributions(path=[str(directory)]):
-        name = (dist.metadata["Name"] or "").lower()
-        if name.startswith("ros-") or name in ("rclpy", "rmw_dds_common", "rmw-dds-common"):
-            names.add(name)
-    return sorted(names)
+    return sorted({name for name, _ in _dist_infos(directory)
+                   if name.startswith("ros-") or name in ("rclpy", "rmw-dds-common")})
 
 
 def _ament_sites(environ: Mapping[str, str]) -> list[Path]:

@@ -52,6 +52,12 @@ def run(args: argparse.Namespace) -> int:
                           engine=args.engine, profile=args.profile, replay=args.replay, seed=args.seed,
                           runs=args.runs, cameras=[c.strip() for c in args.cameras.split(",") if c.strip()],
                           realtime=args.realtime, altitude_m=args.altitude, max_eval_frames=args.eval_frames)
+    if not args.replay:  # what the demo's profile needs, first (exit 2 with the table)
+        from rgbt.cli.doctor import gate
+
+        code = gate(args.profile, "demo", bag_dir=args.out)
+        if code:
+            return code
     summary = run_demo(options)
     if args.json:
         print_json(compact(summary))

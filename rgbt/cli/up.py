@@ -14,6 +14,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="override a node parameter (repeatable), e.g. recorder.out_dir=/tmp/bags")
     p.add_argument("--single-process", action="store_true", help="run every node in one process")
     p.add_argument("--print", action="store_true", help="print the nodes and parameters and exit")
+    p.add_argument("--skip-doctor", action="store_true",
+                   help="start the flight profile without `rgbt doctor --profile flight` first")
     p.set_defaults(func=run)
 
 
@@ -30,4 +32,23 @@ def run(args: argparse.Namespace) -> int:
     if args.print:
         print_json([s.__dict__ for s in specs])
         return 0
+    if _is_flight(args.profile) and not args.skip_doctor:
+        from rgbt.cli.doctor import gate
+
+        code = gate(args.profile, "up")
+        if code:
+            return code
+    else:
+        from rgbt.ros_env import check_single_rclpy
+
+        check_single_rclpy()  # two rclpy stacks: refuse before starting processes (exit 2)
     return run_graph(specs, args.duration, profile_env(args.profile), log=lambda m: print(m, file=sys.stderr))
+
+
+def _is_flight(profile: str) -> bool:
+    """``flight`` or a path to ``launch/flight.yaml`` (the hardware profile the doctor gates)."""
+    from pathlib import Path
+
+    from rgbt.ros.profile import profile_path
+
+    return Path(profile_path(profile)).stem == "flight"

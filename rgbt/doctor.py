@@ -1,0 +1,441 @@
+"""``rgbt doctor``: what a person checks before a flight, as one list of checks (no rclpy import).
+
+Every :class:`Check` has a status ``ok`` / ``warn`` / ``fail``, the value found and a fix hint.
+What a profile needs comes from the profile (``launch/<profile>.yaml``: which drivers, ports,
+model, recorder) and the stack (``calib/stack.yaml``: camera sizes, encodings and rates for the
+recording byte rate). ``fail`` means the profile cannot run here (CLI exit 2).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+from rgbt.errors import RgbtError
+
+STATUSES = ("ok", "warn", "fail")
+PROFILES = ("flight", "bench-sim", "replay")
+
+#: layer (pyproject extra) -> modules it provides
+LAYERS: dict[str, tuple[str, ...]] = {
+    "core": ("numpy", "cv2", "pydantic", "yaml", "rosbags", "pymavlink", "pyubx2", "pynmeagps", "serial",
+             "rich", "psutil"),
+    "cpu": ("onnxruntime",),
+    "gpu": ("tensorrt",),
+    "eval": ("evo", "matplotlib", "scipy", "pyorbslam3"),
+    "sim": ("scipy",),
+    "ros": ("rclpy",),
+}
+
+#: bytes per pixel of the stack's image encodings
+ENCODING_BYTES = {"mono8": 1, "mono16": 2, "rgb8": 3, "bgr8": 3, "rgba8": 4, "bgra8": 4, "8UC1": 1, "16UC1": 2}
+
+#: serialized size (bytes) of the small messages the recorder writes
+SMALL_MESSAGE_BYTES = {"sensor_msgs/msg/Imu": 330, "sensor_msgs/msg/NavSatFix": 140,
+                       "geometry_msgs/msg/PoseStamped": 100, "sensor_msgs/msg/TimeReference": 60,
+                       "std_msgs/msg/Bool": 8}
+IMAGE_HEADER_BYTES = 80  # Image header + fields around the pixel data
+
+
+@dataclass(frozen=True)
+class Check:
+    """One line of the doctor table."""
+
+    item: str
+    status: str
+    value: str
+    hint: str = ""
+
+    def __post_init__(self) -> None:
+        if self.status not in STATUSES:
+            raise ValueError(f"status {self.status!r} not in {STATUSES}")
+
+
+def exit_code(checks: Iterable[Check]) -> int:
+    """2 when any check failed (the profile cannot run here), 0 otherwise (warnings included)."""
+    return 2 if any(c.status == "fail" for c in checks) else 0
+
+
+# -- platform ------------------------------------------------------------------------------
+
+def jetson_model(root: Path = Path("/")) -> str | None:
+    """The Jetson model (``/proc/device-tree/model`` or ``/etc/nv_tegra_release``), None elsewhere."""
+    model = root / "proc" / "device-tree" / "model"
+    try:
+        text = model.read_bytes().decode("utf-8", "replace").strip("\x00\n ")
+        if "jetson" in text.lower() or "nvidia" in text.lower():
+            return text
+    except OSError:
+        pass
+    release = root / "etc" / "nv_tegra_release"
+    try:
+        first = release.read_text().splitlines()[0]
+        return f"NVIDIA Jetson (L4T {first.lstrip('# ').split(',')[0]})"
+    except (OSError, IndexError):
+        return None
+
+
+def check_platform(root: Path = Path("/")) -> list[Check]:
+    jetson = jetson_model(root)
+    machine = platform.machine()
+    value = f"{machine}, {platform.system()} {platform.release()}" + (f", {jetson}" if jetson else "")
+    checks = [Check("platform", "ok", value)]
+    v = sys.version_info
+    py = f"{v.major}.{v.minor}.{v.micro} ({sys.executable})"
+    if (v.major, v.minor) < (3, 10):
+        checks.append(Check("python", "fail", py, "rgbt needs Python >= 3.10"))
+    else:
+        checks.append(Check("python", "ok", py))
+    return checks
+
+
+# -- layers --------------------------------------------------------------------------------
+
+def _importable(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def profile_layers(profile: str, nodes: list[str]) -> set[str]:
+    """Layers a profile needs: core + ros always, cpu-or-gpu when it segments, sim for the virtual stack."""
+    needs = {"core", "ros"}
+    if "segmentation" in nodes or "fusion" in nodes:
+        needs.add("inference")
+    if "virtual_stack" in nodes:
+        needs.add("sim")
+    return needs
+
+
+def check_layers(needs: set[str]) -> list[Check]:
+    checks = []
+    have_inference = any(all(_importable(m) for m in LAYERS[x]) for x in ("cpu", "gpu"))
+    for layer, modules in LAYERS.items():
+        missing = [m for m in modules if not _importable(m)]
+        value = "installed" if not missing else f"missing {', '.join(missing)}"
+        needed = layer in needs or (layer in ("cpu", "gpu") and "inference" in needs and not have_inference)
+        extra = "ros-wheels (or system ROS 2: scripts/setup.sh system-ros)" if layer == "ros" else layer
+        if not missing:
+            checks.append(Check(f"layer {layer}", "ok", value))
+        elif layer == "core":
+            checks.append(Check(f"layer {layer}", "fail", value, "pip install rgbt (the core dependencies)"))
+        elif needed and layer not in ("cpu", "gpu"):
+            checks.append(Check(f"layer {layer}", "fail", value, f"install the '{extra}' extra: pip install \"rgbt[{extra.split()[0]}]\""))
+        elif needed:
+            checks.append(Check(f"layer {layer}", "fail", value, "install 'cpu' (onnxruntime) or 'gpu' (TensorRT)"))
+        else:
+            checks.append(Check(f"layer {layer}", "ok", f"{value} (not needed by this profile)"))
+    return checks
+
+
+# -- ROS -----------------------------------------------------------------------------------
+
+def check_ros(environ: Mapping[str, str], needed: bool = True) -> list[Check]:
+    from rgbt.ros_env import SUPPORTED_DISTROS, RosStackConflict, check_single_rclpy
+
+    bad = "fail" if needed else "warn"
+    try:
+        stack = check_single_rclpy(environ=environ)
+    except RosStackConflict as exc:
+        return [Check("ROS stack", "fail", "two rclpy stacks", str(exc))]
+    if stack is None:
+        return [Check("ROS stack", bad, "no rclpy found",
+                      "pip install \"rgbt[ros-wheels]\", or source /opt/ros/<distro>/setup.bash and use "
+                      "scripts/setup.sh system-ros")]
+    distro = stack.distro or environ.get("ROS_DISTRO") or "unknown"
+    events = stack.path / "rclpy" / "experimental" / "events_executor"
+    executor = "EventsExecutor" if events.exists() or _mentions(stack.path / "rclpy" / "experimental" / "__init__.py",
+                                                                "EventsExecutor") \
+        else "SingleThreadedExecutor (no EventsExecutor)"
+    if environ.get("RGBT_EXECUTOR", "").lower() == "single":
+        executor = "SingleThreadedExecutor (RGBT_EXECUTOR=single)"
+    status = "ok" if distro in SUPPORTED_DISTROS else "warn"
+    checks = [Check("ROS stack", status, f"{stack.kind} {distro} at {stack.path}; executor {executor}",
+                    "" if status == "ok" else f"tested on {', '.join(SUPPORTED_DISTROS)}")]
+    rmw = environ.get("RMW_IMPLEMENTATION") or "rmw_fastrtps_cpp (rgbt up default)"
+    checks.append(Check("ROS RMW", "ok", rmw))
+    rng = environ.get("ROS_AUTOMATIC_DISCOVERY_RANGE")
+    checks.append(Check("ROS discovery range", "ok", rng or "LOCALHOST (rgbt up default)",
+                        "" if rng else "set ROS_AUTOMATIC_DISCOVERY_RANGE=SUBNET for a ground station"))
+    profile_file = environ.get("FASTRTPS_DEFAULT_PROFILES_FILE")
+    if profile_file and not Path(profile_file).is_file():
+        checks.append(Check("Fast DDS profile", "fail", f"{profile_file} (missing)",
+                            "unset FASTRTPS_DEFAULT_PROFILES_FILE or point it at an existing XML"))
+    else:
+        from rgbt.paths import LAUNCH_DIR
+
+        checks.append(Check("Fast DDS profile", "ok",
+                            profile_file or f"{LAUNCH_DIR / 'fastdds_loopback.xml'} (rgbt up default)"))
+    return checks
+
+
+def _mentions(path: Path, word: str) -> bool:
+    try:
+        return word in path.read_text(errors="replace")
+    except OSError:
+        return False
+
+
+# -- inference -----------------------------------------------------------------------------
+
+def resolve_model(model: str) -> Path:
+    """A segmentation ``model`` option as the node finds it: absolute, cwd-relative, repository or engines/."""
+    from rgbt.paths import ENGINES_DIR, REPO_ROOT
+
+    path = Path(model)
+    for candidate in (path, REPO_ROOT / path, ENGINES_DIR / path.name):
+        if candidate.is_file():
+            return candidate
+    return path
+
+
+def check_inference(model: Path | None, needed: bool, jetson: bool) -> list[Check]:
+    bad = "fail" if needed else "warn"
+    checks: list[Check] = []
+    providers: list[str] = []
+    if _importable("onnxruntime"):
+        import onnxruntime as ort
+
+        # AzureExecutionProvider is a remote-inference shim: never what a frame runs on
+        providers = [p for p in ort.get_available_providers() if p != "AzureExecutionProvider"]
+        if model is None:
+            checks.append(Check("ONNX Runtime", "ok", f"{ort.__version__}, providers {', '.join(providers)}"))
+        elif not model.is_file():
+            checks.append(Check("ONNX Runtime", bad, f"model {model} not found",
+                                "export it (engines/export.py) or set segmentation.model"))
+        else:
+            try:
+                import numpy as np
+
+                t0 = time.perf_counter()
+                sess = ort.InferenceSession(str(model), providers=providers)
+                feeds = {}
+                for inp in sess.get_inputs():
+                    shape = [d if isinstance(d, int) and d > 0 else 1 for d in inp.shape]
+                    feeds[inp.name] = np.zeros(shape, dtype=np.float16 if "float16" in inp.type else np.float32)
+                sess.run(None, feeds)
+                ms = (time.perf_counter() - t0) * 1e3
+                checks.append(Check("ONNX Runtime", "ok", f"{ort.__version__}: {model.name} loaded and ran on "
+                                    f"{sess.get_providers()[0]} ({ms:.0f} ms); providers {', '.join(providers)}"))
+            except Exception as exc:  # noqa: BLE001 - a model that does not load is the finding
+                checks.append(Check("ONNX Runtime", bad, f"{model.name} failed: {' '.join(str(exc).split())[:200]}",
+                                    "re-export the model for this onnxruntime version"))
+    else:
+        checks.append(Check("ONNX Runtime", "ok" if _importable("tensorrt") or not needed else bad,
+                            "not installed", "pip install \"rgbt[cpu]\" (or the 'gpu' layer with TensorRT)"))
+    if _importable("tensorrt"):
+        try:
+            import tensorrt
+
+            checks.append(Check("TensorRT", "ok", str(tensorrt.__version__)))
+        except Exception as exc:  # noqa: BLE001
+            checks.append(Check("TensorRT", "warn", f"import failed: {exc}", "check the TensorRT libraries"))
+    else:
+        checks.append(Check("TensorRT", "warn" if jetson else "ok", "not installed",
+                            "JetPack ships it: use scripts/setup.sh system-ros (venv with system site-packages)"
+                            if jetson else "optional: the 'gpu' layer on x86_64 NVIDIA machines"))
+    cuda_nodes = [p for p in ("/dev/nvidia0", "/dev/nvhost-gpu", "/dev/nvgpu/igpu0/ctrl") if os.path.exists(p)]
+    if "CUDAExecutionProvider" in providers or "TensorrtExecutionProvider" in providers or cuda_nodes:
+        checks.append(Check("CUDA device", "ok", ", ".join(cuda_nodes) or "ORT CUDA provider available"))
+    else:
+        checks.append(Check("CUDA device", "warn" if jetson else "ok", "none (CPU inference)",
+                            "install NVIDIA's ORT-GPU build or TensorRT for GPU inference" if jetson else ""))
+    return checks
+
+
+# -- devices -------------------------------------------------------------------------------
+
+def _device_check(item: str, path: str, what: str) -> Check:
+    if not path:
+        return Check(item, "fail", "no device configured", f"set the {what} parameter in the profile")
+    if not os.path.exists(path):
+        return Check(item, "fail", f"{path} missing", f"connect the {what} or fix its path in the profile "
+                     "(a udev rule gives a stable name, e.g. /dev/vectornav)")
+    if not os.access(path, os.R_OK | os.W_OK):
+        return Check(item, "fail", f"{path} not readable/writable",
+                     "add the user to the dialout (serial) / video (camera) group and log in again")
+    return Check(item, "ok", path)
+
+
+def check_devices(specs: list[Any]) -> list[Check]:
+    """The serial ports, V4L2 devices, Blackfly cameras and MAVLink link of the profile's drivers."""
+    checks: list[Check] = []
+    for s in specs:
+        p = s.parameters
+        if s.executable in ("vn100", "gnss"):
+            checks.append(_device_check(f"device {s.name}", p.get("port", ""), f"{s.name} serial port"))
+        elif s.executable == "thermal_camera":
+            if p.get("port"):
+                checks.append(_device_check(f"device {s.name} (serial)", p["port"], "Boson serial control port"))
+            video = (p.get("driver") or {}).get("device", "/dev/video0")
+            checks.append(_device_check(f"device {s.name} (video)", video, "Boson V4L2 device (driver.device)"))
+        elif s.executable == "color_camera":
+            serial = (p.get("driver") or {}).get("serial_number", "")
+            who = f"Blackfly {p.get('camera', '')}" + (f" serial {serial}" if serial else
+                                                       f" index {(p.get('driver') or {}).get('index', 0)}")
+            if _importable("PySpin"):
+                checks.append(Check(f"device {s.name}", "ok", f"{who}: PySpin installed (camera enumerated at start)"))
+            else:
+                checks.append(Check(f"device {s.name}", "fail", f"{who}: PySpin not installed",
+                                    "install the Spinnaker SDK and its Python wheel (PySpin), or run the ROS "
+                                    "spinnaker_camera_driver (ros2_ws/rgbt.repos)"))
+        elif s.executable == "mavlink_bridge":
+            url = str(p.get("url", ""))
+            dev = url.split(":", 1)[1] if url.startswith("serial:") else url.split(",")[0] if url.startswith("/dev/") else ""
+            if dev:
+                checks.append(_device_check(f"device {s.name}", dev, "autopilot serial link (url)"))
+            else:
+                checks.append(Check(f"device {s.name}", "ok", f"{url} (network link: the autopilot must send there)"))
+    if not checks:
+        checks.append(Check("devices", "ok", "none needed by this profile"))
+    return checks
+
+
+# -- clocks --------------------------------------------------------------------------------
+
+def _run(cmd: list[str], timeout: float = 2.0) -> str | None:
+    exe = shutil.which(cmd[0])
+    if exe is None:
+        return None
+    try:
+        proc = subprocess.run([exe, *cmd[1:]], capture_output=True, text=True, timeout=timeout)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return (proc.stdout + proc.stderr).strip() if proc.returncode == 0 else None
+
+
+def check_clocks(jetson: bool) -> list[Check]:
+    if not jetson:
+        gov = Path("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor")
+        value = f"n/a (not a Jetson; CPU governor {gov.read_text().strip()})" if gov.exists() else "n/a (not a Jetson)"
+        return [Check("clocks", "ok", value)]
+    checks = []
+    mode = _run(["nvpmodel", "-q"])
+    if mode is None:
+        checks.append(Check("nvpmodel", "warn", "unknown (nvpmodel -q failed)", "sudo nvpmodel -q; sudo nvpmodel -m 0"))
+    else:
+        line = " ".join(mode.split())
+        checks.append(Check("nvpmodel", "ok" if "MAXN" in line.upper() else "warn", line,
+                            "" if "MAXN" in line.upper() else "sudo nvpmodel -m 0 (MAXN) before flight"))
+    clocks = _run(["jetson_clocks", "--show"])
+    if clocks is None:
+        checks.append(Check("jetson_clocks", "warn", "unknown (needs root)", "sudo jetson_clocks before flight"))
+    else:
+        pinned = "MinFreq" in clocks and all(
+            ln.split("MinFreq=")[1].split()[0] == ln.split("MaxFreq=")[1].split()[0]
+            for ln in clocks.splitlines() if "MinFreq=" in ln and "MaxFreq=" in ln)
+        checks.append(Check("jetson_clocks", "ok" if pinned else "warn", "pinned" if pinned else "not pinned",
+                            "" if pinned else "sudo jetson_clocks"))
+    return checks
+
+
+# -- disk ----------------------------------------------------------------------------------
+
+def recording_rates(stack: Any, topics: list[str]) -> dict[str, float]:
+    """Topic -> bytes/s the recorder writes for ``topics`` of ``stack`` (image size x rate for cameras,
+    serialized message size x rate for the small topics)."""
+    from rgbt.ros.options import ARMED_TOPIC, TRIGGER_TOPIC
+
+    rates: dict[str, float] = {}
+    thermal = next((c for c in stack.cameras.values() if c.modality == "thermal"), None)
+    for cam in stack.cameras.values():
+        rates[cam.topic] = (cam.width * cam.height * ENCODING_BYTES.get(cam.encoding, 3) + IMAGE_HEADER_BYTES) * cam.rate_hz
+    small = {stack.imu.topic: ("sensor_msgs/msg/Imu", stack.imu.rate_hz),
+             stack.gnss.topic: ("sensor_msgs/msg/NavSatFix", stack.gnss.rate_hz),
+             stack.autopilot.pose_topic: ("geometry_msgs/msg/PoseStamped", stack.autopilot.pose_rate_hz),
+             stack.autopilot.global_topic: ("sensor_msgs/msg/NavSatFix", stack.gnss.rate_hz),
+             TRIGGER_TOPIC: ("sensor_msgs/msg/TimeReference", stack.trigger.rate_hz),
+             ARMED_TOPIC: ("std_msgs/msg/Bool", 1.0)}
+    for topic, (msgtype, hz) in small.items():
+        rates[topic] = SMALL_MESSAGE_BYTES[msgtype] * hz
+    if thermal is not None:  # derived thermal-rate image topics the profiles add as extra_topics
+        rates["/rgbt/seg/class_ids"] = (thermal.width * thermal.height + IMAGE_HEADER_BYTES) * thermal.rate_hz
+        pair = next(iter(stack.pairs.values()), None)
+        w, h = (pair.width, pair.height) if pair is not None else (thermal.width, thermal.height)
+        rates["/rgbt/rectified/thermal"] = (w * h * 2 + IMAGE_HEADER_BYTES) * thermal.rate_hz
+    return {t: rates[t] for t in topics if t in rates}
+
+
+def check_disk(specs: list[Any], bag_dir: str | None = None) -> list[Check]:
+    from rgbt.ros.recording import stack_topic_types
+    from rgbt.stack import load_stack
+
+    recorder = next((s for s in specs if s.executable == "recorder"), None)
+    if recorder is None:
+        return [Check("disk", "ok", "n/a (the profile records nothing)")]
+    p = recorder.parameters
+    stack = load_stack(p.get("stack_path") or None)
+    topics = list(dict.fromkeys((p.get("topics") or list(stack_topic_types(stack))) + list(p.get("extra_topics") or [])))
+    rates = recording_rates(stack, topics)
+    unknown = [t for t in topics if t not in rates]
+    bytes_s = sum(rates.values())
+    out = Path(bag_dir or p.get("out_dir") or "bags").expanduser().absolute()
+    probe = out
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    free = shutil.disk_usage(probe).free
+    usable = max(0.0, free - float(p.get("min_free_mb", 0)) * 1e6)
+    minutes = usable / bytes_s / 60 if bytes_s else float("inf")
+    arm = p.get("start") == "arm"
+    # an arm start refuses below prearm_minutes (rgbt.ros.recording pre-arm check); other starts need 1 min
+    need = float(p.get("prearm_minutes", 10)) if arm else 1.0
+    value = (f"{minutes:.0f} min at {bytes_s / 1e6:.1f} MB/s ({len(rates)} topics"
+             + (f", {len(unknown)} of unknown size" if unknown else "") + f") in {out}: "
+             f"{free / 1e9:.1f} GB free, {p.get('min_free_mb', 0)} MB kept free")
+    warn_below = 2 * need if arm else float(p.get("prearm_minutes", 10))
+    if minutes < need:
+        return [Check("disk", "fail", value, f"free space for {need:g} min of recording "
+                      f"({'the recorder pre-arm check' if arm else 'the minimum'}) or set recorder.out_dir / "
+                      "--bag-dir to a bigger disk")]
+    if minutes < warn_below:
+        return [Check("disk", "warn", value, f"less than {warn_below:g} min of recording: clear old bags")]
+    return [Check("disk", "ok", value)]
+
+
+# -- all -----------------------------------------------------------------------------------
+
+def run_checks(profile: str = "flight", bag_dir: str | None = None, environ: Mapping[str, str] | None = None,
+               root: Path = Path("/")) -> list[Check]:
+    """Every check for ``profile`` (a name in ``launch/`` or a profile path), in table order.
+
+    ``bag_dir`` overrides the recorder's ``out_dir``; ``environ`` the process environment (ROS
+    variables); ``root`` the file-system root of the Jetson files (tests).
+    """
+    from rgbt.ros.profile import node_specs
+
+    environ = os.environ if environ is None else environ
+    checks = check_platform(root)
+    try:
+        specs = node_specs(profile)
+    except RgbtError as exc:
+        return checks + [Check("profile", "fail", str(exc), f"one of {', '.join(PROFILES)} or a profile YAML")]
+    exes = [s.executable for s in specs]
+    checks.append(Check("profile", "ok", f"{profile}: {len(specs)} nodes in "
+                        f"{len(dict.fromkeys(s.process for s in specs))} processes"))
+    needs = profile_layers(profile, exes)
+    checks += check_layers(needs)
+    checks += check_ros(environ, needed=True)
+    seg = next((s for s in specs if s.executable == "segmentation"), None)
+    model = resolve_model(str(seg.parameters.get("model", ""))) if seg is not None else None
+    jetson = jetson_model(root) is not None
+    checks += check_inference(model, needed=seg is not None, jetson=jetson)
+    checks += check_devices(specs)
+    checks += check_clocks(jetson)
+    checks += check_disk(specs, bag_dir)
+    return checks
+
+
+def report(profile: str, checks: list[Check]) -> dict[str, Any]:
+    """The ``--json`` document: profile, ok (no fail), exit code, counts and every check."""
+    counts = {s: sum(c.status == s for c in checks) for s in STATUSES}
+    return {"profile": profile, "ok": counts["fail"] == 0, "exit_code": exit_code(checks), "counts": counts,
+            "checks": [asdict(c) for c in checks]}
