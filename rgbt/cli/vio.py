@@ -121,12 +121,21 @@ def _cmd_export(args: argparse.Namespace) -> int:
 def _add_sequence_args(p: argparse.ArgumentParser) -> None:
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("--bag", action="append", help="simulated bag (rgbt simulate --out DIR), repeatable for ablation")
+    src.add_argument("--dataset", action="append", metavar="DIR",
+                     help="dataset folder: EuRoC / TUM-VI (mav0/) or KITTI odometry (image_0/, times.txt, calib.txt); "
+                          "repeatable")
     src.add_argument("--synthetic", type=float, metavar="SECONDS",
                      help="the built-in SYNTHETIC loop sequence of this length (bring-up, tests)")
     src.add_argument("--trajectory", action="append", metavar="TUM",
                      help="SYNTHETIC thermal rendered along a real trajectory (e.g. CART ground truth), repeatable")
-    p.add_argument("--start", type=float, default=0.0, help="--trajectory: start offset in s")
-    p.add_argument("--duration", type=float, default=45.0, help="--trajectory: duration in s")
+    p.add_argument("--format", dest="dataset_format", default=None, choices=["euroc", "tumvi", "kitti"],
+                   help="--dataset: layout (default: detected from the folder)")
+    p.add_argument("--ground-truth", default=None, metavar="FILE",
+                   help="ground truth instead of the bag's / dataset's own (TUM for --bag; the dataset's format "
+                        "for --dataset)")
+    p.add_argument("--start", type=float, default=0.0, help="--trajectory / --dataset: start offset in s")
+    p.add_argument("--duration", type=float, default=None,
+                   help="--trajectory: duration in s (default 45); --dataset: -1 = to the end (default)")
     p.add_argument("--altitude", type=float, default=35.0, help="--trajectory: metres above the trajectory's heights")
     p.add_argument("--stack", default=None, help="stack YAML (default calib/stack.yaml)")
     p.add_argument("--camera", default="thermal", help="camera of the stack to feed")
@@ -148,9 +157,17 @@ def _sequences(args: argparse.Namespace) -> list:
     if args.trajectory:
         from rgbt.vio.sequence import cart_trajectory_sequence
 
-        return [cart_trajectory_sequence(t, start_s=args.start, duration_s=args.duration, altitude_m=args.altitude,
+        duration = 45.0 if args.duration is None else args.duration
+        return [cart_trajectory_sequence(t, start_s=args.start, duration_s=duration, altitude_m=args.altitude,
                                          rate_hz=args.rate, seed=args.seed) for t in args.trajectory]
-    return [bag_sequence(b, stack_path=args.stack, camera=args.camera) for b in args.bag]
+    if args.dataset:
+        from rgbt.vio.datasets import dataset_sequence
+
+        duration = -1.0 if args.duration is None else args.duration
+        return [dataset_sequence(d, args.dataset_format, ground_truth=args.ground_truth, start_s=args.start,
+                                 duration_s=duration) for d in args.dataset]
+    return [bag_sequence(b, stack_path=args.stack, camera=args.camera, ground_truth=args.ground_truth)
+            for b in args.bag]
 
 
 def _vocab_path(args: argparse.Namespace) -> str:

@@ -200,6 +200,9 @@ def evaluate_sequence(seq: Sequence, opts: EvalOptions, show_progress: bool = Fa
 
     from rgbt.bench.timing import summarize_ms
 
+    if opts.inertial and len(seq.imu) < 2:
+        raise EvaluationError(f"{seq.name}: --inertial needs IMU samples and this sequence has none "
+                              "(KITTI odometry has no IMU): expected a monocular run")
     if opts.estimator != "orbslam3":  # fail before any work: VINS / OpenVINS need ROS 2 + the bridge
         from rgbt.vio.runners import require_installed
 

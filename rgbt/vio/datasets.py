@@ -1,0 +1,351 @@
+"""Standard VIO dataset folders as :class:`~rgbt.vio.sequence.Sequence` s, and writers for them.
+
+Layouts read (detected from the folder, or named):
+
+- ``euroc`` / ``tumvi`` (ASL layout): ``mav0/cam0/data.csv`` (``#timestamp [ns],filename``) with
+  images in ``mav0/cam0/data/``, ``mav0/cam0/sensor.yaml`` (``T_BS`` = ``T_imu_cam``, intrinsics
+  ``[fu, fv, cu, cv]``, ``radial-tangential`` distortion), ``mav0/imu0/data.csv`` (t ns, gyro
+  rad/s, accel m/s^2), ground truth ``mav0/state_groundtruth_estimate0/data.csv`` (EuRoC) or
+  ``mav0/mocap0/data.csv`` (TUM-VI): ``T_world_imu``, positions in metres, quaternion w x y z.
+- ``kitti`` (odometry): ``image_0/NNNNNN.png``, ``times.txt`` (s), ``calib.txt`` (``P0: 3x4``),
+  ground truth ``poses/XX.txt`` or ``poses.txt`` beside (``T_world_cam0`` 3x4 per line). KITTI has
+  no IMU: the sequence's IMU is empty and the camera is its own body (``T_imu_cam = I``).
+
+Every reader checks what it needs and raises :class:`EvaluationError` naming the file and what was
+expected. The writers exist so that a simulated sequence can be exported to each layout and read
+back (round-trip tests; handing rgbt's simulator output to other tools).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Iterator
+
+import numpy as np
+
+from rgbt.errors import EvaluationError
+from rgbt.eval.trajectory import Trajectory, load_trajectory
+from rgbt.vio.feed import ImuData
+from rgbt.vio.sequence import CameraModel, Sequence
+
+FORMATS = ("euroc", "tumvi", "kitti")
+_GT_ASL = ("state_groundtruth_estimate0", "mocap0", "leica0", "vicon0")
+
+
+def detect_format(root: str | Path) -> str:
+    """The dataset layout of folder ``root`` (``euroc``, ``tumvi`` or ``kitti``)."""
+    root = Path(root)
+    if not root.is_dir():
+        raise EvaluationError(f"{root}: dataset folder not found: expected a folder in one of the layouts {FORMATS}")
+    mav = _mav0(root)
+    if mav is not None:
+        return "tumvi" if (mav / "mocap0").is_dir() and not (mav / "state_groundtruth_estimate0").is_dir() else "euroc"
+    if (root / "image_0").is_dir() or (root / "times.txt").is_file():
+        return "kitti"
+    raise EvaluationError(f"{root}: no known dataset layout: expected mav0/cam0 (EuRoC, TUM-VI) or image_0/ + "
+                          "times.txt + calib.txt (KITTI)")
+
+
+def dataset_sequence(root: str | Path, fmt: str | None = None, *, ground_truth: str | Path | None = None,
+                     start_s: float = 0.0, duration_s: float = -1.0) -> Sequence:
+    """The sequence in dataset folder ``root``, clipped to ``[start_s, start_s + duration_s)`` of its
+    frames (``duration_s < 0``: to the end). ``ground_truth`` overrides the folder's own file."""
+    fmt = fmt or detect_format(root)
+    if fmt in ("euroc", "tumvi"):
+        seq = asl_sequence(root, ground_truth=ground_truth)
+    elif fmt == "kitti":
+        seq = kitti_sequence(root, ground_truth=ground_truth)
+    else:
+        raise EvaluationError(f"{root}: unknown dataset format {fmt!r}: expected one of {FORMATS}")
+    seq.meta["format"] = fmt
+    return clip_sequence(seq, start_s, duration_s)
+
+
+def clip_sequence(seq: Sequence, start_s: float, duration_s: float) -> Sequence:
+    """``seq`` limited to frames in ``[t0 + start_s, t0 + start_s + duration_s)`` (t0: first frame;
+    ``duration_s < 0``: to the end); the IMU and ground truth keep a 1 s margin either side."""
+    if start_s <= 0 and duration_s < 0:
+        return seq
+    first = next(iter(seq.frames()), None)
+    if first is None:
+        raise EvaluationError(f"{seq.name}: no frames to clip")
+    lo = first[0] + int(round(max(start_s, 0.0) * 1e9))
+    hi = lo + int(round(duration_s * 1e9)) if duration_s >= 0 else np.iinfo(np.int64).max
+    frames_all = seq.frames
+
+    def frames() -> Iterator[tuple[int, np.ndarray, bool]]:
+        for t, img, ffc in frames_all():
+            if t >= hi:
+                return
+            if t >= lo:
+                yield t, img, ffc
+
+    margin = 1_000_000_000
+    keep_imu = (seq.imu.t_ns >= lo - margin) & (seq.imu.t_ns < hi - margin + 2 * margin)
+    gt = seq.ground_truth
+    keep_gt = (gt.t_ns >= lo - margin) & (gt.t_ns <= min(hi, np.iinfo(np.int64).max - margin) + margin)
+    if not keep_gt.any():
+        raise EvaluationError(f"{seq.name}: ground truth ({gt.t_ns[0]}..{gt.t_ns[-1]} ns) does not overlap the "
+                              f"clipped frames ({lo}.. ns)")
+    seq.frames = frames
+    seq.imu = ImuData(seq.imu.t_ns[keep_imu], seq.imu.gyro[keep_imu], seq.imu.accel[keep_imu])
+    seq.ground_truth = gt.slice(keep_gt)
+    seq.meta.update(start_s=start_s, duration_s=duration_s)
+    return seq
+
+
+# --- EuRoC / TUM-VI (ASL) ------------------------------------------------------------------------
+
+def _mav0(root: Path) -> Path | None:
+    for cand in (root / "mav0", root):
+        if (cand / "cam0").is_dir():
+            return cand
+    return None
+
+
+def _csv_rows(path: Path, min_cols: int, expected: str) -> list[list[str]]:
+    if not path.is_file():
+        raise EvaluationError(f"{path}: not found: expected {expected}")
+    try:
+        text = path.read_text()
+    except UnicodeDecodeError:
+        raise EvaluationError(f"{path}: not text: expected {expected}") from None
+    rows = []
+    for n, line in enumerate(text.splitlines(), 1):
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        cells = [c.strip() for c in line.split(",")]
+        if len(cells) < min_cols:
+            raise EvaluationError(f"{path}: line {n} has {len(cells)} columns: expected {expected}")
+        rows.append(cells)
+    if not rows:
+        raise EvaluationError(f"{path}: no data rows: expected {expected}")
+    return rows
+
+
+def _int_ns(path: Path, cell: str) -> int:
+    try:
+        return int(cell)
+    except ValueError:
+        raise EvaluationError(f"{path}: stamp {cell!r} is not integer nanoseconds") from None
+
+
+def read_asl_camera(sensor_yaml: str | Path, name: str = "cam0") -> CameraModel:
+    """A camera from an ASL ``sensor.yaml`` (EuRoC / TUM-VI): pinhole + radial-tangential only."""
+    from rgbt.calib._yaml import read_yaml
+
+    path = Path(sensor_yaml)
+    if not path.is_file():
+        raise EvaluationError(f"{path}: camera calibration not found: expected the dataset's cam0/sensor.yaml")
+    doc = read_yaml(path)
+    if not isinstance(doc, dict):
+        raise EvaluationError(f"{path}: expected a YAML mapping (ASL sensor.yaml)")
+    try:
+        T = np.asarray(doc["T_BS"]["data"], dtype=np.float64).reshape(4, 4)
+        fu, fv, cu, cv = (float(x) for x in doc["intrinsics"])
+        width, height = (int(x) for x in doc["resolution"])
+        model = str(doc.get("distortion_model", "radial-tangential"))
+        coeffs = np.asarray(doc.get("distortion_coefficients", [0, 0, 0, 0]), dtype=np.float64)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise EvaluationError(f"{path}: {exc}: expected T_BS.data (16 numbers), intrinsics [fu, fv, cu, cv], "
+                              "resolution [w, h], distortion_model, distortion_coefficients") from None
+    if doc.get("camera_model", "pinhole") != "pinhole":
+        raise EvaluationError(f"{path}: camera_model {doc.get('camera_model')!r}: expected pinhole")
+    if model not in ("radial-tangential", "radtan", "none"):
+        raise EvaluationError(f"{path}: distortion_model {model!r}: expected radial-tangential (an equidistant "
+                              "TUM-VI camera needs its images undistorted first)")
+    dist = np.zeros(4)
+    dist[: min(4, len(coeffs))] = coeffs[:4]
+    K = np.array([[fu, 0, cu], [0, fv, cv], [0, 0, 1.0]])
+    return CameraModel(name, width, height, K, dist, T, 0.0)
+
+
+def asl_sequence(root: str | Path, *, ground_truth: str | Path | None = None) -> Sequence:
+    """EuRoC / TUM-VI folder ``root`` (holding ``mav0/``) as a sequence of ``cam0`` + ``imu0``."""
+    import cv2
+
+    root = Path(root)
+    mav = _mav0(root)
+    if mav is None:
+        raise EvaluationError(f"{root}: no mav0/cam0 folder: expected the EuRoC / TUM-VI (ASL) layout")
+    cam = read_asl_camera(mav / "cam0" / "sensor.yaml")
+    rows = _csv_rows(mav / "cam0" / "data.csv", 2, "#timestamp [ns],filename")
+    images = [(_int_ns(mav / "cam0" / "data.csv", r[0]), mav / "cam0" / "data" / r[1]) for r in rows]
+    stamps = np.array([t for t, _ in images], dtype=np.int64)
+    if len(stamps) > 1 and np.any(np.diff(stamps) <= 0):
+        i = int(np.flatnonzero(np.diff(stamps) <= 0)[0])
+        raise EvaluationError(f"{mav / 'cam0' / 'data.csv'}: frame stamps not increasing at row {i + 2}")
+    imu_path = mav / "imu0" / "data.csv"
+    imu_expected = "#timestamp [ns],w_x,w_y,w_z,a_x,a_y,a_z"
+    imu_rows = _csv_rows(imu_path, 7, imu_expected)
+    try:
+        values = np.array([[float(c) for c in r[1:7]] for r in imu_rows])
+    except ValueError as exc:
+        raise EvaluationError(f"{imu_path}: {exc}: expected {imu_expected}") from None
+    imu = ImuData(np.array([_int_ns(imu_path, r[0]) for r in imu_rows]), values[:, 0:3], values[:, 3:6])
+    gt_path = Path(ground_truth) if ground_truth else next(
+        (mav / d / "data.csv" for d in _GT_ASL if (mav / d / "data.csv").is_file()), None)
+    if gt_path is None:
+        raise EvaluationError(f"{mav}: no ground truth: expected one of {', '.join(d + '/data.csv' for d in _GT_ASL)} "
+                              "or --ground-truth FILE")
+    gt = load_trajectory(gt_path, "euroc")
+
+    def frames() -> Iterator[tuple[int, np.ndarray, bool]]:
+        for t, path in images:
+            img = cv2.imread(str(path), cv2.IMREAD_UNCHANGED)
+            if img is None:
+                raise EvaluationError(f"{path}: image missing or unreadable (listed in cam0/data.csv)")
+            yield t, img, False
+
+    return Sequence(root.name, cam, frames, imu, gt, synthetic=_synthetic_flag(root),
+                    meta={"dataset": str(root), "frames": len(images), "ground_truth": str(gt_path)})
+
+
+def write_asl(seq: Sequence, root: str | Path) -> Path:
+    """Write ``seq`` in the EuRoC (ASL) layout under ``root``; returns ``root``.
+
+    16-bit frames are written as 16-bit PNG (lossless); a ``SYNTHETIC`` marker file is written when
+    the sequence is synthetic, so the data stays labelled wherever it lands.
+    """
+    import cv2
+    import yaml
+
+    root = Path(root)
+    cam_dir = root / "mav0" / "cam0"
+    (cam_dir / "data").mkdir(parents=True, exist_ok=True)
+    with open(cam_dir / "data.csv", "w") as fh:
+        fh.write("#timestamp [ns],filename\n")
+        for t, img, _ in seq.frames():
+            name = f"{t}.png"
+            cv2.imwrite(str(cam_dir / "data" / name), img)
+            fh.write(f"{t},{name}\n")
+    c = seq.camera
+    sensor = {"sensor_type": "camera", "comment": f"rgbt export of {seq.name}",
+              "T_BS": {"cols": 4, "rows": 4, "data": [float(x) for x in np.asarray(c.T_imu_cam).ravel()]},
+              "rate_hz": float(seq.meta.get("rate_hz", 20.0)), "resolution": [int(c.width), int(c.height)],
+              "camera_model": "pinhole",
+              "intrinsics": [float(c.K[0, 0]), float(c.K[1, 1]), float(c.K[0, 2]), float(c.K[1, 2])],
+              "distortion_model": "radial-tangential",
+              "distortion_coefficients": [float(x) for x in c.dist[:4]]}
+    (cam_dir / "sensor.yaml").write_text(yaml.safe_dump(sensor, sort_keys=False))
+    imu_dir = root / "mav0" / "imu0"
+    imu_dir.mkdir(parents=True, exist_ok=True)
+    with open(imu_dir / "data.csv", "w") as fh:
+        fh.write("#timestamp [ns],w_RS_S_x [rad s^-1],w_RS_S_y [rad s^-1],w_RS_S_z [rad s^-1],"
+                 "a_RS_S_x [m s^-2],a_RS_S_y [m s^-2],a_RS_S_z [m s^-2]\n")
+        for t, g, a in zip(seq.imu.t_ns, seq.imu.gyro, seq.imu.accel):
+            fh.write(f"{int(t)}," + ",".join(repr(float(x)) for x in (*g, *a)) + "\n")
+    gt_dir = root / "mav0" / "state_groundtruth_estimate0"
+    gt_dir.mkdir(parents=True, exist_ok=True)
+    gt = seq.ground_truth
+    with open(gt_dir / "data.csv", "w") as fh:
+        fh.write("#timestamp, p_RS_R_x [m], p_RS_R_y [m], p_RS_R_z [m], q_RS_w [], q_RS_x [], q_RS_y [], q_RS_z []\n")
+        for t, p, q in zip(gt.t_ns, gt.positions, gt.quat_wxyz):
+            fh.write(f"{int(t)}," + ",".join(repr(float(x)) for x in (*p, *q)) + "\n")
+    _mark_synthetic(root, seq)
+    return root
+
+
+# --- KITTI odometry ----------------------------------------------------------------------------------
+
+def _kitti_gt(root: Path) -> Path | None:
+    for cand in (root / "poses.txt", root / "poses" / f"{root.name}.txt", root.parent.parent / "poses" / f"{root.name}.txt"):
+        if cand.is_file():
+            return cand
+    return None
+
+
+def kitti_sequence(root: str | Path, *, ground_truth: str | Path | None = None) -> Sequence:
+    """KITTI odometry folder ``root`` (``image_0/``, ``times.txt``, ``calib.txt``) as a monocular
+    sequence of camera 0; ground truth ``T_world_cam0`` is the body (``T_imu_cam = I``, no IMU)."""
+    import cv2
+
+    root = Path(root)
+    calib = root / "calib.txt"
+    if not calib.is_file():
+        raise EvaluationError(f"{calib}: not found: expected KITTI calib.txt with a 'P0:' row of 12 numbers")
+    P0 = None
+    for line in calib.read_text(errors="replace").splitlines():
+        if line.startswith("P0:"):
+            try:
+                P0 = np.array([float(x) for x in line.split()[1:13]]).reshape(3, 4)
+            except ValueError:
+                P0 = None
+    if P0 is None:
+        raise EvaluationError(f"{calib}: no valid 'P0:' row: expected 'P0: ' followed by 12 numbers")
+    times_path = root / "times.txt"
+    images = sorted((root / "image_0").glob("*.png"))
+    if not images:
+        raise EvaluationError(f"{root / 'image_0'}: no PNG frames: expected image_0/NNNNNN.png")
+    gt_path = Path(ground_truth) if ground_truth else _kitti_gt(root)
+    if gt_path is None:
+        raise EvaluationError(f"{root}: no ground truth: expected poses.txt, poses/{root.name}.txt or --ground-truth")
+    gt = load_trajectory(gt_path, "kitti", kitti_times=times_path)
+    epoch = root / "rgbt_t0_ns.txt"  # written by write_kitti: KITTI stamps start at 0
+    if epoch.is_file():
+        gt = Trajectory(gt.t_ns + _int_ns(epoch, epoch.read_text().strip()), gt.positions, gt.quat_wxyz, name=gt.name)
+    if len(gt) != len(images):
+        raise EvaluationError(f"{gt_path}: {len(gt)} poses for {len(images)} frames in {root / 'image_0'}")
+    first = cv2.imread(str(images[0]), cv2.IMREAD_UNCHANGED)
+    if first is None:
+        raise EvaluationError(f"{images[0]}: unreadable image")
+    h, w = first.shape[:2]
+    cam = CameraModel("cam0", w, h, P0[:, :3].copy(), np.zeros(4), np.eye(4), 0.0)
+
+    def frames() -> Iterator[tuple[int, np.ndarray, bool]]:
+        for t, path in zip(gt.t_ns, images):
+            img = cv2.imread(str(path), cv2.IMREAD_UNCHANGED)
+            if img is None:
+                raise EvaluationError(f"{path}: image missing or unreadable")
+            yield int(t), img, False
+
+    empty = ImuData(np.zeros(0, dtype=np.int64), np.zeros((0, 3)), np.zeros((0, 3)))
+    return Sequence(root.name, cam, frames, empty, gt, synthetic=_synthetic_flag(root),
+                    meta={"dataset": str(root), "frames": len(images), "ground_truth": str(gt_path),
+                          "imu": False})
+
+
+def write_kitti(seq: Sequence, root: str | Path) -> Path:
+    """Write ``seq`` as a KITTI odometry folder (camera 0 only; ground truth of the camera)."""
+    import cv2
+
+    root = Path(root)
+    (root / "image_0").mkdir(parents=True, exist_ok=True)
+    stamps = []
+    for k, (t, img, _) in enumerate(seq.frames()):
+        cv2.imwrite(str(root / "image_0" / f"{k:06d}.png"), img)
+        stamps.append(int(t))
+    t0 = stamps[0]
+    (root / "times.txt").write_text("".join(f"{(t - t0) // 1_000_000_000}.{(t - t0) % 1_000_000_000:09d}\n"
+                                            for t in stamps))
+    P0 = np.c_[seq.camera.K, np.zeros(3)]
+    (root / "calib.txt").write_text("P0: " + " ".join(repr(float(x)) for x in P0.ravel()) + "\n")
+    gt_cam = seq.ground_truth_camera()
+    mats = _interpolate_poses(gt_cam, np.array(stamps))
+    (root / "poses.txt").write_text("".join(" ".join(repr(float(x)) for x in m[:3, :].ravel()) + "\n" for m in mats))
+    (root / "rgbt_t0_ns.txt").write_text(f"{t0}\n")  # KITTI stamps start at 0: the original epoch
+    _mark_synthetic(root, seq)
+    return root
+
+
+def _interpolate_poses(traj: Trajectory, t_ns: np.ndarray) -> np.ndarray:
+    """Poses of ``traj`` at ``t_ns``: positions linear, rotations nearest (for export at frame times)."""
+    mats = traj.matrices()
+    idx = np.clip(np.searchsorted(traj.t_ns, t_ns), 1, len(traj) - 1)
+    t_a, t_b = traj.t_ns[idx - 1], traj.t_ns[idx]
+    w = np.clip((t_ns - t_a) / np.maximum(t_b - t_a, 1), 0.0, 1.0)
+    out = np.where((w < 0.5)[:, None, None], mats[idx - 1], mats[idx]).copy()
+    out[:, :3, 3] = (1 - w)[:, None] * traj.positions[idx - 1] + w[:, None] * traj.positions[idx]
+    return out
+
+
+# --- synthetic labelling ---------------------------------------------------------------------------
+
+def _mark_synthetic(root: Path, seq: Sequence) -> None:
+    if seq.synthetic:
+        (root / "SYNTHETIC").write_text(f"synthetic data: written by rgbt from {seq.name}\n")
+
+
+def _synthetic_flag(root: Path) -> bool:
+    return (root / "SYNTHETIC").is_file()

@@ -1,0 +1,77 @@
+"""Dataset folders (EuRoC / TUM-VI ASL layout, KITTI odometry) round-trip a simulated sequence.
+
+SYNTHETIC data: the built-in synthetic loop sequence is written in each layout and read back;
+frame count, stamps (to the nanosecond), calibration, IMU and ground truth must survive.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from rgbt.errors import EvaluationError
+from rgbt.vio.datasets import dataset_sequence, detect_format, write_asl, write_kitti
+from rgbt.vio.sequence import synthetic_sequence
+
+
+@pytest.fixture(scope="module")
+def seq():  # type: ignore[no-untyped-def]
+    return synthetic_sequence(duration_s=2.0, rate_hz=10.0, width=160, height=128, fx=128.0)
+
+
+def _frames(s):  # type: ignore[no-untyped-def]
+    return list(s.frames())
+
+
+def test_euroc_round_trip(seq, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    root = write_asl(seq, tmp_path / "MH_sim")
+    assert detect_format(root) == "euroc"
+    back = dataset_sequence(root)
+    a, b = _frames(seq), _frames(back)
+    assert [t for t, _, _ in a] == [t for t, _, _ in b]
+    for (_, x, _), (_, y, _) in zip(a, b):
+        assert y.dtype == x.dtype and np.array_equal(x, y)  # 16-bit thermal kept losslessly
+    np.testing.assert_allclose(back.camera.K, seq.camera.K)
+    np.testing.assert_allclose(back.camera.T_imu_cam, seq.camera.T_imu_cam)
+    np.testing.assert_array_equal(back.imu.t_ns, seq.imu.t_ns)
+    np.testing.assert_allclose(back.imu.gyro, seq.imu.gyro, rtol=0, atol=1e-12)
+    np.testing.assert_array_equal(back.ground_truth.t_ns, seq.ground_truth.t_ns)
+    np.testing.assert_allclose(back.ground_truth.positions, seq.ground_truth.positions, atol=1e-12)
+    assert back.synthetic  # the SYNTHETIC label travels with the data
+
+
+def test_kitti_round_trip(seq, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    root = write_kitti(seq, tmp_path / "00")
+    assert detect_format(root) == "kitti"
+    back = dataset_sequence(root, "kitti")
+    a, b = _frames(seq), _frames(back)
+    assert [t for t, _, _ in a] == [t for t, _, _ in b]
+    assert all(np.array_equal(x, y) for (_, x, _), (_, y, _) in zip(a, b))
+    np.testing.assert_allclose(back.camera.K, seq.camera.K)
+    cam_gt = seq.ground_truth_camera()
+    idx = np.searchsorted(cam_gt.t_ns, back.ground_truth.t_ns)
+    exact = cam_gt.t_ns[np.minimum(idx, len(cam_gt) - 1)] == back.ground_truth.t_ns
+    np.testing.assert_allclose(back.ground_truth.positions[exact], cam_gt.positions[idx[exact]], atol=1e-9)
+    assert len(back.imu) == 0 and back.meta["imu"] is False
+
+
+def test_clip_keeps_the_window(seq, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    root = write_asl(seq, tmp_path / "clip")
+    back = dataset_sequence(root, start_s=0.5, duration_s=1.0)
+    stamps = [t for t, _, _ in back.frames()]
+    t0 = next(iter(seq.frames()))[0]
+    assert stamps[0] == t0 + 500_000_000 and stamps[-1] < t0 + 1_500_000_000 and len(stamps) == 10
+
+
+def test_missing_calibration_names_the_file(seq, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    root = write_asl(seq, tmp_path / "nocal")
+    (root / "mav0" / "cam0" / "sensor.yaml").unlink()
+    with pytest.raises(EvaluationError, match=r"sensor\.yaml"):
+        dataset_sequence(root)
+
+
+def test_unknown_folder_is_rejected(tmp_path: Path) -> None:
+    with pytest.raises(EvaluationError, match="no known dataset layout"):
+        detect_format(tmp_path)
