@@ -55,6 +55,12 @@ class Trajectory:
         return len(self.t_ns)
 
     @property
+    def position_only(self) -> bool:
+        """True when every orientation is the identity (positions-only ground truth, e.g. CART's
+        RTK files): rotation errors cannot be scored against it."""
+        return bool(np.all(np.abs(np.abs(self.quat_wxyz[:, 0]) - 1.0) < 1e-9))
+
+    @property
     def t_s(self) -> np.ndarray:
         return self.t_ns.astype(np.float64) / 1e9
 

@@ -16,6 +16,7 @@ import numpy as np
 
 from rgbt.errors import EvaluationError
 from rgbt.eval.tracking import RunFrame, score_run
+from rgbt.eval.trajectory import Trajectory
 from rgbt.vio.feed import NORMALIZATIONS, FeedFrame, prepare_feed
 from rgbt.vio.sequence import Sequence
 
@@ -92,6 +93,10 @@ class VioEvalResult:
             "normalization": self.options["normalization"],
             "rate_hz": self.options["rate_hz"],
             "align": align,
+            "input": self.meta.get("dataset") or self.meta.get("bag") or self.meta.get("trajectory") or self.sequence,
+            "ground_truth": self.meta.get("ground_truth"),
+            "initialised": [bool("metrics" in r and r["metrics"].get("time_to_init_s") is not None)
+                            for r in self.runs],
             "runs": self.runs,
             "failed_runs": len(self.runs) - len(ok),
             "ate_rmse": _summary([pick(r, "ate_tracked", align) for r in ok]),
@@ -210,7 +215,10 @@ def evaluate_sequence(seq: Sequence, opts: EvalOptions, show_progress: bool = Fa
         raise EvaluationError(f"{opts.estimator} is installed, but replaying a bag into it needs the ROS 2 VIO "
                               "bridge (rgbt.ros), which this command does not start yet; use "
                               "`rgbt vio estimators` for the exact command line")
-    gt_cam = seq.ground_truth_camera()
+    position_only = seq.ground_truth.position_only
+    # Positions-only ground truth has no orientation to carry the IMU->camera lever arm: score the
+    # camera against the body positions (the lever arm, centimetres, is left in the error; said so).
+    gt_cam = seq.ground_truth if position_only else seq.ground_truth_camera()
     result = VioEvalResult(seq.name, seq.synthetic, {**asdict(opts), "align": opts.align}, meta=dict(seq.meta))
     import os
 
@@ -223,6 +231,12 @@ def evaluate_sequence(seq: Sequence, opts: EvalOptions, show_progress: bool = Fa
         feed = build_feed(seq, opts, progress=lambda: bar.advance(task))
         result.meta.update(feed_frames=len(feed), skipped_frozen=sum(f.frozen for f in feed),
                            ffc_truth_frames=sum(f.ffc_truth for f in feed))
+        result.meta["ground_truth"] = {
+            "source": str(seq.meta.get("ground_truth", seq.ground_truth.name)), "position_only": position_only,
+            "poses": len(gt_cam),
+            **({"note": "positions only (identity orientations): RPE rotation not scored; camera scored at the "
+                        "IMU position (lever arm not applied)"} if position_only else {})}
+        _require_overlap(seq.name, feed[0].t_ns, feed[-1].t_ns, gt_cam)
         for k in range(opts.runs):
             task = bar.add_task(f"{opts.estimator} run {k + 1}/{opts.runs}", total=len(feed))
             t0 = time.perf_counter()
@@ -249,6 +263,15 @@ def evaluate_sequence(seq: Sequence, opts: EvalOptions, show_progress: bool = Fa
             })
             result.frames_per_run.append(run.frames)
     return result
+
+
+def _require_overlap(name: str, first_ns: int, last_ns: int, gt: Trajectory) -> None:
+    """An error naming both time ranges when the frames and the ground truth do not overlap."""
+    if last_ns < gt.t_ns[0] or first_ns > gt.t_ns[-1]:
+        raise EvaluationError(
+            f"{name}: ground truth {gt.name} covers {gt.t_ns[0] / 1e9:.3f}..{gt.t_ns[-1] / 1e9:.3f} s but the camera "
+            f"frames cover {first_ns / 1e9:.3f}..{last_ns / 1e9:.3f} s: expected overlapping clocks "
+            "(give the offset between the two clocks, or the matching ground truth)")
 
 
 def _first_imu_ready(run) -> float | None:  # type: ignore[no-untyped-def]

@@ -75,3 +75,21 @@ def test_missing_calibration_names_the_file(seq, tmp_path: Path) -> None:  # typ
 def test_unknown_folder_is_rejected(tmp_path: Path) -> None:
     with pytest.raises(EvaluationError, match="no known dataset layout"):
         detect_format(tmp_path)
+
+
+def test_ground_truth_without_time_overlap_names_both_ranges(seq, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    from rgbt.vio.eval import _require_overlap
+
+    gt = seq.ground_truth
+    with pytest.raises(EvaluationError, match=r"covers .* but the camera frames cover"):
+        _require_overlap("seq", int(gt.t_ns[-1]) + 10**9, int(gt.t_ns[-1]) + 2 * 10**9, gt)
+    _require_overlap("seq", int(gt.t_ns[0]), int(gt.t_ns[-1]), gt)  # overlapping: no error
+
+
+def test_identity_orientations_are_position_only(seq) -> None:  # type: ignore[no-untyped-def]
+    from rgbt.eval.trajectory import Trajectory
+
+    gt = seq.ground_truth
+    assert not gt.position_only
+    flat = Trajectory(gt.t_ns, gt.positions, np.tile([1.0, 0, 0, 0], (len(gt), 1)))
+    assert flat.position_only
