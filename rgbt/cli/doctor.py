@@ -41,7 +41,15 @@ def gate(profile: str, verb: str, bag_dir: str | None = None) -> int:
     checks = run_checks(profile, bag_dir=bag_dir)
     code = exit_code(checks)
     if code:
-        print(f"rgbt {verb}: rgbt doctor --profile {profile} found problems:", file=sys.stderr)
+        from rgbt.errors import RgbtError
+        from rgbt.ros.profile import load_profile
+
+        try:
+            about = f" ({load_profile(profile)[1].description})"
+        except RgbtError:
+            about = ""
+        print(f"rgbt {verb}: `rgbt doctor --profile {profile}`{about} found problems; nothing was started:",
+              file=sys.stderr)
         print_checks(profile, [c for c in checks if c.status != "ok"], file=sys.stderr)
     return code
 
