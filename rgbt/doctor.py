@@ -15,9 +15,10 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from rgbt.errors import RgbtError
 
@@ -129,7 +130,8 @@ def check_layers(needs: set[str]) -> list[Check]:
         elif layer == "core":
             checks.append(Check(f"layer {layer}", "fail", value, "pip install rgbt (the core dependencies)"))
         elif needed and layer not in ("cpu", "gpu"):
-            checks.append(Check(f"layer {layer}", "fail", value, f"install the '{extra}' extra: pip install \"rgbt[{extra.split()[0]}]\""))
+            hint = f"install the '{extra}' extra: pip install \"rgbt[{extra.split()[0]}]\""
+            checks.append(Check(f"layer {layer}", "fail", value, hint))
         elif needed:
             checks.append(Check(f"layer {layer}", "fail", value, "install 'cpu' (onnxruntime) or 'gpu' (TensorRT)"))
         else:
@@ -290,7 +292,10 @@ def check_devices(specs: list[Any]) -> list[Check]:
                                     "spinnaker_camera_driver (ros2_ws/rgbt.repos)"))
         elif s.executable == "mavlink_bridge":
             url = str(p.get("url", ""))
-            dev = url.split(":", 1)[1] if url.startswith("serial:") else url.split(",")[0] if url.startswith("/dev/") else ""
+            if url.startswith("serial:"):
+                dev = url.split(":", 1)[1].split(",")[0]
+            else:
+                dev = url.split(",")[0] if url.startswith("/dev/") else ""
             if dev:
                 checks.append(_device_check(f"device {s.name}", dev, "autopilot serial link (url)"))
             else:
@@ -307,7 +312,7 @@ def _run(cmd: list[str], timeout: float = 2.0) -> str | None:
     if exe is None:
         return None
     try:
-        proc = subprocess.run([exe, *cmd[1:]], capture_output=True, text=True, timeout=timeout)
+        proc = subprocess.run([exe, *cmd[1:]], check=False, capture_output=True, text=True, timeout=timeout)
     except (OSError, subprocess.TimeoutExpired):
         return None
     return (proc.stdout + proc.stderr).strip() if proc.returncode == 0 else None
@@ -348,7 +353,8 @@ def recording_rates(stack: Any, topics: list[str]) -> dict[str, float]:
     rates: dict[str, float] = {}
     thermal = next((c for c in stack.cameras.values() if c.modality == "thermal"), None)
     for cam in stack.cameras.values():
-        rates[cam.topic] = (cam.width * cam.height * ENCODING_BYTES.get(cam.encoding, 3) + IMAGE_HEADER_BYTES) * cam.rate_hz
+        frame = cam.width * cam.height * ENCODING_BYTES.get(cam.encoding, 3) + IMAGE_HEADER_BYTES
+        rates[cam.topic] = frame * cam.rate_hz
     small = {stack.imu.topic: ("sensor_msgs/msg/Imu", stack.imu.rate_hz),
              stack.gnss.topic: ("sensor_msgs/msg/NavSatFix", stack.gnss.rate_hz),
              stack.autopilot.pose_topic: ("geometry_msgs/msg/PoseStamped", stack.autopilot.pose_rate_hz),
@@ -374,7 +380,8 @@ def check_disk(specs: list[Any], bag_dir: str | None = None) -> list[Check]:
         return [Check("disk", "ok", "n/a (the profile records nothing)")]
     p = recorder.parameters
     stack = load_stack(p.get("stack_path") or None)
-    topics = list(dict.fromkeys((p.get("topics") or list(stack_topic_types(stack))) + list(p.get("extra_topics") or [])))
+    wanted = (p.get("topics") or list(stack_topic_types(stack))) + list(p.get("extra_topics") or [])
+    topics = list(dict.fromkeys(wanted))  # what the recorder subscribes to
     rates = recording_rates(stack, topics)
     unknown = [t for t in topics if t not in rates]
     bytes_s = sum(rates.values())

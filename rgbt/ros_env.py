@@ -13,9 +13,9 @@ from __future__ import annotations
 import glob
 import os
 import sys
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping, Sequence
 
 from rgbt.errors import RgbtError
 
@@ -137,7 +137,8 @@ def rclpy_stacks(path: Sequence[str] | None = None, environ: Mapping[str, str] |
     environ = os.environ if environ is None else environ
     seen: set[str] = set()
     stacks: list[RclpyStack] = []
-    candidates = [(Path(p or "."), "sys.path") for p in path] + [(p, "AMENT_PREFIX_PATH") for p in _ament_sites(environ)]
+    candidates = [(Path(p or "."), "sys.path") for p in path]
+    candidates += [(p, "AMENT_PREFIX_PATH") for p in _ament_sites(environ)]
     for directory, source in candidates:
         try:
             if not _has_rclpy(directory):
@@ -166,12 +167,11 @@ def check_single_rclpy(path: Sequence[str] | None = None,
     stacks = rclpy_stacks(path, environ)
     if len(stacks) <= 1:
         return stacks[0] if stacks else None
-    first, others = stacks[0], stacks[1:]
     # keep the system install where there is one (it matches the machine's other ROS packages)
-    keep = next((s for s in stacks if s.kind == "system"), first)
+    keep = next((s for s in stacks if s.kind == "system"), stacks[0])
     remove = [s for s in stacks if s is not keep]
     lines = [f"{len(stacks)} rclpy stacks in one interpreter ({sys.executable}): "
-             + "; ".join(s.describe() for s in [first, *others]) + "."]
+             + "; ".join(s.describe() for s in stacks) + "."]
     lines += [f"Keep {keep.describe()}; remove {s.describe()}: {s.removal()}." for s in remove]
     raise RosStackConflict(" ".join(lines))
 

@@ -4,7 +4,8 @@
 loop: its ``spin()`` busy-loops and ignores SIGINT. Where rclpy has no EventsExecutor (ROS 2 Humble)
 the standard ``SingleThreadedExecutor`` runs instead; ``RGBT_EXECUTOR=single`` forces that fallback,
 ``RGBT_EXECUTOR=events`` requires the EventsExecutor (default ``auto``). The choice is logged at
-start-up. SIGINT / SIGTERM set a stop flag; on the way out every node's ``close()`` runs (the recorder closes its bag) before rclpy shuts down.
+start-up. SIGINT / SIGTERM set a stop flag; on the way out every node's ``close()`` runs (the
+recorder closes its bag) before rclpy shuts down.
 
 ``python -m rgbt.ros.spin --node NAME:EXECUTABLE [...] [--duration S] --ros-args ...`` runs
 several nodes of ``nodes/`` in one process (how ``rgbt up`` starts a profile's process groups).
@@ -19,24 +20,24 @@ import signal
 import sys
 import threading
 import time
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 from rgbt.ros_env import check_single_rclpy
 
 check_single_rclpy()  # two rclpy stacks (PyPI wheels + /opt/ros) refuse here, before rclpy loads
 
-import rclpy  # noqa: E402
-from rclpy.executors import Executor, SingleThreadedExecutor  # noqa: E402
-from rclpy.logging import get_logger  # noqa: E402
-from rclpy.node import Node  # noqa: E402
-from rclpy.signals import SignalHandlerOptions  # noqa: E402
-from rclpy.task import Future  # noqa: E402
+import rclpy
+from rclpy.executors import Executor, SingleThreadedExecutor
+from rclpy.logging import get_logger
+from rclpy.node import Node
+from rclpy.signals import SignalHandlerOptions
+from rclpy.task import Future
 
-from rgbt.errors import ConfigError  # noqa: E402
-from rgbt.paths import REPO_ROOT  # noqa: E402
+from rgbt.errors import ConfigError
+from rgbt.paths import REPO_ROOT
 
 try:  # Jazzy and later; Humble's rclpy has none
-    from rclpy.experimental import EventsExecutor  # noqa: E402
+    from rclpy.experimental import EventsExecutor
 except ImportError:  # pragma: no cover - depends on the installed rclpy
     EventsExecutor = None  # type: ignore[assignment,misc]
 

@@ -110,7 +110,7 @@ def test_launch_file_starts_the_groups_of_rgbt_up(profile: str, rgbt_cli) -> Non
 
 def test_rgbt_up_starts_the_shared_command_lines(monkeypatch: pytest.MonkeyPatch) -> None:
     """start_graph runs group_commands' lines (Popen recorded, nothing started)."""
-    import rgbt.ros.launcher as launcher
+    from rgbt.ros import launcher
 
     calls: list[list[str]] = []
 
@@ -132,7 +132,7 @@ def test_rgbt_up_starts_the_shared_command_lines(monkeypatch: pytest.MonkeyPatch
 def _launch_missing() -> str | None:
     """Why the ROS 2 ``launch`` package cannot be used (the repo's ``launch/`` folder is no package)."""
     try:
-        import launch.actions  # noqa: F401
+        import launch.actions
         import launch.launch_context  # noqa: F401
     except ImportError as exc:
         return f"the ROS 2 'launch' package is not installed (system ROS 2 or ros-<distro>-launch): {exc}"
