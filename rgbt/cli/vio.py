@@ -133,6 +133,11 @@ def _add_sequence_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--ground-truth", default=None, metavar="FILE",
                    help="ground truth instead of the bag's / dataset's own (TUM for --bag; the dataset's format "
                         "for --dataset)")
+    p.add_argument("--ground-truth-topic", default=None, metavar="TOPIC",
+                   help="--bag: ground truth from this topic of the bag (PoseStamped, Odometry, TransformStamped, "
+                        "NavSatFix -> local ENU)")
+    p.add_argument("--gt-offset", type=float, default=0.0, metavar="S",
+                   help="seconds added to the ground-truth stamps to put them on the camera clock")
     p.add_argument("--start", type=float, default=0.0, help="--trajectory / --dataset: start offset in s")
     p.add_argument("--duration", type=float, default=None,
                    help="--trajectory: duration in s (default 45); --dataset: -1 = to the end (default)")
@@ -166,8 +171,8 @@ def _sequences(args: argparse.Namespace) -> list:
         duration = -1.0 if args.duration is None else args.duration
         return [dataset_sequence(d, args.dataset_format, ground_truth=args.ground_truth, start_s=args.start,
                                  duration_s=duration) for d in args.dataset]
-    return [bag_sequence(b, stack_path=args.stack, camera=args.camera, ground_truth=args.ground_truth)
-            for b in args.bag]
+    return [bag_sequence(b, stack_path=args.stack, camera=args.camera, ground_truth=args.ground_truth,
+                         ground_truth_topic=args.ground_truth_topic, gt_offset_s=args.gt_offset) for b in args.bag]
 
 
 def _vocab_path(args: argparse.Namespace) -> str:

@@ -160,12 +160,15 @@ def _render_sequence(name: str, flight, duration_s: float, rate_hz: float, imu_r
 
 
 def bag_sequence(bag_path: str | Path, stack_path: str | Path | None = None, camera: str = "thermal",
-                 ground_truth: str | Path | None = None, td_s: float | None = None) -> Sequence:
+                 ground_truth: str | Path | None = None, td_s: float | None = None,
+                 ground_truth_topic: str | None = None, gt_offset_s: float = 0.0) -> Sequence:
     """A sequence from a bag written by ``rgbt simulate`` (or a recording with a ground truth file).
 
     Frames: the stack camera's topic (stamps: ``header.stamp``, the trigger time); IMU: the stack IMU
     topic (``header.stamp``); ground truth: ``ground_truth_imu.tum`` beside the bag (TUM, world <- IMU)
-    unless given. ``td_s`` defaults to the stack's (the simulator renders frame content at
+    unless given (``ground_truth`` a TUM file, or ``ground_truth_topic`` a pose / odometry / NavSatFix
+    topic of the bag itself, see :mod:`rgbt.vio.ground_truth`; ``gt_offset_s`` is added to the
+    ground-truth stamps). ``td_s`` defaults to the stack's (the simulator renders frame content at
     ``t_trigger + td_s``, like the real offset). Calibration: the camera's own intrinsics and distortion
     for simulated bags (what the simulator rendered with), the stack's ``vio`` override for real ones.
     """
@@ -186,11 +189,20 @@ def bag_sequence(bag_path: str | Path, stack_path: str | Path | None = None, cam
     t, g, a = [], [], []
     with open_bag(bag_path) as reader:
         synthetic = reader.metadata.get("rgbt.synthetic", "false").lower() == "true"
-        gt_path = Path(ground_truth) if ground_truth else (bag_path if bag_path.is_dir() else bag_path.parent) / "ground_truth_imu.tum"
-        if not gt_path.is_file():
-            raise EvaluationError(f"{gt_path}: ground truth not found (rgbt simulate writes ground_truth_imu.tum "
-                                  "beside the bag)")
-        gt = load_trajectory(gt_path, "tum")
+        if ground_truth_topic:
+            from rgbt.vio.ground_truth import ground_truth_from_bag
+
+            gt = ground_truth_from_bag(bag_path, ground_truth_topic, offset_s=gt_offset_s)
+            gt_source = f"{bag_path}:{ground_truth_topic}"
+        else:
+            gt_path = Path(ground_truth) if ground_truth else (bag_path if bag_path.is_dir() else bag_path.parent) / "ground_truth_imu.tum"
+            if not gt_path.is_file():
+                raise EvaluationError(f"{gt_path}: ground truth not found (rgbt simulate writes ground_truth_imu.tum "
+                                      "beside the bag; or give --ground-truth FILE / --ground-truth-topic TOPIC)")
+            gt = load_trajectory(gt_path, "tum")
+            if gt_offset_s:
+                gt = Trajectory(gt.t_ns + int(round(gt_offset_s * 1e9)), gt.positions, gt.quat_wxyz, name=gt.name)
+            gt_source = str(gt_path)
         for topic in (spec.topic, stack.imu.topic):
             if topic not in reader.topics:
                 raise EvaluationError(f"{bag_path}: topic {topic} missing (has {sorted(reader.topics)})")
@@ -222,4 +234,5 @@ def bag_sequence(bag_path: str | Path, stack_path: str | Path | None = None, cam
     return Sequence(bag_path.name, cam, frames, imu, gt, synthetic=synthetic,
                     stack_yaml=str(stack_path) if stack_path else None,
                     imu_noise=(n.gyr_n, n.acc_n, n.gyr_w, n.acc_w),
-                    meta={"bag": str(bag_path), "synthetic": synthetic, "camera_topic": spec.topic})
+                    meta={"bag": str(bag_path), "synthetic": synthetic, "camera_topic": spec.topic,
+                          "ground_truth": gt_source, "gt_offset_s": gt_offset_s})
