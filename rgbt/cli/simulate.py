@@ -46,6 +46,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="label topics carry every n-th frame (0 = no label topics)")
     p.add_argument("--compression", choices=["none", "zstd"], default="none")
     p.add_argument("--dataset", action="store_true", help="write a CART-layout dataset instead of a bag")
+    p.add_argument("--format", dest="out_format", choices=["bag", "euroc", "kitti"], default="bag",
+                   help="bag: MCAP + ground_truth_imu.tum (default); euroc / kitti: that dataset layout of the "
+                        "first camera in DIR (the MCAP bag it was made from kept in DIR/bag)")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.set_defaults(func=run)
 
@@ -121,6 +124,7 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError("<command line>", "--trajectory", args.trajectory, "exactly one trajectory (or --dataset)")
     from rgbt.sim.record import write_sim_bag
 
+    bag_dir = out / "bag" if args.out_format != "bag" else out
     options = _options(args, args.trajectory[0], args.night)
     if not args.json:
         import sys
@@ -129,9 +133,11 @@ def run(args: argparse.Namespace) -> int:
     sim = SimStack(options)
     with _progress() as bar:
         task = bar.add_task(f"simulate {sim.trajectory.name}", total=options.duration_s)
-        summary = write_sim_bag(sim, out, label_stride=args.label_topic_every, compression=args.compression,
+        summary = write_sim_bag(sim, bag_dir, label_stride=args.label_topic_every, compression=args.compression,
                                 labels_every=args.labels_every,
                                 progress=lambda t: bar.update(task, completed=t))
+    if args.out_format != "bag":
+        summary["dataset"] = _export_dataset(args.out_format, bag_dir, out, options.cameras[0], args.stack)
     summary["wall_s"] = round(time.perf_counter() - t0, 2)
     summary["realtime_factor"] = round(options.duration_s / summary["wall_s"], 3)
     if args.json:
@@ -143,3 +149,13 @@ def run(args: argparse.Namespace) -> int:
               f"({summary['realtime_factor']:.2f}x real time); dropped {summary['dropped']}, "
               f"FFC frames {summary['ffc_frames']}")
     return 0
+
+
+def _export_dataset(fmt: str, bag_dir: Path, out: Path, camera: str, stack: str | None) -> dict:
+    """Write the simulated bag's ``camera`` sequence in the ``fmt`` dataset layout under ``out``."""
+    from rgbt.vio.datasets import write_asl, write_kitti
+    from rgbt.vio.sequence import bag_sequence
+
+    seq = bag_sequence(bag_dir, stack_path=stack, camera=camera)
+    (write_asl if fmt == "euroc" else write_kitti)(seq, out)
+    return {"format": fmt, "camera": camera, "path": str(out), "synthetic": True}

@@ -93,3 +93,23 @@ def test_identity_orientations_are_position_only(seq) -> None:  # type: ignore[n
     assert not gt.position_only
     flat = Trajectory(gt.t_ns, gt.positions, np.tile([1.0, 0, 0, 0], (len(gt), 1)))
     assert flat.position_only
+
+
+@pytest.mark.parametrize("fmt", ["euroc", "kitti"])
+def test_simulate_writes_the_dataset_layout(fmt: str, tmp_path: Path, rgbt_cli) -> None:  # type: ignore[no-untyped-def]
+    """``rgbt simulate --format`` (SYNTHETIC): the folder reads back with the bag's frames and stamps."""
+    from rgbt.vio.sequence import bag_sequence
+
+    out = tmp_path / fmt
+    rgbt_cli("simulate", "--trajectory", "circle", "--duration", "1.5", "--cameras", "thermal", "--format", fmt,
+             "--labels-every", "0", "--label-topic-every", "0", "--out", out, "--json")
+    from_bag = bag_sequence(out / "bag", camera="thermal")
+    from_dir = dataset_sequence(out)
+    assert detect_format(out) == fmt and from_dir.synthetic
+    bag_frames = [(t, img) for t, img, _ in from_bag.frames()]
+    dir_frames = [(t, img) for t, img, _ in from_dir.frames()]
+    assert [t for t, _ in bag_frames] == [t for t, _ in dir_frames] and len(bag_frames) > 60
+    assert all(np.array_equal(a, b) for (_, a), (_, b) in zip(bag_frames, dir_frames))
+    if fmt == "euroc":
+        np.testing.assert_array_equal(from_dir.imu.t_ns, from_bag.imu.t_ns)
+        np.testing.assert_allclose(from_dir.camera.K, from_bag.camera.K)
