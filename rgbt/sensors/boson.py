@@ -131,12 +131,15 @@ class FrameDecoder:
             e = buf.find(bytes((END,)), 1)
             if e < 0:
                 if len(buf) > self.MAX_FRAME:
-                    self.stats.bytes_skipped += 1
-                    del buf[:1]
+                    # no end flag yet: a frame starting before the last MAX_FRAME bytes would be
+                    # too long anyway; drop them at once (linear time on a stream of start flags)
+                    drop = len(buf) - self.MAX_FRAME
+                    self.stats.bytes_skipped += drop
+                    del buf[:drop]
                     continue
                 break
-            nxt_start = buf.find(bytes((START,)), 1, e)
-            if nxt_start > 0:  # a frame start before this frame's end: the first one was cut
+            nxt_start = buf.rfind(bytes((START,)), 1, e)
+            if nxt_start > 0:  # frame starts before this frame's end: all but the last were cut
                 self.stats.malformed += 1
                 self.stats.bytes_skipped += nxt_start
                 del buf[:nxt_start]

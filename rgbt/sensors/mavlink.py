@@ -20,6 +20,8 @@ The armed state comes only from the *vehicle's* HEARTBEAT: heartbeats from groun
 from __future__ import annotations
 
 import math
+import mmap
+import os
 import struct
 import time
 from collections import Counter
@@ -85,7 +87,7 @@ def _frame_size(data: bytes | bytearray, s: int) -> int:
     return 10 + data[s + 1] + 2 + (13 if signed else 0)
 
 
-def tlog_messages(data: bytes, stats: DecodeStats | None = None) -> Iterator[tuple[float, object]]:
+def tlog_messages(data: bytes | mmap.mmap, stats: DecodeStats | None = None) -> Iterator[tuple[float, object]]:
     """``(t_s, message)`` for every CRC-valid MAVLink frame of a ``.tlog`` (each frame preceded
     by its 8-byte big-endian log time in us since the Unix epoch), decoded by pymavlink
     (ardupilotmega dialect, v1 and v2).
@@ -105,6 +107,9 @@ def tlog_messages(data: bytes, stats: DecodeStats | None = None) -> Iterator[tup
     scan = 0  # next byte to search for a start marker
     expect: int | None = _TLOG_STAMP  # where the next frame starts if the log is intact
     rejected = -1  # an expected start already tried (not to count its failure twice)
+    # the next v2 / v1 start marker at or after scan, cached (-1: none left), so that a stream
+    # without one kind of marker is not searched to its end for every candidate
+    next_v2, next_v1 = data.find(b"\xfd"), data.find(b"\xfe")
 
     def decode_at(s: int) -> tuple[object | None, int]:
         if n - s < 8:
@@ -131,7 +136,11 @@ def tlog_messages(data: bytes, stats: DecodeStats | None = None) -> Iterator[tup
         if expect is not None and expect < n and data[expect] in (MAVLINK_STX_V1, MAVLINK_STX_V2):
             s, from_expect = expect, True
         else:
-            found = [x for x in (data.find(b"\xfd", scan), data.find(b"\xfe", scan)) if x >= 0]
+            if 0 <= next_v2 < scan:
+                next_v2 = data.find(b"\xfd", scan)
+            if 0 <= next_v1 < scan:
+                next_v1 = data.find(b"\xfe", scan)
+            found = [x for x in (next_v2, next_v1) if x >= 0]
             s, from_expect = (min(found) if found else -1), False
             if s >= 0 and s == rejected:
                 scan = s + 1
@@ -164,14 +173,21 @@ def decode_tlog(path: str | Path, stats: DecodeStats | None = None) -> dict:
     if not p.is_file():
         raise DecodeError(f"{p}: no such file (expected a MAVLink .tlog)")
     st = stats if stats is not None else DecodeStats()
-    data = p.read_bytes()
-    st.bytes_total = len(data)
     tracker = ArmTracker()
     counts: Counter[str] = Counter()
-    for t, msg in tlog_messages(data, st):
-        counts[msg.get_type()] += 1
-        if t is not None:
-            tracker.update(msg, t)
+    with open(p, "rb") as fh:
+        size = os.fstat(fh.fileno()).st_size
+        st.bytes_total = size
+        # memory-mapped: a large log is read by the OS page by page, never copied whole
+        data = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) if size else b""
+        try:
+            for t, msg in tlog_messages(data, st):  # type: ignore[arg-type]
+                counts[msg.get_type()] += 1
+                if t is not None:
+                    tracker.update(msg, t)
+        finally:
+            if isinstance(data, mmap.mmap):
+                data.close()
     return {"arm_events": [[round(t, 3), a] for t, a in tracker.events], "messages": dict(sorted(counts.items()))}
 
 

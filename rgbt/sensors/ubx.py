@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import calendar
 import datetime
+import math
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import BinaryIO, Iterator
+
+import numpy as np
 
 from rgbt.errors import DecodeError
 from rgbt.sensors.stats import DecodeStats
@@ -76,6 +79,18 @@ UBX_MAX_PAYLOAD = 8192
 NMEA_MAX_SENTENCE = 512  # NMEA 0183 allows 82 characters; u-blox PUBX,03 lines are longer
 
 
+def _fletcher(data: bytes, start: int, stop: int) -> tuple[int, int]:
+    """UBX 8-bit Fletcher checksum (ck_a, ck_b) of ``data[start:stop]``."""
+    if stop - start > 256:  # long payloads (a garbage length field up to 8 KB): vectorised
+        x = np.frombuffer(data, np.uint8, count=stop - start, offset=start).astype(np.int64)
+        return int(x.sum()) & 0xFF, int((x * np.arange(len(x), 0, -1)).sum()) & 0xFF
+    a = b = 0
+    for byte in data[start:stop]:
+        a = (a + byte) & 0xFF
+        b = (b + a) & 0xFF
+    return a, b
+
+
 def _ubx_frames(data: bytes, stats: DecodeStats) -> Iterator[bytes]:
     """Complete UBX frames (``B5 62 class id len16 payload ck_a ck_b``) with a valid Fletcher
     checksum; anything else is skipped one byte at a time (counted in ``stats``)."""
@@ -95,11 +110,7 @@ def _ubx_frames(data: bytes, stats: DecodeStats) -> Iterator[bytes]:
             stats.bytes_skipped += 1
             pos = s + 1
             continue
-        a = b = 0
-        for byte in data[s + 2:end - 2]:
-            a = (a + byte) & 0xFF
-            b = (b + a) & 0xFF
-        if (a, b) != (data[end - 2], data[end - 1]):
+        if (_fletcher(data, s + 2, end - 2)) != (data[end - 2], data[end - 1]):
             stats.checksum_failures += 1
             stats.bytes_skipped += 1
             pos = s + 1
@@ -134,11 +145,7 @@ def read_ubx(stream: BinaryIO, stats: DecodeStats | None = None) -> Iterator[Fix
     and skipped bytes."""
     for parsed in ubx_messages(stream.read(), stats):
         if getattr(parsed, "identity", "") == "NAV-PVT":
-            try:
-                yield fix_from_nav_pvt(parsed)
-            except (AttributeError, TypeError, ValueError, ZeroDivisionError):
-                if stats is not None:
-                    stats.undecodable += 1
+            yield fix_from_nav_pvt(parsed)
 
 
 def _nmea_sentences(data: bytes, stats: DecodeStats) -> Iterator[bytes]:
@@ -193,18 +200,33 @@ def nmea_messages(data: bytes, stats: DecodeStats | None = None) -> Iterator[obj
         yield msg
 
 
-def _gga_fix(msg, date) -> Fix | None:  # noqa: ANN001 - pynmeagps NMEAMessage, datetime.date
-    if msg.lat == "" or msg.lon == "":
+def _num(msg, name: str) -> float | None:  # noqa: ANN001 - pynmeagps NMEAMessage
+    """A finite number field of ``msg``, or None when absent, empty or not a number."""
+    value = getattr(msg, name, None)
+    if value is None or value == "" or isinstance(value, bool):
+        return None
+    try:
+        out = float(value)
+    except (TypeError, ValueError):
+        return None
+    return out if math.isfinite(out) else None
+
+
+def _gga_fix(msg, date: datetime.date | None) -> Fix | None:  # noqa: ANN001 - pynmeagps NMEAMessage
+    """GGA -> :class:`Fix`; None without a finite latitude and longitude."""
+    lat, lon = _num(msg, "lat"), _num(msg, "lon")
+    if lat is None or lon is None or not (-90 <= lat <= 90 and -180 <= lon <= 180):
         return None
     t = None
     tm = getattr(msg, "time", None)
     if date is not None and isinstance(tm, datetime.time):
         t = _valid_utc_ns(date.year, date.month, date.day, tm.hour, tm.minute, tm.second + tm.microsecond / 1e6)
-    quality = int(msg.quality or 0)
+    quality = int(_num(msg, "quality") or 0) if abs(_num(msg, "quality") or 0) < 100 else 0
     status = {0: STATUS_NO_FIX, 2: STATUS_SBAS_FIX, 4: STATUS_GBAS_FIX, 5: STATUS_GBAS_FIX}.get(quality, STATUS_FIX)
-    alt = float(msg.alt or 0.0)
-    sep = float(msg.sep or 0.0)
-    return Fix("GGA", t, float(msg.lat), float(msg.lon), alt + sep, alt, status, quality, int(msg.numSV or 0), None)
+    alt = _num(msg, "alt") or 0.0
+    sep = _num(msg, "sep") or 0.0
+    num_sv = _num(msg, "numSV") or 0.0
+    return Fix("GGA", t, lat, lon, alt + sep, alt, status, quality, int(num_sv) if abs(num_sv) < 1000 else 0, None)
 
 
 def read_nmea(stream: BinaryIO, stats: DecodeStats | None = None) -> Iterator[Fix]:
@@ -216,12 +238,7 @@ def read_nmea(stream: BinaryIO, stats: DecodeStats | None = None) -> Iterator[Fi
         if ident == "RMC" and isinstance(getattr(msg, "date", None), datetime.date):
             date = msg.date
         elif ident == "GGA":
-            try:
-                fix = _gga_fix(msg, date)
-            except (AttributeError, TypeError, ValueError):
-                fix = None
-                if stats is not None:
-                    stats.undecodable += 1
+            fix = _gga_fix(msg, date)
             if fix is not None:
                 yield fix
 
