@@ -88,3 +88,13 @@ def test_spin_refuses_before_importing_rclpy(tmp_path: Path) -> None:
     assert proc.returncode != 0
     assert "RosStackConflict" in proc.stderr and str(fake) in proc.stderr
     assert "fake rclpy must never be imported" not in proc.stderr
+
+
+def test_setup_system_ros_refuses_without_a_sourced_ros(tmp_path: Path) -> None:
+    """``scripts/setup.sh system-ros`` on a shell without ``/opt/ros/<distro>/setup.bash`` sourced:
+    exit 2 naming the command to run, nothing installed."""
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "ROS_DISTRO": ""}
+    proc = subprocess.run(["bash", str(REPO_ROOT / "scripts" / "setup.sh"), "system-ros"], env=env,
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert "source /opt/ros/<distro>/setup.bash" in proc.stderr
