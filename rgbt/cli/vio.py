@@ -133,6 +133,10 @@ def _add_sequence_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--ground-truth", default=None, metavar="FILE",
                    help="ground truth instead of the bag's / dataset's own (TUM for --bag; the dataset's format "
                         "for --dataset)")
+    p.add_argument("--calib", default=None, metavar="FILE",
+                   help="camera calibration instead of the stack's / dataset's: Kalibr camchain, ASL sensor.yaml, "
+                        "KITTI calib.txt or a VINS-Fusion config (pinhole + radtan)")
+    p.add_argument("--calib-camera", type=int, default=0, metavar="N", help="--calib: camera index in the file")
     p.add_argument("--ground-truth-topic", default=None, metavar="TOPIC",
                    help="--bag: ground truth from this topic of the bag (PoseStamped, Odometry, TransformStamped, "
                         "NavSatFix -> local ENU)")
@@ -154,6 +158,15 @@ def _add_sequence_args(p: argparse.ArgumentParser) -> None:
 
 
 def _sequences(args: argparse.Namespace) -> list:
+    seqs = _load_sequences(args)
+    if getattr(args, "calib", None):
+        from rgbt.vio.calibration import apply_calibration
+
+        seqs = [apply_calibration(s, args.calib, args.calib_camera) for s in seqs]
+    return seqs
+
+
+def _load_sequences(args: argparse.Namespace) -> list:
     from rgbt.vio.sequence import bag_sequence, synthetic_sequence
 
     if args.synthetic is not None:
