@@ -386,9 +386,12 @@ def test_trigger_protocol(data):
     body = body.replace("*", "").replace("\n", "")
     framed = data.draw(st.sampled_from([trigger.frame_line(body) if body.isascii() else line, line]))
 
-    def host(buf: bytes) -> tuple:  # type: ignore[type-arg]
+    ask_rate = data.draw(st.booleans())
+
+    def host(buf: bytes) -> float | int:
+        """The host side reading the (fuzzed) reply to RATE? or COUNT?."""
         gen = trigger.TriggerGenerator(trigger.TriggerOptions(reply_timeout_s=0.01), link=_FakeTriggerLink(buf))  # type: ignore[arg-type]
-        return (gen.rate(),) if data.draw(st.booleans()) else (gen.count(),)
+        return gen.rate() if ask_rate else gen.count()
 
     check("trigger", host, framed)
 
