@@ -17,7 +17,7 @@ lock() {  # name python platform extras...
   local args=()
   for e in "$@"; do args+=(--extra "$e"); done
   "$UV" pip compile pyproject.toml "${args[@]}" --python-version "$py" --python-platform "$plat" \
-    --no-emit-package rgbt --quiet \
+    --no-emit-package rgbt --no-python-downloads --quiet \
     --custom-compile-command "scripts/lock.sh $name" -o "locks/$name.txt"
   echo "locks/$name.txt"
 }

@@ -108,7 +108,7 @@ def resolve(uv: str, python: str, arch: str, layer: str, timeout_s: float = 100.
     extras, flags = LAYERS[layer]
     cmd = [uv, "pip", "compile", str(ROOT / "pyproject.toml"), "--quiet", "--no-header", "--no-annotate",
            "--only-binary", ":all:", "--python-version", python, "--python-platform", f"{arch}-manylinux_2_28",
-           "--no-config", *flags]
+           "--no-config", "--no-python-downloads", *flags]
     for extra in extras:
         cmd += ["--extra", extra]
     t0 = time.monotonic()
@@ -161,7 +161,11 @@ def markdown(cells: list[Cell]) -> str:
             "otherwise): `onboard` = core + `cpu`; `onboard-floors` = the same at the lowest versions\n"
             "pyproject allows. `pyorbslam3` has x86_64 Linux wheels only: the `eval` extra skips it\n"
             "elsewhere by a platform marker and `rgbt vio` then names the missing extra (exit 3).\n"
-            "`gpu` on aarch64 (Jetson) is empty on purpose: JetPack ships TensorRT.\n\n" + table(cells))
+            "`gpu` on aarch64 (Jetson) holds only `onnx` on purpose: JetPack ships TensorRT.\n"
+            "`ros-wheels` is reported, not required: on x86_64 it fails here only because `empy` is a\n"
+            "pure-Python sdist (pip builds it, which is how `scripts/setup.sh` installs it on this\n"
+            "machine); there are no aarch64 ROS wheels, so Jetsons use their system ROS 2\n"
+            "(`scripts/setup.sh system-ros`).\n\n" + table(cells))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -61,8 +61,9 @@ def import_optional(module_name: str) -> object:
         missing = (exc.name or "").split(".")[0]
         if not missing or missing == "rgbt" or missing == module_name.split(".")[0]:
             raise
-        return MissingCapability(f"the Python package '{missing}' (needed by {module_name})",
-                                 hint=f"pip install {missing}, or the rgbt extra that provides it")
+        from rgbt.extras import missing_module
+
+        return missing_module(missing, needed_by=module_name)
 
 
 def unavailable(capability: MissingCapability) -> Callable[[argparse.Namespace], int]:
@@ -138,6 +139,10 @@ def main(argv: list[str] | None = None) -> int:
 
 def _classify(exc: Exception) -> tuple[int, str]:
     """The exit code and the one line for an exception that ended a verb."""
+    if isinstance(exc, ModuleNotFoundError) and (exc.name or "rgbt").split(".")[0] != "rgbt":
+        from rgbt.extras import missing_module
+
+        exc = missing_module(exc.name or "")  # a lazily imported optional package (exit 3, naming the extra)
     if isinstance(exc, MissingCapability):
         return EXIT_MISSING, f"unavailable: {_one_line(exc)}"
     if isinstance(exc, RgbtError):
