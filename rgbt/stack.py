@@ -254,17 +254,10 @@ def _expectation(err: dict) -> str:
 
 def load_stack(path: str | Path | None = None) -> Stack:
     """Load and validate a stack YAML (default: the repository's ``calib/stack.yaml``, the CART stack)."""
+    from rgbt.calib._yaml import load_yaml_text, read_text
+
     path = Path(path) if path is not None else DEFAULT_STACK
-    try:
-        text = path.read_text()
-    except OSError as exc:
-        raise ConfigError(str(path), "<file>", None, f"a readable stack YAML ({exc.strerror})") from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"line {mark.line + 1}" if mark else "<yaml>"
-        raise ConfigError(str(path), where, None, f"valid YAML ({getattr(exc, 'problem', exc)})") from None
+    data = load_yaml_text(read_text(path, "stack YAML file"), str(path))
     return stack_from_dict(data, str(path))
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import BinaryIO, Iterator
 
 MAGIC = b"\x89MCAP0\r\n"
+MAX_CHUNK_BYTES = 1 << 28  # 256 MiB: rosbags closes a chunk at 1 MiB plus one message; more is damage
 OP_HEADER, OP_FOOTER, OP_SCHEMA, OP_CHANNEL, OP_MESSAGE, OP_CHUNK, OP_DATA_END = 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x0F
 
 
@@ -104,15 +105,27 @@ def read_chunk(bio: BinaryIO, offset: int) -> Iterator[Schema | Channel | tuple[
 
     bio.seek(offset)
     op, length = struct.unpack("<BQ", bio.read(9))
-    assert op == OP_CHUNK
+    if op != OP_CHUNK:
+        raise ValueError(f"record at offset {offset} is 0x{op:02x}, not a chunk")
+    bio.seek(0, 2)
+    if offset + 9 + length > bio.tell():
+        raise ValueError(f"chunk at offset {offset} needs {length} bytes, past the end of the file")
+    bio.seek(offset + 9)
     body = memoryview(bio.read(length))
     _, _, usize, crc = struct.unpack_from("<QQQI", body, 0)
     compression, off = _string(body, 28)
     (csize,) = struct.unpack_from("<Q", body, off)
+    if off + 8 + csize > len(body):
+        raise ValueError(f"chunk at offset {offset}: records of {csize} bytes do not fit in the chunk")
+    if (compression == "" and usize != csize) or usize > MAX_CHUNK_BYTES:
+        raise ValueError(f"chunk at offset {offset}: uncompressed size {usize} does not match "
+                         f"{csize} stored bytes ({compression or 'uncompressed'})")
     records = memoryview(decompress(bytes(body[off + 8:off + 8 + csize]), compression, usize, crc))
     pos = 0
     while pos < len(records):
         op, length = struct.unpack_from("<BQ", records, pos)
+        if pos + 9 + length > len(records):
+            raise ValueError(f"chunk at offset {offset}: record 0x{op:02x} at {pos} runs past the chunk's end")
         rec = records[pos + 9:pos + 9 + length]
         pos += 9 + length
         if op == OP_SCHEMA:

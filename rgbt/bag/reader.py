@@ -13,9 +13,13 @@ Every failure is a :class:`rgbt.errors.BagError` naming the file and, where know
 from __future__ import annotations
 
 import heapq
+import io
+import os
 import re
 import struct
+from collections import OrderedDict
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping
 
@@ -27,6 +31,8 @@ from rgbt.bag.ros1scan import header_fields
 from rgbt.errors import BagError
 
 _OFFSET_RE = re.compile(r"offset (\d+)")
+# Typestores built from a bag's definitions, keyed by those definitions (read-only once built).
+_STORES: OrderedDict[tuple, tuple[Typestore, frozenset[str]]] = OrderedDict()
 
 
 @dataclass(frozen=True)
@@ -107,7 +113,8 @@ class BagReader:
     def open(self) -> None:
         path = self.path
         if not path.exists():
-            raise BagError(f"{path}: no such file or directory")
+            raise BagError(f"{path}: no such file or directory (expected a ROS 1 .bag, a ROS 2 bag directory, "
+                           "or a .mcap / .db3 file)")
         if path.is_dir():
             self._open_ros2_dir()
         elif path.suffix == ".bag" or path.name.endswith(".bag.active"):
@@ -149,10 +156,15 @@ class BagReader:
 
         self.kind, self.storage = "ros1", "bag"
         reader = Reader1(self.path)
+        reader.path = _BoundedPath(self.path)  # type: ignore[assignment]
         try:
             reader.open()
         except Exception as exc:  # noqa: BLE001 - rosbags raises several types for damaged files
-            raise BagError(f"{self.path}: cannot read ROS 1 bag: {_ros1_diagnosis(self.path) or exc}") from exc
+            try:
+                diagnosis = _ros1_diagnosis(self.path)
+            except Exception:  # noqa: BLE001 - the diagnosis is a bonus; rosbags' own message stays
+                diagnosis = ""
+            raise BagError(f"{self.path}: cannot read ROS 1 bag: {diagnosis or exc}") from exc
         self._reader = reader
         self._connections = list(reader.connections)
 
@@ -176,7 +188,11 @@ class BagReader:
             reader = Reader2(path)
             reader.open()
         except Exception as exc:  # noqa: BLE001
-            raise BagError(f"{path}: cannot read ROS 2 bag: {self._ros2_diagnosis(path, exc)}") from exc
+            try:
+                diagnosis = self._ros2_diagnosis(path, exc)
+            except Exception:  # noqa: BLE001 - the diagnosis is a bonus; rosbags' own message stays
+                diagnosis = str(exc)
+            raise BagError(f"{path}: cannot read ROS 2 bag: {diagnosis}") from exc
         self._reader = reader
         self._connections = list(reader.connections)
         if path.is_dir():
@@ -185,7 +201,10 @@ class BagReader:
             self.metadata = {str(k): str(v) for k, v in custom.items()}
         else:
             self.storage = "mcap" if path.suffix == ".mcap" else "sqlite3"
-            self.metadata = _mcap_custom_data(path) if path.suffix == ".mcap" else {}
+            try:
+                self.metadata = _mcap_custom_data(path) if path.suffix == ".mcap" else {}
+            except Exception:  # noqa: BLE001 - a damaged metadata record only loses custom_data
+                self.metadata = {}
 
     def _ros2_diagnosis(self, path: Path, exc: Exception) -> str:
         files = sorted(path.glob("*.mcap")) if path.is_dir() else [path] if path.suffix == ".mcap" else []
@@ -209,10 +228,22 @@ class BagReader:
         from rgbt.bag.types import ros1_typestore, ros2_typestore
 
         fallback = ros1_typestore() if self.kind == "ros1" else ros2_typestore()
-        store = get_typestore(Stores.EMPTY)
         by_type: dict[str, list[Connection]] = {}
         for conn in self._connections:
             by_type.setdefault(conn.msgtype, []).append(conn)
+        # The same definitions give the same store: reuse it (and rosbags' generated (de)serializers,
+        # which cost ~0.1 s per type to build) across the files of a split bag and repeated opens.
+        key = (self.kind, tuple(sorted((t, tuple(sorted({(str(c.msgdef.format), c.msgdef.data, c.digest or "")
+                                                          for c in conns})))
+                                       for t, conns in by_type.items())))
+        cached = _STORES.get(key)
+        if cached is not None:
+            _STORES.move_to_end(key)
+            self.typestore, known = cached
+            self._known = set(known)
+            self.unknown_types = sorted(set(by_type) - self._known)
+            return
+        store = get_typestore(Stores.EMPTY)
         for msgtype, conns in by_type.items():
             # ROS 1 definitions and hashed ROS 2 definitions (Iron+) are authoritative; older ROS 2
             # bags carry no hash and rosbags may report a partial definition for them, so the
@@ -231,6 +262,9 @@ class BagReader:
                     continue
         self.typestore = store
         self.unknown_types = sorted(set(by_type) - self._known)
+        _STORES[key] = (store, frozenset(self._known))
+        while len(_STORES) > 16:
+            _STORES.popitem(last=False)
 
     def deserialize(self, raw: bytes | memoryview, msgtype: str, topic: str = "?") -> Any:
         """Deserialize ``raw`` bytes of ``msgtype`` stored in this bag (CDR or ROS 1 wire format)."""
@@ -326,12 +360,19 @@ class BagReader:
         yield from merged
 
     def _offset_hint(self, exc: Exception, last_t: int | None) -> str:
+        try:
+            return self._find_offset(exc, last_t)
+        except Exception:  # noqa: BLE001 - the hint is a bonus on an error path already
+            return ""
+
+    def _find_offset(self, exc: Exception, last_t: int | None) -> str:
         if m := _OFFSET_RE.search(str(exc)):
             return f" (offset {m.group(1)})"
         # ROS 1: find the damaged chunk by decompressing the candidates (only on this error path)
         infos = getattr(self._reader, "chunk_infos", None)
         headers = getattr(self._reader, "chunks", None)
         if infos and headers:
+            size = self.path.stat().st_size
             candidates = [c for c in infos if last_t is None or c.end_time >= last_t]
             with self.path.open("rb") as bio:
                 for info in candidates:
@@ -339,6 +380,8 @@ class BagReader:
                     if head is None:
                         continue
                     try:
+                        if head.datapos + head.datasize > size:
+                            raise ValueError("runs past the end of the file")
                         bio.seek(head.datapos)
                         data = bio.read(head.datasize)
                         if len(data) < head.datasize:
@@ -347,6 +390,40 @@ class BagReader:
                     except Exception:  # noqa: BLE001 - this is the damaged chunk
                         return f" (damaged chunk record at offset {info.pos}, data at {head.datapos})"
         return ""
+
+
+class _BoundedReader(io.BufferedReader):
+    """A file whose ``read(n)`` never asks for more than the bytes left: rosbags reads record
+    lengths from the file and a damaged one (4 GiB) would otherwise allocate that much first."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(io.FileIO(path, "rb"))
+        self._size = os.fstat(self.fileno()).st_size
+
+    def read(self, size: int | None = -1) -> bytes:
+        if size is not None and size > 0:
+            size = min(size, max(0, self._size - self.tell()))
+        return super().read(size)
+
+
+class _BoundedPath:
+    """What rosbags' ROS 1 reader needs of its path (``open``, ``exists``, ``str``), opening a
+    :class:`_BoundedReader`."""
+
+    def __init__(self, path: Path) -> None:
+        self._path = path
+
+    def open(self, mode: str = "rb") -> _BoundedReader:  # noqa: ARG002 - the reader only reads
+        return _BoundedReader(self._path)
+
+    def exists(self) -> bool:
+        return self._path.exists()
+
+    def __fspath__(self) -> str:
+        return str(self._path)
+
+    def __str__(self) -> str:
+        return str(self._path)
 
 
 def _named_source(storage: Any, sconns: list[Connection], wanted: dict[tuple[str, str], Connection],
@@ -388,20 +465,25 @@ def _closure(store: Typestore, msgtype: str) -> dict[str, Any]:
 
 def _types_from_msgdef(conn: Connection, msgtype: str) -> dict[str, Any]:
     """Types from a connection's embedded definition, or ``{}`` when absent or unparsable."""
-    fmt, data = conn.msgdef.format, conn.msgdef.data
+    return dict(_parse_msgdef(conn.msgdef.format, conn.msgdef.data, msgtype))
+
+
+@lru_cache(maxsize=256)
+def _parse_msgdef(fmt: MessageDefinitionFormat, data: str, msgtype: str) -> tuple[tuple[str, Any], ...]:
+    """Parsed definition (cached: every file of a split bag, and every bag of a session, repeats them)."""
     try:
         if fmt == MessageDefinitionFormat.MSG and data.strip():
-            return dict(get_types_from_msg(data, msgtype))
+            return tuple(get_types_from_msg(data, msgtype).items())
         if fmt == MessageDefinitionFormat.IDL and data.strip():
             sep = "=" * 80 + "\n"
             typs: dict[str, Any] = {}
             parts = data.split(sep)[1:] if data.startswith(f"{sep}IDL: ") else [f"IDL: x\n{data}"]
             for part in parts:
                 typs.update(get_types_from_idl(part.split("\n", 1)[1]))
-            return typs if msgtype in typs else {}
+            return tuple(typs.items()) if msgtype in typs else ()
     except Exception:  # noqa: BLE001 - a broken definition makes the type unknown, not the bag unreadable
-        return {}
-    return {}
+        return ()
+    return ()
 
 
 def _storage_id(path: Path) -> str:
@@ -428,6 +510,8 @@ def _mcap_custom_data(path: Path) -> dict[str, str]:
         while pos + 9 <= size:
             bio.seek(pos)
             op, length = struct.unpack("<BQ", bio.read(9))
+            if pos + 9 + length > size:  # checked before reading: a damaged length must not allocate
+                break
             if op == 0x0C:
                 body = memoryview(bio.read(length))
                 (n,) = struct.unpack_from("<I", body, 0)
@@ -465,7 +549,7 @@ def _ros1_diagnosis(path: Path) -> str:
         if len(raw) < 4:
             return f"file truncated at offset {size} inside the bag header record"
         (hlen,) = struct.unpack("<I", raw)
-        header = bio.read(hlen)
+        header = bio.read(hlen) if 17 + hlen <= size else b""
         if len(header) < hlen:
             return f"file truncated at offset {size} inside the bag header record (needs {13 + 4 + hlen} bytes)"
         fields = header_fields(header)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import re
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -46,26 +47,19 @@ def _salvage(path: Path) -> tuple[int, int]:
         with path.open("rb") as bio:
             for offset, length in scan.chunks:
                 try:
-                    items = list(read_chunk(bio, offset))
+                    items = _chunk_items(bio, offset, schemas)
                 except Exception:  # noqa: BLE001 - a damaged chunk ends the salvage
                     break
                 for item in items:
                     if isinstance(item, Schema):
                         schemas[item.id] = item
-                    elif isinstance(item, Channel):
-                        schema = schemas.get(item.schema_id)
-                        msgtype = schema.name if schema else "unknown/msg/Unknown"
-                        fmt = MessageDefinitionFormat.IDL if schema and schema.encoding == "ros2idl" \
-                            else MessageDefinitionFormat.MSG
-                        conn = Connection(len(conns) + 1, item.topic, msgtype,
-                                          MessageDefinition(fmt, schema.data.decode() if schema else ""), "", 0,
-                                          ConnectionExtRosbag2(item.message_encoding or "cdr",
-                                                               parse_qos(item.metadata.get("offered_qos_profiles", ""))),
-                                          None)
-                        if msgtype not in {s.name for s in out.schemas}:
+                    elif isinstance(item, tuple) and isinstance(item[0], Channel):
+                        channel, conn, qos_text = item
+                        conn = conn._replace(id=len(conns) + 1)
+                        if conn.msgtype not in {s.name for s in out.schemas}:
                             out.add_msgtype(conn)
-                        out.add_connection(conn, item.metadata.get("offered_qos_profiles", ""))
-                        conns[item.id] = conn
+                        out.add_connection(conn, qos_text)
+                        conns[channel.id] = conn
                     else:
                         cid, t_ns, data = item
                         if cid in conns:
@@ -73,9 +67,11 @@ def _salvage(path: Path) -> tuple[int, int]:
                             count += 1
                 kept_end = offset + 9 + length
         out.finish("", fsync=True)
-    except BaseException:
+    except BaseException as exc:
         out.abandon()
         tmp.unlink(missing_ok=True)
+        if isinstance(exc, Exception) and not isinstance(exc, BagError):
+            raise BagError(f"{path}: cannot write the recovered file: {exc}") from exc
         raise
     lost = max(0, scan.size - kept_end)
     if count:
@@ -86,12 +82,40 @@ def _salvage(path: Path) -> tuple[int, int]:
     return count, lost
 
 
+def _chunk_items(bio: Any, offset: int, schemas: dict[int, Schema]) -> list[Any]:
+    """Everything one chunk holds, decoded and checked before any of it is written: schemas,
+    ``(channel, connection, qos text)`` and messages ``(channel id, log time, data)``."""
+    schemas = dict(schemas)
+    out: list[Any] = []
+    for item in read_chunk(bio, offset):
+        if isinstance(item, Schema):
+            schemas[item.id] = item
+            out.append(item)
+        elif isinstance(item, Channel):
+            schema = schemas.get(item.schema_id)
+            msgtype = schema.name if schema else "unknown/msg/Unknown"
+            fmt = MessageDefinitionFormat.IDL if schema and schema.encoding == "ros2idl" \
+                else MessageDefinitionFormat.MSG
+            qos_text = item.metadata.get("offered_qos_profiles", "")
+            conn = Connection(0, item.topic, msgtype, MessageDefinition(fmt, schema.data.decode() if schema else ""),
+                              "", 0, ConnectionExtRosbag2(item.message_encoding or "cdr", parse_qos(qos_text)), None)
+            out.append((item, conn, qos_text))
+        else:
+            out.append(item)
+    return out
+
+
 def _rihs01(msgtype: str, msgdef: MessageDefinition) -> str:
+    return _rihs01_of(msgtype, msgdef.data)
+
+
+@lru_cache(maxsize=64)
+def _rihs01_of(msgtype: str, data: str) -> str:
     from rosbags.typesys import Stores, get_types_from_msg, get_typestore
 
     try:
         store = get_typestore(Stores.EMPTY)
-        store.register(get_types_from_msg(msgdef.data, msgtype))
+        store.register(get_types_from_msg(data, msgtype))
         return store.hash_rihs01(msgtype)
     except Exception:  # noqa: BLE001 - no hash is better than no metadata
         return ""
@@ -127,6 +151,8 @@ def rebuild_metadata(path: str | Path, custom_data: dict[str, str] | None = None
                                                       "type_description_hash": _rihs01(conn.msgtype, conn.msgdef)},
                                    "message_count": 0}
                 topics[key]["message_count"] += conn.msgcount
+        except Exception as exc:  # noqa: BLE001 - a finished-looking file whose summary is damaged
+            raise BagError(f"{file}: cannot read after recovery: {exc}") from exc
         finally:
             reader.close()
     nonempty = [e for e in entries if e["message_count"]]

@@ -79,17 +79,57 @@ def _records(bio: BinaryIO | memoryview, size: int, start: int) -> Iterator[tupl
             if len(raw) < 4:
                 return
             (hlen,) = struct.unpack("<I", raw)
+            if pos + 8 + hlen > size:  # checked before reading: a damaged length must not allocate
+                return
             header = bio.read(hlen)
             raw = bio.read(4)
             if len(header) < hlen or len(raw) < 4:
                 return
             (dlen,) = struct.unpack("<I", raw)
+            if pos + 8 + hlen + dlen > size:
+                return
             data = bio.read(dlen)
             if len(data) < dlen:
                 return
             end = pos + 8 + hlen + dlen
         yield pos, header_fields(header), data, end
         pos = end
+
+
+def _op(fields: dict[str, bytes]) -> int:
+    op = fields.get("op", b"")
+    return op[0] if len(op) == 1 else -1
+
+
+class _BadRecord(Exception):
+    """A record whose header fields are missing or malformed."""
+
+
+def _u32(fields: dict[str, bytes], name: str) -> int:
+    value = fields.get(name)
+    if value is None or len(value) != 4:
+        raise _BadRecord(f"field {name!r} is {value!r}, expected 4 bytes")
+    return struct.unpack("<I", value)[0]
+
+
+def _time(fields: dict[str, bytes]) -> int:
+    value = fields.get("time")
+    if value is None or len(value) != 8:
+        raise _BadRecord(f"field 'time' is {value!r}, expected 8 bytes")
+    sec, nsec = struct.unpack("<II", value)
+    return sec * 1_000_000_000 + nsec
+
+
+def _text(fields: dict[str, bytes], name: str, required: bool = True) -> str | None:
+    value = fields.get(name)
+    if value is None:
+        if required:
+            raise _BadRecord(f"field {name!r} is missing")
+        return None
+    try:
+        return value.decode()
+    except UnicodeDecodeError as exc:
+        raise _BadRecord(f"field {name!r} is not UTF-8 text ({exc})") from None
 
 
 def _normalize(msgtype: str) -> str:
@@ -99,13 +139,18 @@ def _normalize(msgtype: str) -> str:
 
 def _connection(fields: dict[str, bytes], data: bytes) -> Ros1Connection:
     conn = header_fields(data)
-    latching = conn.get("latching")
+    latching = _text(conn, "latching", required=False)
+    if latching is not None and not (latching or "0").isdigit():
+        raise _BadRecord(f"field 'latching' is {latching!r}, expected 0 or 1")
+    msgtype = _text(conn, "type") or ""
+    if "/" not in msgtype:
+        raise _BadRecord(f"field 'type' is {msgtype!r}, expected pkg/Type")
     return Ros1Connection(
-        id=struct.unpack("<I", fields["conn"])[0], topic=fields["topic"].decode(),
-        msgtype=_normalize(conn["type"].decode()), md5sum=conn.get("md5sum", b"").decode(),
-        msgdef=conn.get("message_definition", b"").decode(),
-        callerid=conn["callerid"].decode() if "callerid" in conn else None,
-        latching=int(latching.decode() or 0) if latching is not None else None)
+        id=_u32(fields, "conn"), topic=_text(fields, "topic") or "",
+        msgtype=_normalize(msgtype), md5sum=_text(conn, "md5sum", required=False) or "",
+        msgdef=_text(conn, "message_definition", required=False) or "",
+        callerid=_text(conn, "callerid", required=False),
+        latching=int(latching or 0) if latching is not None else None)
 
 
 def scan_ros1(path: str | Path, scan: Ros1Scan | None = None) -> Iterator[tuple[int, int, bytes]]:
@@ -113,46 +158,58 @@ def scan_ros1(path: str | Path, scan: Ros1Scan | None = None) -> Iterator[tuple[
 
     Fills ``scan`` (connections, where it stopped and why) as it goes.
     """
-    from rosbags.rosbag1.reader import decompressors
-
     path = Path(path)
     scan = scan if scan is not None else Ros1Scan(path.stat().st_size)
     with path.open("rb") as bio:
         if bio.read(len(MAGIC)) != MAGIC:
             raise BagError(f"{path}: not a ROS 1 bag v2.0 (bad magic)")
         for pos, fields, data, end in _records(bio, scan.size, len(MAGIC)):
-            op = fields.get("op", b"\0")[0]
-            if op == OP_CHUNK:
-                compression = fields.get("compression", b"none").decode()
-                if compression not in decompressors:
-                    scan.problem = f"chunk at offset {pos}: unknown compression {compression!r}"
-                    return
-                try:
-                    raw = decompressors[compression](data)
-                except Exception as exc:  # noqa: BLE001 - a damaged chunk ends the salvage
-                    scan.problem = f"chunk at offset {pos} cannot be decompressed: {exc}"
-                    return
-                view = memoryview(raw)
-                for _, ifields, idata, _ in _records(view, len(raw), 0):
-                    iop = ifields.get("op", b"\0")[0]
-                    if iop == OP_CONNECTION:
-                        conn = _connection(ifields, idata)
-                        scan.connections.setdefault(conn.id, conn)
-                    elif iop == OP_MSG:
-                        cid = struct.unpack("<I", ifields["conn"])[0]
-                        sec, nsec = struct.unpack("<II", ifields["time"])
-                        yield cid, sec * 1_000_000_000 + nsec, idata
-                scan.chunks += 1
-            elif op == OP_CONNECTION:
-                conn = _connection(fields, data)
-                scan.connections.setdefault(conn.id, conn)
-            elif op == OP_MSG:  # an uncompressed bag written without chunks
-                cid = struct.unpack("<I", fields["conn"])[0]
-                sec, nsec = struct.unpack("<II", fields["time"])
-                yield cid, sec * 1_000_000_000 + nsec, data
+            try:
+                found = list(_record_messages(pos, fields, data, scan))
+            except _BadRecord as exc:  # a malformed record ends the salvage, like a damaged chunk
+                scan.problem = f"record at offset {pos}: {exc}"
+                return
+            if scan.problem:
+                return
+            yield from found
             scan.complete_end = end
         if scan.complete_end < scan.size and not scan.problem:
             scan.problem = f"incomplete record at offset {scan.complete_end} (file ends at {scan.size})"
+
+
+def _record_messages(pos: int, fields: dict[str, bytes], data: bytes,
+                     scan: Ros1Scan) -> Iterator[tuple[int, int, bytes]]:
+    """The messages of one top-level record (a chunk, a connection, a bare message)."""
+    from rosbags.rosbag1.reader import decompressors
+
+    op = _op(fields)
+    if op == OP_CHUNK:
+        compression = fields.get("compression", b"none").decode(errors="replace")
+        if compression not in decompressors:
+            scan.problem = f"chunk at offset {pos}: unknown compression {compression!r}"
+            return
+        try:
+            raw = decompressors[compression](data)
+        except Exception as exc:  # noqa: BLE001 - a damaged chunk ends the salvage
+            scan.problem = f"chunk at offset {pos} cannot be decompressed: {exc}"
+            return
+        view = memoryview(raw)
+        for ipos, ifields, idata, _ in _records(view, len(raw), 0):
+            iop = _op(ifields)
+            try:
+                if iop == OP_CONNECTION:
+                    conn = _connection(ifields, idata)
+                    scan.connections.setdefault(conn.id, conn)
+                elif iop == OP_MSG:
+                    yield _u32(ifields, "conn"), _time(ifields), idata
+            except _BadRecord as exc:
+                raise _BadRecord(f"chunk, inner record at {ipos}: {exc}") from None
+        scan.chunks += 1
+    elif op == OP_CONNECTION:
+        conn = _connection(fields, data)
+        scan.connections.setdefault(conn.id, conn)
+    elif op == OP_MSG:  # an uncompressed bag written without chunks
+        yield _u32(fields, "conn"), _time(fields), data
 
 
 def reindex_ros1(src: str | Path, dst: str | Path) -> dict[str, Any]:
@@ -167,7 +224,7 @@ def reindex_ros1(src: str | Path, dst: str | Path) -> dict[str, Any]:
     if dst.exists():
         raise BagError(f"{dst}: exists already; not overwriting")
     if not src.is_file():
-        raise BagError(f"{src}: no such file")
+        raise BagError(f"{src}: {'is a directory' if src.is_dir() else 'no such file'}, expected a ROS 1 .bag file")
     with src.open("rb") as fh:
         if fh.read(len(MAGIC)) != MAGIC:
             raise BagError(f"{src}: not a ROS 1 bag v2.0 (bad magic)")
@@ -188,6 +245,12 @@ def reindex_ros1(src: str | Path, dst: str | Path) -> dict[str, Any]:
                                                      latching=conn.latching)
                 writer.write(out[cid], t_ns, raw)
                 count += 1
+    except BagError:
+        dst.unlink(missing_ok=True)
+        raise
+    except Exception as exc:  # noqa: BLE001 - rosbags' writer refuses a salvaged connection or message
+        dst.unlink(missing_ok=True)
+        raise BagError(f"{src}: cannot write the reindexed bag {dst}: {exc}") from exc
     except BaseException:
         dst.unlink(missing_ok=True)
         raise

@@ -8,11 +8,14 @@ VINS was given. PINHOLE camera files hold ``projection_parameters`` (fx fy cx cy
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import cv2
 import numpy as np
+from pydantic import ValidationError
 
 from rgbt.calib.kalibr import rigid_transform_problem
 from rgbt.errors import ConfigError
@@ -33,7 +36,8 @@ class VinsConfig:
 def _open(path: str | Path) -> cv2.FileStorage:
     path = Path(path)
     if not path.is_file():
-        raise ConfigError(str(path), "<file>", None, "an existing VINS-Fusion YAML file")
+        raise ConfigError(str(path), "<file>", "a directory" if path.is_dir() else None,
+                          "an existing VINS-Fusion YAML file")
     try:
         fs = cv2.FileStorage(str(path), cv2.FILE_STORAGE_READ)
     except (cv2.error, SystemError) as exc:
@@ -50,11 +54,39 @@ def _real(fs: cv2.FileStorage, path: Path, key: str) -> float:
         raise ConfigError(str(path), key, None, "this required key")
     if not node.isReal() and not node.isInt():
         raise ConfigError(str(path), key, node.string() or None, "a number")
-    return float(node.real())
+    value = float(node.real())
+    if not math.isfinite(value):
+        raise ConfigError(str(path), key, value, "a finite number")
+    return value
+
+
+def _size(fs: cv2.FileStorage, path: Path, key: str) -> int:
+    value = _real(fs, path, key)
+    if value != int(value) or not 0 < value < 1 << 20:
+        raise ConfigError(str(path), key, value, "a whole number of pixels > 0")
+    return int(value)
+
+
+def _guarded(path: Path, read: Any) -> Any:
+    """Run ``read()``; OpenCV and model-validation failures become a :class:`ConfigError` naming ``path``."""
+    try:
+        return read()
+    except cv2.error as exc:
+        msg = str(exc).strip().splitlines()[-1]
+        raise ConfigError(str(path), "<file>", None, f"an OpenCV FileStorage mapping of VINS-Fusion keys ({msg})") from None
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        key = ".".join(str(p) for p in err["loc"]) or "<value>"
+        raise ConfigError(str(path), key, err.get("input"), err.get("msg", "a valid value")) from None
 
 
 def read_vins_config(path: str | Path) -> VinsConfig:
+    """A VINS-Fusion config: ``body_T_camN`` (T_imu_cam), ``td`` [s], IMU noise, topics, camera files."""
     path = Path(path)
+    return _guarded(path, lambda: _read_vins_config(path))
+
+
+def _read_vins_config(path: Path) -> VinsConfig:
     fs = _open(path)
     try:
         body: dict[int, np.ndarray] = {}
@@ -90,12 +122,16 @@ def read_vins_config(path: str | Path) -> VinsConfig:
 def read_vins_pinhole(path: str | Path) -> tuple[int, int, Intrinsics, Distortion]:
     """A VINS PINHOLE camera file -> (width, height, intrinsics, radtan k1 k2 p1 p2)."""
     path = Path(path)
+    return _guarded(path, lambda: _read_vins_pinhole(path))
+
+
+def _read_vins_pinhole(path: Path) -> tuple[int, int, Intrinsics, Distortion]:
     fs = _open(path)
     try:
         model = fs.getNode("model_type").string()
         if model != "PINHOLE":
             raise ConfigError(str(path), "model_type", model or None, "PINHOLE")
-        w, h = int(_real(fs, path, "image_width")), int(_real(fs, path, "image_height"))
+        w, h = _size(fs, path, "image_width"), _size(fs, path, "image_height")
         proj = {k: _sub(fs, path, "projection_parameters", k) for k in ("fx", "fy", "cx", "cy")}
         dist = [_sub(fs, path, "distortion_parameters", k) for k in ("k1", "k2", "p1", "p2")]
         return w, h, Intrinsics(**proj), Distortion(model="radtan", coeffs=dist)
@@ -110,4 +146,7 @@ def _sub(fs: cv2.FileStorage, path: Path, section: str, key: str) -> float:
     leaf = node.getNode(key)
     if leaf.empty() or not (leaf.isReal() or leaf.isInt()):
         raise ConfigError(str(path), f"{section}.{key}", leaf.string() or None, "a number")
-    return float(leaf.real())
+    value = float(leaf.real())
+    if not math.isfinite(value):
+        raise ConfigError(str(path), f"{section}.{key}", value, "a finite number")
+    return value

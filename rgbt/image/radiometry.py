@@ -92,10 +92,12 @@ class FffFrame:
 def read_fff(path: str | Path) -> FffFrame:
     """Read a FLIR ``.fff`` file (raw counts + CameraInfo); :class:`ImageError` names what is wrong."""
     path = Path(path)
+    if path.is_dir():
+        raise ImageError(f"{path}: is a directory, expected a FLIR .fff file")
     try:
         data = path.read_bytes()
     except OSError as exc:
-        raise ImageError(f"{path}: cannot read: {exc.strerror}") from exc
+        raise ImageError(f"{path}: cannot read: {exc.strerror or exc} (expected a FLIR .fff file)") from exc
     return parse_fff(data, str(path))
 
 
@@ -135,6 +137,8 @@ def parse_fff(data: bytes, name: str = "<bytes>") -> FffFrame:
 
 
 def _record_order(data: bytes, offset: int, name: str, what: str) -> str:
+    if offset + 2 > len(data):
+        raise ImageError(f"{name}: {what} record at {offset} is empty or runs past the end ({len(data)} bytes)")
     if struct.unpack_from("<H", data, offset)[0] == 2:
         return "<"
     if struct.unpack_from(">H", data, offset)[0] == 2:
@@ -145,6 +149,8 @@ def _record_order(data: bytes, offset: int, name: str, what: str) -> str:
 def _parse_raw(data: bytes, subtype: int, offset: int, length: int, name: str) -> np.ndarray:
     if subtype == 3:
         raise ImageError(f"{name}: RawData stored as PNG (subtype 3) is not supported")
+    if length < 32:
+        raise ImageError(f"{name}: RawData record at {offset} is {length} bytes, expected a 32-byte header and pixels")
     order = _record_order(data, offset, name, "RawData")
     width, height = struct.unpack_from(order + "HH", data, offset + 2)
     need = 32 + 2 * width * height

@@ -88,18 +88,33 @@ def load_sidecar(path: str | Path) -> Sidecar:
     path = Path(path)
     if path.suffix == ".onnx":
         path = sidecar_path_for(path)
+    if path.is_dir():
+        raise ModelError(f"{path}: is a directory, expected a model sidecar JSON file (NAME.json)")
     if not path.is_file():
         raise ModelError(f"{path}: model sidecar not found (every ONNX model needs NAME.json beside it)")
     try:
-        data = json.loads(path.read_text())
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise ModelError(f"{path}: cannot read the model sidecar: {exc.strerror or exc}") from exc
+    try:
+        data = json.loads(raw.decode("utf-8-sig"))
+    except UnicodeDecodeError as exc:
+        raise ModelError(f"{path}: sidecar is not UTF-8 JSON text (byte {exc.start} is {raw[exc.start:exc.start + 1]!r}); "
+                         "expected a JSON object") from None
     except json.JSONDecodeError as exc:
         raise ModelError(f"{path}: sidecar is not valid JSON: {exc}") from exc
+    except RecursionError:
+        raise ModelError(f"{path}: sidecar JSON is nested too deeply; expected a JSON object") from None
+    if not isinstance(data, dict):
+        raise ModelError(f"{path}: sidecar is a JSON {type(data).__name__}, expected a JSON object")
     try:
         sc = Sidecar.model_validate(data)
     except ValidationError as exc:
         first = exc.errors()[0]
         key = ".".join(str(p) for p in first["loc"])
-        raise ModelError(f"{path}: {key}: {first['msg']} (got {first.get('input')!r})") from exc
+        got = repr(first.get("input"))
+        got = got if len(got) <= 200 else got[:200] + "..."
+        raise ModelError(f"{path}: {key or '<root>'}: {first['msg']} (got {got})") from exc
     ids = [c.id for c in sc.classes]
     if ids != list(range(len(ids))):
         raise ModelError(f"{path}: classes: ids must be 0..K-1 in order, got {ids}")
