@@ -217,31 +217,40 @@ def _write_outputs(out_dir: str, data: dict, table: str, plots: list | None = No
 
 
 def _cmd_eval(args: argparse.Namespace) -> int:
+    """One sequence: today's result JSON. Several (``--bag``/``--dataset``/``--trajectory`` repeated):
+    each evaluated in turn, one Table-6 layout over all (Markdown + CSV + JSON)."""
     from rgbt.eval.tracking import RunFrame
     from rgbt.vio.eval import EvalOptions, evaluate_sequence
-    from rgbt.vio.report import markdown_table, plot_run
+    from rgbt.vio.report import csv_rows, markdown_table, plot_run
 
-    if len(args.bag or []) > 1 or len(args.trajectory or []) > 1:
-        from rgbt.errors import EvaluationError
-
-        raise EvaluationError("vio eval takes one sequence (use vio ablation for several)")
-    seq = _sequences(args)[0]
+    seqs = _sequences(args)
     opts = EvalOptions(estimator=args.estimator, inertial=args.inertial, runs=args.runs, rate_hz=args.rate,
                        normalization=args.normalization, primary_align=args.align, pace=args.pace,
                        vocab=_vocab_path(args) if args.estimator == "orbslam3" else None)
-    result = evaluate_sequence(seq, opts, show_progress=args.progress, log_dir=args.out)
-    data = result.to_dict()
-    table = markdown_table([data])
-    if args.out:
-        _write_outputs(args.out, data, table)
-        gt = seq.ground_truth_camera()
-        for k, frames in enumerate(result.frames_per_run):
-            rf = [RunFrame(f.t_ns, f.tracked, f.pose, f.map, ffc=f.ffc_truth or f.state == "SKIPPED_FROZEN")
-                  for f in frames]
-            plot_run(rf, gt, Path(args.out) / f"run{k}", align=opts.align,
-                     title=f"{seq.name} {opts.estimator} run {k} ({'synthetic' if seq.synthetic else 'real'})")
+    results = []
+    for seq in seqs:
+        out_dir = None if not args.out else (Path(args.out) if len(seqs) == 1 else Path(args.out) / seq.name)
+        result = evaluate_sequence(seq, opts, show_progress=args.progress, log_dir=out_dir)
+        data = result.to_dict()
+        data["modality"] = seq.camera.name if seq.camera.name in ("thermal", "color", "mono") else args.camera
+        results.append(data)
+        if out_dir is not None:
+            _write_outputs(str(out_dir), data, markdown_table([data]))
+            gt = seq.ground_truth if seq.ground_truth.position_only else seq.ground_truth_camera()
+            for k, frames in enumerate(result.frames_per_run):
+                rf = [RunFrame(f.t_ns, f.tracked, f.pose, f.map, ffc=f.ffc_truth or f.state == "SKIPPED_FROZEN")
+                      for f in frames]
+                plot_run(rf, gt, out_dir / f"run{k}", align=opts.align,
+                         title=f"{seq.name} {opts.estimator} run {k} ({'synthetic' if seq.synthetic else 'real'})")
+    table = markdown_table(results)
+    summary = results[0] if len(results) == 1 else {"sequences": results, "table_md": table}
+    if args.out and len(results) > 1:
+        _write_outputs(args.out, summary, table)
+        (Path(args.out) / "table.csv").write_text(csv_rows(results))
+    elif args.out:
+        (Path(args.out) / "table.csv").write_text(csv_rows(results))
     if args.json:
-        print_json(data)
+        print_json(summary)
     else:
         print(table)
     return 0

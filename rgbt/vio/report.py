@@ -11,9 +11,13 @@ from rgbt.eval.align import align as fit_alignment
 from rgbt.eval.tracking import interpolate
 
 
-def _cell(summary: dict, tracked: dict | None = None, full: dict | None = None) -> str:
+def _cell(summary: dict, tracked: dict | None = None, full: dict | None = None,
+          initialised: list[bool] | None = None) -> str:
     if summary.get("mean") is None:
-        return "failed"
+        # "—" only where the estimator ran and never initialised; "failed" where no run finished.
+        if not initialised:
+            return "failed"
+        return "— (never initialised)" if not any(initialised) else "— (too few tracked poses to score)"
     text = f"{summary['mean']:.3f} ± {summary['std']:.3f}"
     if full and full.get("mean") is not None:
         text += f" (full {full['mean']:.3f})"
@@ -42,7 +46,8 @@ def markdown_table(results: list[dict]) -> str:
                      and r.get("modality", "thermal") == m]
             if match:
                 r = match[0]
-                cells.append(_cell(r["ate_rmse"], r["tracked_fraction_stats"], r["ate_full_rmse"]))
+                cells.append(_cell(r["ate_rmse"], r["tracked_fraction_stats"], r["ate_full_rmse"],
+                                   [ok for ok, run in zip(r.get("initialised", []), r["runs"]) if "error" not in run]))
                 if r.get("fps"):
                     fps.append(r["fps"])
             else:
@@ -112,3 +117,22 @@ def plot_run(frames, gt_camera, out_dir: str | Path, align: str = "sim3", title:
     fig.savefig(paths[-1], dpi=100)
     plt.close(fig)
     return paths
+
+
+def csv_rows(results: list[dict]) -> str:
+    """One CSV row per (sequence, estimator, sensor, modality): ATE over runs, tracked fraction,
+    runs initialised / failed, FPS (the same numbers as the Markdown table, for spreadsheets)."""
+    import csv
+    import io
+
+    buf = io.StringIO()
+    w = csv.writer(buf)
+    w.writerow(["sequence", "synthetic", "estimator", "sensor", "modality", "align", "ate_rmse_mean_m",
+                "ate_rmse_std_m", "ate_full_rmse_mean_m", "tracked_fraction", "runs", "runs_initialised",
+                "runs_failed", "fps"])
+    for r in results:
+        w.writerow([r["sequence"], r["synthetic"], r["estimator"], r["sensor"], r.get("modality", "thermal"),
+                    r["align"], r["ate_rmse"]["mean"], r["ate_rmse"]["std"], r["ate_full_rmse"]["mean"],
+                    r["tracked_fraction"], len(r["runs"]), sum(r.get("initialised", [])), r["failed_runs"],
+                    r.get("fps")])
+    return buf.getvalue()

@@ -113,3 +113,24 @@ def test_simulate_writes_the_dataset_layout(fmt: str, tmp_path: Path, rgbt_cli) 
     if fmt == "euroc":
         np.testing.assert_array_equal(from_dir.imu.t_ns, from_bag.imu.t_ns)
         np.testing.assert_allclose(from_dir.camera.K, from_bag.camera.K)
+
+
+@pytest.mark.slow
+def test_vio_eval_over_several_datasets_writes_one_table(tmp_path: Path, rgbt_cli) -> None:  # type: ignore[no-untyped-def]
+    """SYNTHETIC: two KITTI-layout folders, ORB-SLAM3 mono, one Table-6 layout (MD + CSV + JSON); a
+    sequence too short to score is a result in the table, not an error (exit 0)."""
+    import json
+
+    write_kitti(synthetic_sequence(8.0), tmp_path / "long")
+    write_kitti(synthetic_sequence(0.6), tmp_path / "short")
+    out = tmp_path / "t6"
+    proc = rgbt_cli("vio", "eval", "--dataset", tmp_path / "long", "--dataset", tmp_path / "short", "--runs", "1",
+                    "--pace", "0", "--no-progress", "--json", "--out", out)
+    data = json.loads(proc.stdout)
+    by_name = {r["sequence"]: r for r in data["sequences"]}
+    assert by_name["long"]["ate_rmse"]["mean"] < 0.5 and by_name["long"]["tracked_fraction"] > 0.8
+    assert by_name["short"]["ate_rmse"]["mean"] is None
+    assert "| long (synthetic) |" in data["table_md"] and "— (" in data["table_md"]
+    rows = (out / "table.csv").read_text().splitlines()
+    assert len(rows) == 3 and rows[1].startswith("long,True,orbslam3,mono")
+    assert (out / "long" / "result.json").is_file() and (out / "table.md").is_file()
