@@ -29,7 +29,7 @@ import pytest
 
 from rgbt.paths import IN_CHECKOUT, REPO_ROOT
 
-pytestmark = [pytest.mark.slow, pytest.mark.skipif(not IN_CHECKOUT, reason="builds from the source checkout")]
+pytestmark = [pytest.mark.slow, pytest.mark.ros, pytest.mark.skipif(not IN_CHECKOUT, reason="builds from the source checkout")]
 
 #: What the wheel is built from (rgbt/data/ holds symlinks into calib/, launch/, engines/, nodes/).
 PACKAGING_INPUTS = ("pyproject.toml", "README.md", "LICENSE", "rgbt", "calib", "launch", "nodes", "engines")
