@@ -121,7 +121,6 @@ def test_imu_reboot_resets_and_relocks():
 
 def test_restamper_on_simulator_streams():
     """Streams from rgbt.sim (contract C3, synthetic): Gaussian jitter σ = 3 ms, 1 % drops, FFC."""
-    pytest.importorskip("rgbt.sim", reason="simulator ([sim]) not on this branch yet")
     from rgbt.bench.sync import sim_events
 
     events, truth, lat = sim_events(duration_s=8.0, seed=3, ffc_period_s=2.0)

@@ -13,7 +13,6 @@ from helpers import run_rgbt
 from rgbt.stack import Distortion, Intrinsics, dump_stack, load_stack
 from rgbt.vio.sequence import bag_sequence, synthetic_sequence
 
-pytest.importorskip("rgbt.bag.writer", reason="contract C2 (rgbt.bag) not in this checkout")
 
 
 def _write_bag(tmp_path, seq):
@@ -71,7 +70,6 @@ def test_bag_sequence_round_trip_and_eval(tmp_path, small_vocab):
     assert np.allclose(back.ground_truth.positions, seq.ground_truth.positions, atol=1e-8)
 
     pytest.importorskip("pyorbslam3")
-    pytest.importorskip("rgbt.image.normalize", reason="contract C4 not in this checkout")
     proc = run_rgbt("vio", "eval", "--bag", bag, "--stack", stack_path, "--estimator", "orbslam3", "--runs", "1",
                     "--normalization", "temporal", "--vocab", small_vocab, "--json", "--no-progress", "--pace", "0")
     data = json.loads(proc.stdout)
