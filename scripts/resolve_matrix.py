@@ -94,12 +94,9 @@ def _culprit(stderr: str) -> tuple[str, str]:
             break
     else:
         pkg = "?"
-    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
-    cause = next((ln for ln in lines if ln.startswith("cause:") or ln.startswith("╰─▶")), lines[0] if lines else "")
-    cause = re.sub(r"^(cause:|╰─▶)\s*", "", cause)
-    hint = next((ln for ln in lines if "no usable wheels" in ln or "no wheels" in ln or "Python ABI" in ln
-                 or "platform tag" in ln), "")
-    reason = hint or cause
+    # uv wraps its explanation over several lines: take the first paragraph after "cause:" / "╰─▶"
+    m = re.search(r"(?:cause:|╰─▶)\s*(.*?)(?:\n\s*\n|\Z)", text, re.S)
+    reason = " ".join((m.group(1) if m else text).split())
     return pkg, (reason[:200] + "...") if len(reason) > 200 else reason
 
 
