@@ -59,11 +59,19 @@ def _valid_utc_ns(year: int, month: int, day: int, hour: int, minute: int, secon
     return _utc_ns(year, month, day, hour, minute, second, nano)
 
 
+_NAV_PVT_FIELDS = ("validDate", "validTime", "year", "month", "day", "hour", "min", "second", "nano", "gnssFixOk",
+                   "fixType", "carrSoln", "diffSoln", "hAcc", "vAcc", "lat", "lon", "height", "hMSL", "numSV")
+
+
 def fix_from_nav_pvt(p) -> Fix:  # noqa: ANN001 - pyubx2 UBXMessage
     """NAV-PVT -> :class:`Fix` (lat/lon deg, height mm -> m, hAcc/vAcc mm -> covariance m^2).
 
-    A date/time flagged valid but outside the calendar gives ``t_utc_ns`` None.
+    A date/time flagged valid but outside the calendar gives ``t_utc_ns`` None; a message
+    without the NAV-PVT fields (a short payload) raises :class:`DecodeError`.
     """
+    missing = [f for f in _NAV_PVT_FIELDS if not isinstance(getattr(p, f, None), (int, float))]
+    if missing:
+        raise DecodeError(f"UBX NAV-PVT: fields {', '.join(missing)} missing: expected the 92-byte payload")
     valid_time = bool(p.validDate and p.validTime)
     t = _valid_utc_ns(p.year, p.month, p.day, p.hour, p.min, p.second, p.nano) if valid_time else None
     ok = bool(p.gnssFixOk) and p.fixType in (2, 3, 4)
@@ -145,7 +153,13 @@ def read_ubx(stream: BinaryIO, stats: DecodeStats | None = None) -> Iterator[Fix
     and skipped bytes."""
     for parsed in ubx_messages(stream.read(), stats):
         if getattr(parsed, "identity", "") == "NAV-PVT":
-            yield fix_from_nav_pvt(parsed)
+            try:
+                fix = fix_from_nav_pvt(parsed)
+            except DecodeError:
+                if stats is not None:
+                    stats.undecodable += 1
+                continue
+            yield fix
 
 
 def _nmea_sentences(data: bytes, stats: DecodeStats) -> Iterator[bytes]:
