@@ -73,7 +73,8 @@ def _guarded(path: Path, read: Any) -> Any:
         return read()
     except cv2.error as exc:
         msg = str(exc).strip().splitlines()[-1]
-        raise ConfigError(str(path), "<file>", None, f"an OpenCV FileStorage mapping of VINS-Fusion keys ({msg})") from None
+        raise ConfigError(str(path), "<file>", None,
+                          f"an OpenCV FileStorage mapping of VINS-Fusion keys ({msg})") from None
     except ValidationError as exc:
         err = exc.errors()[0]
         key = ".".join(str(p) for p in err["loc"]) or "<value>"

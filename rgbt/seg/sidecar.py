@@ -99,7 +99,8 @@ def load_sidecar(path: str | Path) -> Sidecar:
     try:
         data = json.loads(raw.decode("utf-8-sig"))
     except UnicodeDecodeError as exc:
-        raise ModelError(f"{path}: sidecar is not UTF-8 JSON text (byte {exc.start} is {raw[exc.start:exc.start + 1]!r}); "
+        bad = raw[exc.start:exc.start + 1]
+        raise ModelError(f"{path}: sidecar is not UTF-8 JSON text (byte {exc.start} is {bad!r}); "
                          "expected a JSON object") from None
     except json.JSONDecodeError as exc:
         raise ModelError(f"{path}: sidecar is not valid JSON: {exc}") from exc
