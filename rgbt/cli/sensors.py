@@ -1,7 +1,10 @@
 """``rgbt sensors``: decode device captures and logs; generate driver parameter files.
 
+Every decoder reports ``packets``, ``checksum_failures`` and ``bytes_skipped``; a file holding no
+valid packet (empty, cut, noise) exits 2 with one line saying so.
+
 - ``rgbt sensors decode vn100 FILE [--csv OUT] [--json]``: VN-100 binary capture (mixed with
-  other bytes) -> CSV, one row per CRC-valid packet; summary ``{packets, crc_failures, bytes_skipped}``.
+  other bytes) -> CSV, one row per CRC-valid packet (``crc_failures`` kept as an alias).
 - ``rgbt sensors decode mavlink FILE [--json]``: ``{arm_events: [[t_s, armed], ...], messages: {name: count}}``.
 - ``rgbt sensors decode ubx FILE [--json]`` / ``decode nmea FILE``: GNSS fixes (lat, lon deg, height m).
 - ``rgbt sensors vn100 PORT`` / ``trigger PORT rate|start|stop|count`` / ``boson PORT status|ffc``:
