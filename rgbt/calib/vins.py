@@ -75,6 +75,8 @@ def _guarded(path: Path, read: Any) -> Any:
         msg = str(exc).strip().splitlines()[-1]
         raise ConfigError(str(path), "<file>", None,
                           f"an OpenCV FileStorage mapping of VINS-Fusion keys ({msg})") from None
+    except UnicodeDecodeError as exc:  # OpenCV hands back a string value that is not UTF-8
+        raise ConfigError(str(path), f"byte {exc.start} of a value", None, "UTF-8 text") from None
     except ValidationError as exc:
         err = exc.errors()[0]
         key = ".".join(str(p) for p in err["loc"]) or "<value>"
