@@ -181,7 +181,7 @@ class BagReader:
         self.unfinished_files = [p for p in mcaps if p.name not in listed]
 
     def _open_ros2(self, path: Path) -> None:
-        from rosbags.rosbag2 import Reader as Reader2
+        Reader2 = _bounded_ros2_reader()
 
         self.kind = "ros2"
         try:
@@ -424,6 +424,32 @@ class _BoundedPath:
 
     def __str__(self) -> str:
         return str(self._path)
+
+
+@lru_cache(maxsize=1)
+def _bounded_ros2_reader() -> type:
+    """rosbags' ROS 2 reader whose MCAP files are opened as :class:`_BoundedReader` (a damaged record
+    length must not allocate gigabytes before the read fails)."""
+    from rosbags.rosbag2 import Reader as Reader2
+    from rosbags.rosbag2.reader import DirectoryReader
+    from rosbags.rosbag2.storage_mcap import McapReader
+
+    class BoundedMcapReader(McapReader):
+        def open(self) -> None:
+            path = self.path
+            self.path = _BoundedPath(Path(path))  # type: ignore[assignment]
+            try:
+                super().open()
+            finally:
+                self.path = path
+
+    class BoundedDirectoryReader(DirectoryReader):
+        STORAGE_PLUGINS = {**DirectoryReader.STORAGE_PLUGINS, "mcap": BoundedMcapReader}
+
+    class BoundedReader(Reader2):
+        STORAGE_PLUGINS = {**Reader2.STORAGE_PLUGINS, "dir": BoundedDirectoryReader, ".mcap": BoundedMcapReader}
+
+    return BoundedReader
 
 
 def _named_source(storage: Any, sconns: list[Connection], wanted: dict[tuple[str, str], Connection],
