@@ -124,7 +124,8 @@ def _colorize(args: argparse.Namespace) -> int:
             rgb = with_colorbar(rgb, float(t_lo), float(t_hi), name=args.cmap, unit="degC")
         else:
             rgb = with_colorbar(rgb, lo, hi, name=args.cmap, unit="counts")
-    if not cv2.imwrite(str(args.output), cv2.cvtColor(rgb, cv2.COLOR_RGB2BGR)):
-        raise ImageError(f"{args.output}: could not write the PNG")
+    from rgbt.image.io import write_image
+
+    write_image(args.output, cv2.cvtColor(rgb, cv2.COLOR_RGB2BGR))
     print(f"{args.output}: {rgb.shape[1]}x{rgb.shape[0]} {args.cmap}")
     return 0

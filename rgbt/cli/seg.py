@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from rgbt.errors import ImageError
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -104,9 +103,10 @@ def _run(args: argparse.Namespace) -> int:
     stage = SegmentationStage(SegStageOptions(args.engine, args.backend, color=bool(args.color),
                                               overlay=bool(args.overlay)))
     res = stage.process(frame)
+    from rgbt.image.io import write_image
+
     for path, img in ((args.output, res.class_ids), (args.color, res.color), (args.overlay, res.overlay)):
         if path:
             out = cv2.cvtColor(img, cv2.COLOR_RGB2BGR) if img.ndim == 3 else img
-            if not cv2.imwrite(str(path), out):
-                raise ImageError(f"{path}: cannot write PNG")
+            write_image(path, out)
     return 0
