@@ -321,23 +321,16 @@ def write_kitti(seq: Sequence, root: str | Path) -> Path:
                                             for t in stamps))
     P0 = np.c_[seq.camera.K, np.zeros(3)]
     (root / "calib.txt").write_text("P0: " + " ".join(repr(float(x)) for x in P0.ravel()) + "\n")
+    from rgbt.eval.tracking import interpolate
+
     gt_cam = seq.ground_truth_camera()
-    mats = _interpolate_poses(gt_cam, np.array(stamps))
+    # Frames a few ms outside the ground truth's span (its first sample after the first frame) hold the end pose.
+    held, which = np.unique(np.clip(np.array(stamps), gt_cam.t_ns[0], gt_cam.t_ns[-1]), return_inverse=True)
+    mats = interpolate(gt_cam, held).matrices()[which]
     (root / "poses.txt").write_text("".join(" ".join(repr(float(x)) for x in m[:3, :].ravel()) + "\n" for m in mats))
     (root / "rgbt_t0_ns.txt").write_text(f"{t0}\n")  # KITTI stamps start at 0: the original epoch
     _mark_synthetic(root, seq)
     return root
-
-
-def _interpolate_poses(traj: Trajectory, t_ns: np.ndarray) -> np.ndarray:
-    """Poses of ``traj`` at ``t_ns``: positions linear, rotations nearest (for export at frame times)."""
-    mats = traj.matrices()
-    idx = np.clip(np.searchsorted(traj.t_ns, t_ns), 1, len(traj) - 1)
-    t_a, t_b = traj.t_ns[idx - 1], traj.t_ns[idx]
-    w = np.clip((t_ns - t_a) / np.maximum(t_b - t_a, 1), 0.0, 1.0)
-    out = np.where((w < 0.5)[:, None, None], mats[idx - 1], mats[idx]).copy()
-    out[:, :3, 3] = (1 - w)[:, None] * traj.positions[idx - 1] + w[:, None] * traj.positions[idx]
-    return out
 
 
 # --- synthetic labelling ---------------------------------------------------------------------------

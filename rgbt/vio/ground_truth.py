@@ -18,14 +18,11 @@ import numpy as np
 
 from rgbt.errors import EvaluationError
 from rgbt.eval.trajectory import Trajectory
+from rgbt.ros.stamps import stamp_to_ns
 
 POSE_TYPES = ("geometry_msgs/msg/PoseStamped", "geometry_msgs/msg/PoseWithCovarianceStamped",
               "nav_msgs/msg/Odometry", "geometry_msgs/msg/TransformStamped", "tf2_msgs/msg/TFMessage",
               "sensor_msgs/msg/NavSatFix")
-
-
-def _stamp_ns(header) -> int:  # type: ignore[no-untyped-def]
-    return int(header.stamp.sec) * 1_000_000_000 + int(header.stamp.nanosec)
 
 
 def _pose_of(msg, msgtype: str):  # type: ignore[no-untyped-def]
@@ -63,14 +60,14 @@ def ground_truth_from_bag(bag_path: str | Path, topic: str, *, child_frame: str 
             if msgtype == "sensor_msgs/msg/NavSatFix":
                 if m.status.status < 0 or not np.isfinite([m.latitude, m.longitude, m.altitude]).all():
                     continue  # no fix
-                t.append(_stamp_ns(m.header))
+                t.append(stamp_to_ns(m.header.stamp))
                 lla.append((m.latitude, m.longitude, m.altitude))
                 continue
             items = [(tr, "geometry_msgs/msg/TransformStamped") for tr in m.transforms
                      if tr.child_frame_id == child_frame] if msgtype == "tf2_msgs/msg/TFMessage" else [(m, msgtype)]
             for item, kind in items:
                 p, q = _pose_of(item, kind)
-                t.append(_stamp_ns(item.header))
+                t.append(stamp_to_ns(item.header.stamp))
                 pos.append(p)
                 quat.append(q)
     if not t:

@@ -15,6 +15,7 @@ import numpy as np
 
 from rgbt.errors import EvaluationError
 from rgbt.eval.trajectory import Trajectory
+from rgbt.ros.stamps import stamp_to_ns
 from rgbt.vio.feed import ImuData
 
 
@@ -208,7 +209,7 @@ def bag_sequence(bag_path: str | Path, stack_path: str | Path | None = None, cam
                 raise EvaluationError(f"{bag_path}: topic {topic} missing (has {sorted(reader.topics)})")
         for rec in reader.messages(topics=[stack.imu.topic]):
             m = rec.msg
-            t.append(int(m.header.stamp.sec) * 1_000_000_000 + int(m.header.stamp.nanosec))
+            t.append(stamp_to_ns(m.header.stamp))
             g.append((m.angular_velocity.x, m.angular_velocity.y, m.angular_velocity.z))
             a.append((m.linear_acceleration.x, m.linear_acceleration.y, m.linear_acceleration.z))
     imu = ImuData(np.array(t), np.array(g), np.array(a))
@@ -227,7 +228,7 @@ def bag_sequence(bag_path: str | Path, stack_path: str | Path | None = None, cam
         with open_bag(bag_path) as r:
             for rec in r.messages(topics=[spec.topic]):
                 m = rec.msg
-                stamp = int(m.header.stamp.sec) * 1_000_000_000 + int(m.header.stamp.nanosec)
+                stamp = stamp_to_ns(m.header.stamp)
                 yield stamp, image_to_numpy(m), False
 
     n = stack.imu.vio_noise_or_noise()  # tuned VIO values (datasheet ones make ORB-SLAM3's IMU init collapse)
