@@ -124,12 +124,14 @@ def seconds_str_to_ns(text: str) -> int:
 
 
 @dataclass
-class _Row:
+class Row:
+    """One data line of a text table: its 1-based line number and its cells."""
+
     line: int  # 1-based line number in the file
     cells: list[str]
 
 
-def _read_text(path: Path) -> str:
+def read_text(path: Path) -> str:
     try:
         return path.read_text()
     except UnicodeDecodeError as exc:
@@ -146,16 +148,16 @@ def _is_number(cell: str) -> bool:
     return True
 
 
-def _rows(path: Path, sep: str | None, text: str | None = None) -> list[_Row]:
+def data_rows(path: Path, sep: str | None, text: str | None = None) -> list[Row]:
     """Every data line of ``path``, split into cells, with its line number.
 
     Blank lines and ``#`` / ``%`` comments are skipped; so is one header line (the first
     non-comment line, when none of its cells is a number). Any other line is data: it is kept and
     checked by the caller, never dropped silently.
     """
-    rows: list[_Row] = []
+    rows: list[Row] = []
     header_allowed = True
-    for number, raw in enumerate((_read_text(path) if text is None else text).splitlines(), start=1):
+    for number, raw in enumerate((read_text(path) if text is None else text).splitlines(), start=1):
         line = raw.strip().lstrip("\ufeff")
         if not line or line[0] in "#%":
             continue
@@ -164,11 +166,11 @@ def _rows(path: Path, sep: str | None, text: str | None = None) -> list[_Row]:
             header_allowed = False
             continue
         header_allowed = False
-        rows.append(_Row(number, cells))
+        rows.append(Row(number, cells))
     return rows
 
 
-def _numbers(path: Path, row: _Row, columns: slice, expected: str) -> list[float]:
+def row_numbers(path: Path, row: Row, columns: slice, expected: str) -> list[float]:
     """The floats of ``row.cells[columns]``; an error naming the line when one is not a finite number."""
     values = []
     for cell in row.cells[columns]:
@@ -182,7 +184,7 @@ def _numbers(path: Path, row: _Row, columns: slice, expected: str) -> list[float
     return values
 
 
-def _stamp_ns(path: Path, row: _Row, cell: str, unit: str) -> int:
+def row_stamp_ns(path: Path, row: Row, cell: str, unit: str) -> int:
     """A stamp cell in seconds (``unit="s"``) or integer nanoseconds (``unit="ns"``) -> int ns."""
     try:
         if unit == "ns" and "." not in cell and "e" not in cell.lower():
@@ -221,33 +223,33 @@ def load_trajectory(path: str | Path, fmt: str = "tum", *, kitti_times: str | Pa
     name = str(path)
     if fmt == "tum":
         expected = "t[s] tx ty tz qx qy qz qw (TUM)"
-        rows = _rows(path, None)
-        _check_rows(path, rows, 8, expected)
-        t_ns = [_stamp_ns(path, r, r.cells[0], "s") for r in rows]
-        a = np.array([_numbers(path, r, slice(1, 8), expected) for r in rows])
+        rows = data_rows(path, None)
+        check_rows(path, rows, 8, expected)
+        t_ns = [row_stamp_ns(path, r, r.cells[0], "s") for r in rows]
+        a = np.array([row_numbers(path, r, slice(1, 8), expected) for r in rows])
         return _build(t_ns, a[:, 0:3], a[:, [6, 3, 4, 5]], name)
     if fmt == "euroc":
-        text = _read_text(path)
+        text = read_text(path)
         comma = "," in text
         expected = "t[ns], px, py, pz, qw, qx, qy, qz (EuRoC)" if comma else "t[ns] tx ty tz qx qy qz qw"
-        rows = _rows(path, "," if comma else None, text)
-        _check_rows(path, rows, 8, expected)
-        t_ns = [_stamp_ns(path, r, r.cells[0], "ns") for r in rows]
-        a = np.array([_numbers(path, r, slice(1, 8), expected) for r in rows])
+        rows = data_rows(path, "," if comma else None, text)
+        check_rows(path, rows, 8, expected)
+        t_ns = [row_stamp_ns(path, r, r.cells[0], "ns") for r in rows]
+        a = np.array([row_numbers(path, r, slice(1, 8), expected) for r in rows])
         quat = a[:, 3:7] if comma else a[:, [6, 3, 4, 5]]
         return _build(t_ns, a[:, 0:3], quat, name)
     expected = "12 numbers (3x4 row-major pose, KITTI)"
-    rows = _rows(path, None)
-    _check_rows(path, rows, 12, expected)
+    rows = data_rows(path, None)
+    check_rows(path, rows, 12, expected)
     mats = np.zeros((len(rows), 4, 4))
-    mats[:, :3, :] = np.array([_numbers(path, r, slice(0, 12), expected) for r in rows]).reshape(-1, 3, 4)
+    mats[:, :3, :] = np.array([row_numbers(path, r, slice(0, 12), expected) for r in rows]).reshape(-1, 3, 4)
     mats[:, 3, 3] = 1.0
     if kitti_times is not None:
         times_path = Path(kitti_times)
         if not times_path.is_file():
             raise EvaluationError(f"{times_path}: KITTI times file not found (expected one stamp in s per line)")
-        time_rows = _rows(times_path, None)
-        times = [_stamp_ns(times_path, r, r.cells[0], "s") for r in time_rows]
+        time_rows = data_rows(times_path, None)
+        times = [row_stamp_ns(times_path, r, r.cells[0], "s") for r in time_rows]
         if len(times) != len(rows):
             raise EvaluationError(f"{times_path}: {len(times)} stamps for {len(rows)} poses in {path}: "
                                   "expected one stamp per pose")
@@ -269,9 +271,9 @@ def _build(t_ns: list[int], positions: np.ndarray, quat_wxyz: np.ndarray, name: 
     return traj
 
 
-def _check_rows(path: Path, rows: list[_Row], n: int, expected: str) -> None:
+def check_rows(path: Path, rows: list[Row], n: int, expected: str) -> None:
     if not rows:
-        raise EvaluationError(f"{path}: empty trajectory (no pose lines): expected {expected}")
+        raise EvaluationError(f"{path}: empty (no data lines): expected {expected}")
     for r in rows:
         if len(r.cells) < n:
             raise EvaluationError(f"{path}: line {r.line} has {len(r.cells)} columns: expected {expected}")

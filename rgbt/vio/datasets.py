@@ -24,7 +24,7 @@ from typing import Iterator
 import numpy as np
 
 from rgbt.errors import EvaluationError
-from rgbt.eval.trajectory import Trajectory, load_trajectory
+from rgbt.eval.trajectory import Row, Trajectory, check_rows, data_rows, load_trajectory, row_numbers, row_stamp_ns
 from rgbt.vio.feed import ImuData
 from rgbt.vio.sequence import CameraModel, Sequence
 
@@ -103,32 +103,13 @@ def _mav0(root: Path) -> Path | None:
     return None
 
 
-def _csv_rows(path: Path, min_cols: int, expected: str) -> list[list[str]]:
+def _csv_rows(path: Path, min_cols: int, expected: str) -> list[Row]:
+    """The data rows of an ASL CSV (comments and one header skipped; every other line kept)."""
     if not path.is_file():
         raise EvaluationError(f"{path}: not found: expected {expected}")
-    try:
-        text = path.read_text()
-    except UnicodeDecodeError:
-        raise EvaluationError(f"{path}: not text: expected {expected}") from None
-    rows = []
-    for n, line in enumerate(text.splitlines(), 1):
-        line = line.strip()
-        if not line or line.startswith("#"):
-            continue
-        cells = [c.strip() for c in line.split(",")]
-        if len(cells) < min_cols:
-            raise EvaluationError(f"{path}: line {n} has {len(cells)} columns: expected {expected}")
-        rows.append(cells)
-    if not rows:
-        raise EvaluationError(f"{path}: no data rows: expected {expected}")
+    rows = data_rows(path, ",")
+    check_rows(path, rows, min_cols, expected)
     return rows
-
-
-def _int_ns(path: Path, cell: str) -> int:
-    try:
-        return int(cell)
-    except ValueError:
-        raise EvaluationError(f"{path}: stamp {cell!r} is not integer nanoseconds") from None
 
 
 def read_asl_camera(sensor_yaml: str | Path, name: str = "cam0") -> CameraModel:
@@ -170,8 +151,9 @@ def asl_sequence(root: str | Path, *, ground_truth: str | Path | None = None) ->
     if mav is None:
         raise EvaluationError(f"{root}: no mav0/cam0 folder: expected the EuRoC / TUM-VI (ASL) layout")
     cam = read_asl_camera(mav / "cam0" / "sensor.yaml")
-    rows = _csv_rows(mav / "cam0" / "data.csv", 2, "#timestamp [ns],filename")
-    images = [(_int_ns(mav / "cam0" / "data.csv", r[0]), mav / "cam0" / "data" / r[1]) for r in rows]
+    cam_csv = mav / "cam0" / "data.csv"
+    rows = _csv_rows(cam_csv, 2, "#timestamp [ns],filename")
+    images = [(row_stamp_ns(cam_csv, r, r.cells[0], "ns"), mav / "cam0" / "data" / r.cells[1]) for r in rows]
     stamps = np.array([t for t, _ in images], dtype=np.int64)
     if len(stamps) > 1 and np.any(np.diff(stamps) <= 0):
         i = int(np.flatnonzero(np.diff(stamps) <= 0)[0])
@@ -179,11 +161,9 @@ def asl_sequence(root: str | Path, *, ground_truth: str | Path | None = None) ->
     imu_path = mav / "imu0" / "data.csv"
     imu_expected = "#timestamp [ns],w_x,w_y,w_z,a_x,a_y,a_z"
     imu_rows = _csv_rows(imu_path, 7, imu_expected)
-    try:
-        values = np.array([[float(c) for c in r[1:7]] for r in imu_rows])
-    except ValueError as exc:
-        raise EvaluationError(f"{imu_path}: {exc}: expected {imu_expected}") from None
-    imu = ImuData(np.array([_int_ns(imu_path, r[0]) for r in imu_rows]), values[:, 0:3], values[:, 3:6])
+    values = np.array([row_numbers(imu_path, r, slice(1, 7), imu_expected) for r in imu_rows])
+    imu = ImuData(np.array([row_stamp_ns(imu_path, r, r.cells[0], "ns") for r in imu_rows]), values[:, 0:3],
+                  values[:, 3:6])
     gt_path = Path(ground_truth) if ground_truth else next(
         (mav / d / "data.csv" for d in _GT_ASL if (mav / d / "data.csv").is_file()), None)
     if gt_path is None:
@@ -284,7 +264,11 @@ def kitti_sequence(root: str | Path, *, ground_truth: str | Path | None = None) 
     gt = load_trajectory(gt_path, "kitti", kitti_times=times_path)
     epoch = root / "rgbt_t0_ns.txt"  # written by write_kitti: KITTI stamps start at 0
     if epoch.is_file():
-        gt = Trajectory(gt.t_ns + _int_ns(epoch, epoch.read_text().strip()), gt.positions, gt.quat_wxyz, name=gt.name)
+        rows = data_rows(epoch, None)
+        check_rows(epoch, rows, 1, "the sequence's first stamp in integer ns")
+        t0 = rows[0]
+        gt = Trajectory(gt.t_ns + row_stamp_ns(epoch, t0, t0.cells[0], "ns"), gt.positions, gt.quat_wxyz,
+                        name=gt.name)
     if len(gt) != len(images):
         raise EvaluationError(f"{gt_path}: {len(gt)} poses for {len(images)} frames in {root / 'image_0'}")
     first = cv2.imread(str(images[0]), cv2.IMREAD_UNCHANGED)
