@@ -59,7 +59,9 @@ def camera_from_file(path: str | Path, index: int = 0) -> CameraModel:
 
         return read_asl_camera(path, name=f"cam{index}")
     if kind == "kitti":
-        return _kitti(path, index)
+        from rgbt.vio.datasets import read_kitti_camera
+
+        return read_kitti_camera(path, index)
     if kind == "vins":
         return _vins(path, index)
     return _kalibr(path, index)
@@ -82,19 +84,6 @@ def _kalibr(path: Path, index: int) -> CameraModel:
     w, h = cam.resolution
     return CameraModel(f"cam{index}", int(w), int(h), K, _radtan(path, cam.distortion_model, cam.distortion_coeffs),
                        T_imu_cam, float(cam.timeshift_cam_imu or 0.0))
-
-
-def _kitti(path: Path, index: int) -> CameraModel:
-    key = f"P{index}:"
-    for line in path.read_text().splitlines():
-        if line.startswith(key):
-            try:
-                P = np.array([float(x) for x in line.split()[1:13]]).reshape(3, 4)
-            except ValueError:
-                break
-            # KITTI's calib.txt has no image size: the image_N frames give it; a nominal 0 until then.
-            return CameraModel(f"cam{index}", 0, 0, P[:, :3].copy(), np.zeros(4), np.eye(4), 0.0)
-    raise EvaluationError(f"{path}: no valid {key!r} row: expected '{key}' followed by 12 numbers")
 
 
 def _vins(path: Path, index: int) -> CameraModel:

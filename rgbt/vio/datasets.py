@@ -236,24 +236,30 @@ def _kitti_gt(root: Path) -> Path | None:
     return None
 
 
+def read_kitti_camera(calib_txt: str | Path, index: int = 0) -> CameraModel:
+    """Camera ``index`` of a KITTI ``calib.txt`` (its ``P<index>:`` row). KITTI gives no image
+    size (0 x 0 here: the frames give it) and no IMU (``T_imu_cam = I``)."""
+    path = Path(calib_txt)
+    if not path.is_file():
+        raise EvaluationError(f"{path}: not found: expected KITTI calib.txt with a 'P{index}:' row of 12 numbers")
+    key = f"P{index}:"
+    for line in path.read_text(errors="replace").splitlines():
+        if line.startswith(key):
+            try:
+                P = np.array([float(x) for x in line.split()[1:13]]).reshape(3, 4)
+            except ValueError:
+                break
+            return CameraModel(f"cam{index}", 0, 0, P[:, :3].copy(), np.zeros(4), np.eye(4), 0.0)
+    raise EvaluationError(f"{path}: no valid {key!r} row: expected '{key}' followed by 12 numbers")
+
+
 def kitti_sequence(root: str | Path, *, ground_truth: str | Path | None = None) -> Sequence:
     """KITTI odometry folder ``root`` (``image_0/``, ``times.txt``, ``calib.txt``) as a monocular
     sequence of camera 0; ground truth ``T_world_cam0`` is the body (``T_imu_cam = I``, no IMU)."""
     import cv2
 
     root = Path(root)
-    calib = root / "calib.txt"
-    if not calib.is_file():
-        raise EvaluationError(f"{calib}: not found: expected KITTI calib.txt with a 'P0:' row of 12 numbers")
-    P0 = None
-    for line in calib.read_text(errors="replace").splitlines():
-        if line.startswith("P0:"):
-            try:
-                P0 = np.array([float(x) for x in line.split()[1:13]]).reshape(3, 4)
-            except ValueError:
-                P0 = None
-    if P0 is None:
-        raise EvaluationError(f"{calib}: no valid 'P0:' row: expected 'P0: ' followed by 12 numbers")
+    cam = read_kitti_camera(root / "calib.txt")
     times_path = root / "times.txt"
     images = sorted((root / "image_0").glob("*.png"))
     if not images:
@@ -274,8 +280,7 @@ def kitti_sequence(root: str | Path, *, ground_truth: str | Path | None = None) 
     first = cv2.imread(str(images[0]), cv2.IMREAD_UNCHANGED)
     if first is None:
         raise EvaluationError(f"{images[0]}: unreadable image")
-    h, w = first.shape[:2]
-    cam = CameraModel("cam0", w, h, P0[:, :3].copy(), np.zeros(4), np.eye(4), 0.0)
+    cam.height, cam.width = first.shape[:2]
 
     def frames() -> Iterator[tuple[int, np.ndarray, bool]]:
         for t, path in zip(gt.t_ns, images):
