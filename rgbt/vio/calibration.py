@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from rgbt.errors import EvaluationError
+from rgbt.vio.datasets import radtan_coeffs, read_asl_camera, read_kitti_camera
 from rgbt.vio.sequence import CameraModel, Sequence
 
 
@@ -39,15 +40,6 @@ def _kind(path: Path) -> str:
                           "a KITTI calib.txt or a VINS-Fusion config")
 
 
-def _radtan(path: Path, model: str, coeffs: list[float] | np.ndarray) -> np.ndarray:
-    if model not in ("radtan", "radial-tangential", "none", "plumb_bob"):
-        raise EvaluationError(f"{path}: distortion model {model!r}: expected radtan (radial-tangential) or none")
-    dist = np.zeros(4)
-    c = np.asarray(coeffs, dtype=np.float64).ravel()
-    dist[: min(4, c.size)] = c[:4]
-    return dist
-
-
 def camera_from_file(path: str | Path, index: int = 0) -> CameraModel:
     """Camera ``index`` of the calibration file ``path`` (format detected from its content)."""
     path = Path(path)
@@ -55,12 +47,8 @@ def camera_from_file(path: str | Path, index: int = 0) -> CameraModel:
         raise EvaluationError(f"{path}: calibration file not found")
     kind = _kind(path)
     if kind == "asl":
-        from rgbt.vio.datasets import read_asl_camera
-
         return read_asl_camera(path, name=f"cam{index}")
     if kind == "kitti":
-        from rgbt.vio.datasets import read_kitti_camera
-
         return read_kitti_camera(path, index)
     if kind == "vins":
         return _vins(path, index)
@@ -82,7 +70,7 @@ def _kalibr(path: Path, index: int) -> CameraModel:
     K = np.array([[fx, 0, cx], [0, fy, cy], [0, 0, 1.0]])
     T_imu_cam = np.linalg.inv(np.asarray(cam.T_cam_imu, dtype=np.float64))  # Kalibr stores IMU -> camera
     w, h = cam.resolution
-    return CameraModel(f"cam{index}", int(w), int(h), K, _radtan(path, cam.distortion_model, cam.distortion_coeffs),
+    return CameraModel(f"cam{index}", int(w), int(h), K, radtan_coeffs(path, cam.distortion_model, cam.distortion_coeffs),
                        T_imu_cam, float(cam.timeshift_cam_imu or 0.0))
 
 
@@ -96,7 +84,7 @@ def _vins(path: Path, index: int) -> CameraModel:
         raise EvaluationError(f"{path}: no cam{index}_calib: expected the PINHOLE file the config names")
     width, height, intr, dist = read_vins_pinhole(path.parent / cfg.cam_calib[index])
     return CameraModel(f"cam{index}", int(width), int(height), np.asarray(intr.K(), dtype=np.float64),
-                       _radtan(path, dist.model, dist.coeffs), np.asarray(cfg.body_T_cam[index]), float(cfg.td_s))
+                       radtan_coeffs(path, dist.model, dist.coeffs), np.asarray(cfg.body_T_cam[index]), float(cfg.td_s))
 
 
 def apply_calibration(seq: Sequence, path: str | Path, index: int = 0) -> Sequence:

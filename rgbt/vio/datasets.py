@@ -133,13 +133,20 @@ def read_asl_camera(sensor_yaml: str | Path, name: str = "cam0") -> CameraModel:
                               "resolution [w, h], distortion_model, distortion_coefficients") from None
     if doc.get("camera_model", "pinhole") != "pinhole":
         raise EvaluationError(f"{path}: camera_model {doc.get('camera_model')!r}: expected pinhole")
-    if model not in ("radial-tangential", "radtan", "none"):
-        raise EvaluationError(f"{path}: distortion_model {model!r}: expected radial-tangential (an equidistant "
-                              "TUM-VI camera needs its images undistorted first)")
-    dist = np.zeros(4)
-    dist[: min(4, len(coeffs))] = coeffs[:4]
     K = np.array([[fu, 0, cu], [0, fv, cv], [0, 0, 1.0]])
-    return CameraModel(name, width, height, K, dist, T, 0.0)
+    return CameraModel(name, width, height, K, radtan_coeffs(path, model, coeffs), T, 0.0)
+
+
+def radtan_coeffs(path: Path, model: str, coeffs: list[float] | np.ndarray) -> np.ndarray:
+    """``k1 k2 p1 p2`` of a radial-tangential (or no) distortion; any other model is an error naming
+    ``path`` (the estimator feed is pinhole + radtan)."""
+    if model not in ("radial-tangential", "radtan", "plumb_bob", "none"):
+        raise EvaluationError(f"{path}: distortion model {model!r}: expected radtan (radial-tangential) or none "
+                              "(an equidistant camera, e.g. TUM-VI's, needs its images undistorted first)")
+    dist = np.zeros(4)
+    c = np.asarray(coeffs, dtype=np.float64).ravel()
+    dist[: min(4, c.size)] = c[:4]
+    return dist
 
 
 def asl_sequence(root: str | Path, *, ground_truth: str | Path | None = None) -> Sequence:
