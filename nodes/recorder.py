@@ -3,6 +3,9 @@
 Starts on the autopilot's arm (``std_msgs/Bool`` on ``/rgbt/armed``) and stops when disarmed for
 ``debounce_s``; ``start: always`` records from start-up; services ``~/start``, ``~/stop``,
 ``~/split`` (``std_srvs/Trigger``) and ``~/prearm_check`` (its ``message`` is a JSON report).
+Memory: lossless within ``memory_budget_mb`` (default ``buffer_s`` seconds of the recorded streams),
+split between the middleware's reader queues and the writer queue (``rgbt.ros.recording.plan_buffers``);
+a message beyond it is dropped and counted (``dropped_budget``), never lost silently.
 Never corrupts a bag: SIGINT / SIGTERM (the spin loop calls ``close()``), a write error, the size
 cap or low disk space close the current file with its summary. Each bag directory gets
 ``rgbt_manifest.json`` (topics, counts, rates, drops, sync status, FFC events, disk, why it stopped).
@@ -22,7 +25,7 @@ from rgbt.ros.msgtypes import get_message
 from rgbt.ros.node import RgbtNode
 from rgbt.ros.options import RecorderOptions
 from rgbt.ros.qos import qos_profile, qos_to_yaml
-from rgbt.ros.recording import Recording, stack_rates, stack_topic_types
+from rgbt.ros.recording import Recording, plan_buffers, stack_message_bytes, stack_rates, stack_topic_types
 from rgbt.ros.spin import node_main
 
 
@@ -39,6 +42,11 @@ class RecorderNode(RgbtNode):
         self.rec = Recording(o, log=self.get_logger().info, synthetic=o.synthetic or bool(stack.synthetic))
         self.wanted = [t for t in dict.fromkeys(wanted)]
         self.rec.expected_rates = {t: hz for t, hz in stack_rates(stack).items() if t in self.wanted}
+        rates = {t: hz for t, hz in stack_rates(stack).items() if t in self.wanted}
+        self.plan = plan_buffers(o, rates, stack_message_bytes(stack))
+        self.rec.writer_budget_bytes = self.plan.writer_bytes
+        self.get_logger().info(f"memory budget {self.plan.budget_bytes / 1e6:.0f} MB: reader queues "
+                               f"{self.plan.depths}, writer queue {self.plan.writer_bytes / 1e6:.0f} MB")
         self.subscribed: dict[str, str] = {}
         self._write_errors_seen = 0
         for topic in self.wanted:
@@ -58,7 +66,10 @@ class RecorderNode(RgbtNode):
             self.rec.start("always")
 
     def _subscribe(self, topic: str, msgtype: str) -> None:
-        qos = self.in_qos if msgtype == "sensor_msgs/msg/Image" else self.small_qos
+        o = self.options
+        depth = self.plan.depths.get(topic)
+        qos = (qos_profile(o.input_qos, depth) if depth else
+               self.in_qos if msgtype == "sensor_msgs/msg/Image" else self.small_qos)
         events = SubscriptionEventCallbacks(message_lost=lambda info, t=topic: self.rec.lost(t, info.total_count_change))
         self.create_subscription(get_message(msgtype), topic, self.guard(lambda raw, t=topic: self.rec.on_message(
             t, raw, self.now_ns()), topic), qos, raw=True, event_callbacks=events)

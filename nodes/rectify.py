@@ -2,30 +2,33 @@
 the same (restamped) trigger time -> both stereo-rectified onto the pair's 960x600 canvas
 (``rgbt.image.rectify.RgbtRectifier``), published on ``{output_prefix}/<camera name>``.
 
-Pairs are matched on identical header stamps, which the trigger sync makes exact (colour at every
-second trigger, thermal at every trigger); unmatched thermal frames are normal (30 of 60 Hz).
+Pairs are matched on identical header stamps (``rgbt.ros.sync_adapter.StampPairer``), which the
+trigger sync makes exact (colour at every second trigger, thermal at every trigger); unmatched
+thermal frames are normal (30 of 60 Hz). Overload policy: frames arrive as raw CDR, a pair is
+handed to a low-priority worker (``rgbt.ros.mailbox``) and only the newest pair is rectified; stale
+pairs are dropped unread and counted (``latest.dropped_stale``).
 """
 
 from __future__ import annotations
 
-from collections import OrderedDict
-
 from sensor_msgs.msg import Image
 
-from rgbt.ros.image import image_to_numpy, numpy_to_image
+from rgbt.ros.image import cdr_to_image
+from rgbt.ros.mailbox import LatestFrameNode
 from rgbt.ros.node import RgbtNode
 from rgbt.ros.options import RectifyOptions
 from rgbt.ros.spin import node_main
-from rgbt.ros.stamps import stamp_to_ns
+from rgbt.ros.stamps import cdr_stamp_ns
 
 
-class RectifyNode(RgbtNode):
+class RectifyNode(LatestFrameNode, RgbtNode):
     options_model = RectifyOptions
     default_name = "rectify"
 
     def __init__(self, name: str | None = None, **kwargs) -> None:  # type: ignore[no-untyped-def]
         super().__init__(name, **kwargs)
         from rgbt.image.rectify import RgbtRectifier
+        from rgbt.ros.sync_adapter import StampPairer
 
         o = self.options
         stack = self.stack()
@@ -34,24 +37,30 @@ class RectifyNode(RgbtNode):
         self.cams = (pair.cam0, pair.cam1)
         topics = (o.cam0_topic or stack.camera(pair.cam0).topic, o.cam1_topic or stack.camera(pair.cam1).topic)
         self.frame_id = stack.camera(pair.cam0).frame_id  # rectified canvas = cam0's rectified frame
-        self.pending: tuple[OrderedDict, OrderedDict] = (OrderedDict(), OrderedDict())
+        self.pairer = StampPairer(o.max_pending)  # cam0 frames meet cam1 frames by trigger stamp
         self.pubs = [self.create_publisher(Image, f"{o.output_prefix}/{cam}", self.out_qos) for cam in self.cams]
-        for side, topic in enumerate(topics):
-            self.create_subscription(Image, topic, self.guard(lambda m, s=side: self.on_image(s, m), topic),
-                                     self.in_qos)
+        self.mailbox = self.latest(self.on_pair, "pairs")
+        self.create_subscription(Image, topics[0], self.guard(self.on_cam0, topics[0]), self.in_qos, raw=True)
+        self.create_subscription(Image, topics[1], self.guard(self.on_cam1, topics[1]), self.in_qos, raw=True)
 
-    def on_image(self, side: int, msg: Image) -> None:
-        t_ns = stamp_to_ns(msg.header.stamp)
-        match = self.pending[1 - side].pop(t_ns, None)
-        if match is None:
-            self.pending[side][t_ns] = msg
-            while len(self.pending[side]) > self.options.max_pending:
-                self.pending[side].popitem(last=False)
-            return
-        msgs = (msg, match) if side == 0 else (match, msg)
-        rect = self.rectifier.rectify(image_to_numpy(msgs[0]), image_to_numpy(msgs[1]))
-        for pub, img, src in zip(self.pubs, rect, msgs):
-            pub.publish(numpy_to_image(img, t_ns, self.frame_id, src.encoding))
+    def on_cam0(self, raw: bytes) -> None:
+        stamp = cdr_stamp_ns(raw)
+        cam1, _ = self.pairer.add_frame(stamp, raw)
+        if cam1 is not None:
+            self.mailbox.submit((raw, cam1), stamp)
+
+    def on_cam1(self, raw: bytes) -> None:
+        stamp = cdr_stamp_ns(raw)
+        cam0 = self.pairer.add_info(stamp, raw)
+        if cam0 is not None:
+            self.mailbox.submit((cam0, raw), stamp)
+
+    def on_pair(self, pair: tuple[bytes, bytes]) -> None:  # worker thread: the newest pair
+        imgs = [cdr_to_image(raw) for raw in pair]
+        t_ns = imgs[0].t_ns
+        rect = self.rectifier.rectify(imgs[0].pixels, imgs[1].pixels)
+        for pub, arr, src in zip(self.pubs, rect, imgs):
+            self.publish_image(pub, arr, t_ns, self.frame_id, src.encoding)
         self.diag.topic("pairs").tick(self.now_ns() - t_ns)
 
 

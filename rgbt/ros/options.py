@@ -33,6 +33,16 @@ class NodeOptions(BaseModel):
     nice: int = Field(0, ge=0, le=19)  # raise the process's niceness to this (never lowers it)
 
 
+class ProcessingOptions(NodeOptions):
+    """A processing node (preprocess, rectify, fusion, VIO bridge): the newest frame is processed on a
+    worker thread, stale ones are dropped and counted (``rgbt.ros.mailbox``); never a growing queue."""
+
+    input_depth: int = Field(2, ge=1)  # the mailbox holds the newest frame; DDS needs no backlog
+    # CPU priority of the worker thread: low (nice 19: drivers, sync and recorder first), idle
+    # (SCHED_IDLE: only otherwise idle cores; may starve beside segmentation) or normal
+    worker_priority: Literal["idle", "low", "normal"] = "low"
+
+
 class VirtualStackOptions(NodeOptions):
     """Publishes ``rgbt.sim.SimStack.samples()`` at the real rate as the drivers would."""
 
@@ -58,7 +68,7 @@ class TriggerSyncOptions(NodeOptions):
     publish_unlocked: bool = True  # before lock: forward with the host stamp (counted)
 
 
-class PreprocessOptions(NodeOptions):
+class PreprocessOptions(ProcessingOptions):
     """Thermal normalization (percentiles + CLAHE) to 32FC1, mono8 and a colormapped view."""
 
     input_topic: str = ""  # the stack's thermal topic when empty
@@ -72,7 +82,7 @@ class PreprocessOptions(NodeOptions):
     publish_colormap: bool = True
 
 
-class RectifyOptions(NodeOptions):
+class RectifyOptions(ProcessingOptions):
     """Stereo-rectifies a stack pair's images (same restamped trigger time) onto its canvas."""
 
     pair: str = "color_thermal"
@@ -94,22 +104,33 @@ class SegmentationOptions(NodeOptions):
     publish_color: bool = True
 
 
-class FusionOptions(NodeOptions):
+class FusionOptions(ProcessingOptions):
     """RGB-T fusion on rectified pairs (``rgbt.seg.fusion``)."""
 
     color_topic: str = "/rgbt/rectified/color"
     thermal_topic: str = "/rgbt/rectified/thermal"
     output_prefix: str = "/rgbt/fusion"
-    fusion: dict[str, Any] = Field(default_factory=dict)
+    # rgbt.seg.fusion.FusionOptions fields; default: the tiny two-input late-fusion demo model
+    # (trained on synthetic pairs, 192x120 input)
+    fusion: dict[str, Any] = Field(default_factory=lambda: {"mode": "graph",
+                                                            "model": "engines/fusion_late_tiny.onnx"})
+    publish_color: bool = True
 
 
 class RecorderOptions(NodeOptions):
     """Records raw CDR to MCAP (``rgbt.bag.writer.BagWriter``), arm-to-disarm by default."""
 
     input_qos: QosName = "sensor_data"
-    # the component that never loses data: 5 s of thermal queued (the middleware keeps receiving while
-    # this Python process is starved of CPU; memory is used only while it is behind)
-    input_depth: int = Field(300, ge=1)
+    # the component that never loses data, within an explicit memory budget. Messages wait in two
+    # places while the recorder is behind: the middleware's reader queue (``dds_window_s`` of each
+    # stream: depth = rate x window, bridging a starved executor) and the writer queue (bridging a
+    # slow disk). ``memory_budget_mb`` bounds both together; 0: ``buffer_s`` seconds of every recorded
+    # stream at its nominal rate (~110 MB/s for the CART stack). Beyond it messages are dropped and
+    # counted (``dropped_budget`` in diagnostics and the manifest), never lost silently.
+    input_depth: int = Field(30, ge=1)  # reader queue of topics without a nominal rate (extra topics)
+    buffer_s: float = Field(4.0, gt=0)
+    memory_budget_mb: float = Field(0, ge=0)
+    dds_window_s: float = Field(1.0, gt=0)
     out_dir: str = "bags"
     topics: list[str] = Field(default_factory=list)  # the stack topics when empty
     extra_topics: list[str] = Field(default_factory=list)
@@ -149,7 +170,7 @@ class ReplayOptions(NodeOptions):
     start_delay_s: float = Field(1.0, ge=0)
 
 
-class VioBridgeOptions(NodeOptions):
+class VioBridgeOptions(ProcessingOptions):
     """The estimator feed (``rgbt.vio.feed.StreamFeed``): one camera -> mono8 on the trigger grid,
     FFC-frozen frames dropped, plus the IMU relayed with strictly increasing stamps; published reliable.
 
