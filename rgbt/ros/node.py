@@ -46,8 +46,13 @@ class RgbtNode(Node):
             raise ConfigError(f"node {self.get_name()}", ".".join(map(str, err["loc"])), err.get("input"),
                               err["msg"]) from None
         self.get_logger().info(f"{type(self.options).__name__}: {self.options.model_dump_json()}")
-        if self.options.nice > os.nice(0):  # e.g. segmentation yields the CPU to sync and recorder
-            os.nice(self.options.nice - os.nice(0))
+        nice, current = self.options.nice, os.getpriority(os.PRIO_PROCESS, 0)
+        # e.g. segmentation yields the CPU to sync and recorder (nice > 0, wins in a shared process);
+        # drivers, sync and recorder ask for more (nice < 0; needs CAP_SYS_NICE, else logged)
+        if nice > current or (nice < 0 and current <= 0 and nice < current):
+            from rgbt.ros.priority import set_process_nice
+
+            self.get_logger().info(f"process priority: {set_process_nice(nice)}")
         self.diag = NodeDiagnostics(self.get_name())
         self.finished = False  # set by a node whose work is done (spin loop then exits)
         self._diag_pub = self.create_publisher(DiagnosticArray, "/diagnostics", qos_profile("reliable"))

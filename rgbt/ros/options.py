@@ -30,7 +30,9 @@ class NodeOptions(BaseModel):
     input_depth: int = Field(5, ge=1)  # subscription queue (keep last N)
     diagnostics_period_s: float = Field(1.0, gt=0)
     stack_path: str = ""  # calib/stack.yaml of the repository when empty
-    nice: int = Field(0, ge=0, le=19)  # raise the process's niceness to this (never lowers it)
+    # the process's niceness (all its threads, rgbt.ros.priority): > 0 yields the CPU (processing),
+    # < 0 takes it first (drivers, sync, recorder; needs CAP_SYS_NICE, else logged and kept)
+    nice: int = Field(0, ge=-20, le=19)
 
 
 class ProcessingOptions(NodeOptions):
