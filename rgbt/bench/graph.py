@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import random
 import shutil
 import subprocess
 import sys
@@ -65,6 +66,8 @@ def run(args: argparse.Namespace) -> dict:
     if args.duration <= 0:
         raise ConfigError("--duration", "duration", args.duration, "a positive number of seconds")
     ros_environment_defaults()
+    # a private DDS domain (unless one is set): another graph on this host must not join the measurement
+    os.environ.setdefault("ROS_DOMAIN_ID", str(random.SystemRandom().randint(30, 200)))
     work = Path(tempfile.mkdtemp(prefix="rgbt_bench_graph_"))
     manifest = work / "sources.json"
     overrides = parse_set(args.set)
@@ -120,6 +123,7 @@ def run(args: argparse.Namespace) -> dict:
         clean_shm(shm_before)  # the probe's own Fast DDS files too
         shutil.rmtree(work, ignore_errors=True)
     result.update({"profile": args.profile, "duration_s": args.duration, "load": args.load, "exit_codes": codes,
+                   "ros_domain_id": int(os.environ["ROS_DOMAIN_ID"]),
                    "processes": sorted({s.process for s in specs}), "nodes": [s.name for s in specs],
                    "synthetic": True, "note": "shared machine: see cpu.machine for the load during the run"})
     return result
