@@ -39,8 +39,11 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-#: processing nodes whose latest-frame mailbox (``rgbt.ros.mailbox``) reports a breakdown
+#: stages of a processing node's latest-frame mailbox (``rgbt.ros.mailbox``) in the breakdown
 STAGES = ("arrival", "wait", "work", "serialize", "publish")
+#: pipeline output topic prefix -> (node, diagnostics key of the messages it published)
+OUTPUTS = {"/rgbt/seg/": ("segmentation", "pipeline.processed"), "/rgbt/rectified/": ("rectify", "pairs.processed"),
+           "/rgbt/fusion/": ("fusion", "pairs.processed"), "/rgbt/thermal/": ("thermal_preprocess", "latest.processed")}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -282,10 +285,21 @@ def summarize(sources: dict, recorded: dict, status: dict[str, dict[str, str]], 
                        "since": "publish", "hop": "virtual_stack -> trigger_sync"}
     expected = {**published, **restamped}
     rec_received = rec_dropped = lost = over_budget = 0
+    unstamped: dict[str, dict] = {}
     for topic, rec in recorded.get("topics", {}).items():  # everything the recorder received
         if not rec["count"] and topic not in expected:
             continue
         pub = expected.get(topic)
+        output = next((v for k, v in OUTPUTS.items() if topic.startswith(k)), None)
+        if output is not None:  # a pipeline output: published = what its node says it published
+            node = next((v for k, v in status.items() if k.startswith(output[0])), {})
+            pub = _count(node.get(output[1]))
+        if rec.get("latency_p50_ms") is None or pub is None:  # no header stamp (armed state), or written by
+            unstamped[topic] = {"published": pub, "received": rec["count"]}  # the recorder itself (state)
+            if pub is not None:
+                rec_received += rec["count"]
+                rec_dropped += max(0, int(pub - rec["count"]))
+            continue
         since_trigger = topic in restamped or topic.startswith(("/rgbt/seg", "/rgbt/rectified", "/rgbt/thermal",
                                                                  "/rgbt/fusion"))
         topics[topic] = {"published": pub, "received": rec["count"],
@@ -294,11 +308,11 @@ def summarize(sources: dict, recorded: dict, status: dict[str, dict[str, str]], 
                          "since": "trigger" if since_trigger else "publish", "hop": "-> recorder"}
         lost += int(rec.get("lost", 0))
         over_budget += int(rec.get("dropped_budget", 0))
-        if pub is not None and topic not in raw_to_stack:
+        if topic in expected:
             rec_received += rec["count"]
             rec_dropped += max(0, int(pub - rec["count"]))
     for topic, pub in expected.items():  # published, never recorded at all
-        if topic not in topics and topic not in raw_to_stack:
+        if topic not in topics and topic not in raw_to_stack and topic not in unstamped:
             topics[topic] = {"published": pub, "received": 0, "dropped": pub, "p50_ms": None, "p99_ms": None,
                              "since": "publish", "hop": "-> recorder"}
             rec_dropped += pub
@@ -307,7 +321,7 @@ def summarize(sources: dict, recorded: dict, status: dict[str, dict[str, str]], 
     recorder_diag = next((v for k, v in status.items() if k.startswith("recorder")), {})
     return {"topics": topics,
             "recorder": {"received": rec_received, "dropped": rec_dropped, "lost_in_middleware": lost,
-                         "dropped_budget": over_budget, "bag_written": bool(recorded),
+                         "dropped_budget": over_budget, "bag_written": bool(recorded), "unstamped_topics": unstamped,
                          "writer_budget_mb": _num(recorder_diag.get("writer_budget_mb"))},
             "segmentation_hz": seg["rate_hz"] if seg and seg["count"] > 1 else None,
             "fusion_hz": fused["rate_hz"] if fused and fused["count"] > 1 else None,

@@ -1,7 +1,8 @@
 """Acceptance: ``rgbt up bench-sim`` - the virtual stack at full rate through sync -> preprocess ->
-rectify -> segmentation -> recorder, as real processes on loopback. The bag must hold every frame
-and IMU sample the sources published (counts compared with the virtual stack's manifest),
-bit-exact images (CRC32 of every published frame) and restamped header times."""
+rectify -> fusion, segmentation -> recorder, as real processes on loopback. The bag must hold every
+frame and IMU sample the sources published (counts compared with the virtual stack's manifest),
+bit-exact images (CRC32 of every published frame) and restamped header times; the RGB-T fusion
+node (live in bench-sim, whose virtual stack streams the colour camera) publishes fused class maps."""
 
 from __future__ import annotations
 
@@ -95,3 +96,10 @@ def test_bench_sim_records_everything_bit_exact(ros_env: dict, tmp_path: Path, r
     assert all(m.encoding == "mono8" and m.height == 512 and m.width == 640 for _, m, _ in seg)
     rect = recorded.get("/rgbt/rectified/thermal", [])
     assert rect and {stamp_ns(m) for _, m, _ in rect} <= thermal
+    # RGB-T fusion live (the colour camera streams): fused class maps on the rectified colour canvas,
+    # stamped with the triggers of recorded colour frames, CART ids of the fusion model's table
+    color = {stamp_ns(m) for _, m, _ in recorded["/eo/color/image_raw"]}
+    fused = recorded.get("/rgbt/fusion/class_ids", [])
+    assert fused and {stamp_ns(m) for _, m, _ in fused} <= color & thermal
+    assert all(m.encoding == "mono8" and (m.height, m.width) == (600, 960) for _, m, _ in fused)
+    assert max(int(np.asarray(m.data).max()) for _, m, _ in fused) <= 11
