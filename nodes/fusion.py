@@ -16,7 +16,6 @@ from rgbt.ros.mailbox import LatestFrameNode
 from rgbt.ros.node import RgbtNode
 from rgbt.ros.options import FusionOptions
 from rgbt.ros.spin import node_main
-from rgbt.ros.stamps import cdr_stamp_ns
 
 
 class FusionNode(LatestFrameNode, RgbtNode):
@@ -26,11 +25,9 @@ class FusionNode(LatestFrameNode, RgbtNode):
     def __init__(self, name: str | None = None, **kwargs) -> None:  # type: ignore[no-untyped-def]
         super().__init__(name, **kwargs)
         from rgbt.ros.seg_adapter import make_fusion
-        from rgbt.ros.sync_adapter import StampPairer
 
         o = self.options
         self.stage = make_fusion(o.fusion)
-        self.pairer = StampPairer(8)  # thermal frames meet colour frames by trigger stamp
         self.colorize = None
         if o.publish_color:
             from rgbt.seg.classes import colorize
@@ -38,23 +35,7 @@ class FusionNode(LatestFrameNode, RgbtNode):
             self.colorize = colorize
         self.pub_ids = self.create_publisher(Image, f"{o.output_prefix}/class_ids", self.out_qos)
         self.pub_color = self.create_publisher(Image, f"{o.output_prefix}/color", self.out_qos)
-        self.mailbox = self.latest(self.on_pair, "pairs")
-        self.create_subscription(Image, o.thermal_topic, self.guard(self.on_thermal, o.thermal_topic), self.in_qos,
-                                 raw=True)
-        self.create_subscription(Image, o.color_topic, self.guard(self.on_color, o.color_topic), self.in_qos,
-                                 raw=True)
-
-    def on_thermal(self, raw: bytes) -> None:
-        stamp = cdr_stamp_ns(raw)
-        color, _ = self.pairer.add_frame(stamp, raw)
-        if color is not None:
-            self.mailbox.submit((raw, color), stamp)
-
-    def on_color(self, raw: bytes) -> None:
-        stamp = cdr_stamp_ns(raw)
-        thermal = self.pairer.add_info(stamp, raw)
-        if thermal is not None:
-            self.mailbox.submit((thermal, raw), stamp)
+        self.mailbox = self.latest_pairs(self.on_pair, (o.thermal_topic, o.color_topic))  # by trigger stamp
 
     def on_pair(self, pair: tuple[bytes, bytes]) -> None:  # worker thread: the newest pair
         thermal, color = (cdr_to_image(raw) for raw in pair)

@@ -18,7 +18,6 @@ from rgbt.ros.mailbox import LatestFrameNode
 from rgbt.ros.node import RgbtNode
 from rgbt.ros.options import RectifyOptions
 from rgbt.ros.spin import node_main
-from rgbt.ros.stamps import cdr_stamp_ns
 
 
 class RectifyNode(LatestFrameNode, RgbtNode):
@@ -28,7 +27,6 @@ class RectifyNode(LatestFrameNode, RgbtNode):
     def __init__(self, name: str | None = None, **kwargs) -> None:  # type: ignore[no-untyped-def]
         super().__init__(name, **kwargs)
         from rgbt.image.rectify import RgbtRectifier
-        from rgbt.ros.sync_adapter import StampPairer
 
         o = self.options
         stack = self.stack()
@@ -37,23 +35,8 @@ class RectifyNode(LatestFrameNode, RgbtNode):
         self.cams = (pair.cam0, pair.cam1)
         topics = (o.cam0_topic or stack.camera(pair.cam0).topic, o.cam1_topic or stack.camera(pair.cam1).topic)
         self.frame_id = stack.camera(pair.cam0).frame_id  # rectified canvas = cam0's rectified frame
-        self.pairer = StampPairer(o.max_pending)  # cam0 frames meet cam1 frames by trigger stamp
         self.pubs = [self.create_publisher(Image, f"{o.output_prefix}/{cam}", self.out_qos) for cam in self.cams]
-        self.mailbox = self.latest(self.on_pair, "pairs")
-        self.create_subscription(Image, topics[0], self.guard(self.on_cam0, topics[0]), self.in_qos, raw=True)
-        self.create_subscription(Image, topics[1], self.guard(self.on_cam1, topics[1]), self.in_qos, raw=True)
-
-    def on_cam0(self, raw: bytes) -> None:
-        stamp = cdr_stamp_ns(raw)
-        cam1, _ = self.pairer.add_frame(stamp, raw)
-        if cam1 is not None:
-            self.mailbox.submit((raw, cam1), stamp)
-
-    def on_cam1(self, raw: bytes) -> None:
-        stamp = cdr_stamp_ns(raw)
-        cam0 = self.pairer.add_info(stamp, raw)
-        if cam0 is not None:
-            self.mailbox.submit((cam0, raw), stamp)
+        self.mailbox = self.latest_pairs(self.on_pair, topics, o.max_pending)  # cam0 meets cam1 by trigger stamp
 
     def on_pair(self, pair: tuple[bytes, bytes]) -> None:  # worker thread: the newest pair
         imgs = [cdr_to_image(raw) for raw in pair]

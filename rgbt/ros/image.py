@@ -59,6 +59,19 @@ def image_to_numpy(msg) -> np.ndarray:  # type: ignore[no-untyped-def]
     return arr
 
 
+def _check_encoding(arr: np.ndarray, encoding: str) -> int:
+    """The channel count of ``encoding``; :class:`ImageError` when ``arr`` (dtype, channels) does not match it."""
+    try:
+        kind, channels = ENCODINGS[encoding]
+    except KeyError:
+        raise ImageError(f"unsupported image encoding {encoding!r}, expected one of {sorted(ENCODINGS)}") from None
+    got_channels = 1 if arr.ndim == 2 else arr.shape[2]
+    if arr.ndim not in (2, 3) or arr.dtype != np.dtype(kind) or got_channels != channels:
+        raise ImageError(f"array {arr.dtype} {arr.shape} does not match encoding {encoding} "
+                         f"(expected {np.dtype(kind)} with {channels} channel(s))")
+    return channels
+
+
 def numpy_to_image(arr: np.ndarray, t_ns: int, frame_id: str, encoding: str, msg=None):  # type: ignore[no-untyped-def]
     """A ``sensor_msgs.msg.Image`` (rclpy) holding ``arr`` (row-major, no padding, little-endian).
 
@@ -68,14 +81,7 @@ def numpy_to_image(arr: np.ndarray, t_ns: int, frame_id: str, encoding: str, msg
 
     from rgbt.ros.stamps import ns_to_stamp
 
-    try:
-        kind, channels = ENCODINGS[encoding]
-    except KeyError:
-        raise ImageError(f"unsupported image encoding {encoding!r}, expected one of {sorted(ENCODINGS)}") from None
-    got_channels = 1 if arr.ndim == 2 else arr.shape[2]
-    if arr.ndim not in (2, 3) or arr.dtype != np.dtype(kind) or got_channels != channels:
-        raise ImageError(f"array {arr.dtype} {arr.shape} does not match encoding {encoding} "
-                         f"(expected {np.dtype(kind)} with {channels} channel(s))")
+    channels = _check_encoding(arr, encoding)
     msg = msg or Image()
     ns_to_stamp(t_ns, msg.header.stamp)
     msg.header.frame_id = frame_id
@@ -140,14 +146,7 @@ def cdr_to_image(raw: bytes | bytearray | memoryview) -> CdrImage:
 def image_to_cdr(arr: np.ndarray, t_ns: int, frame_id: str, encoding: str) -> bytes:
     """Serialize ``arr`` as a little-endian CDR ``sensor_msgs/Image`` (what ``publish(bytes)`` takes);
     the pixels are copied once. ``encoding`` must match the array as in :func:`numpy_to_image`."""
-    try:
-        kind, channels = ENCODINGS[encoding]
-    except KeyError:
-        raise ImageError(f"unsupported image encoding {encoding!r}, expected one of {sorted(ENCODINGS)}") from None
-    got_channels = 1 if arr.ndim == 2 else arr.shape[2]
-    if arr.ndim not in (2, 3) or arr.dtype != np.dtype(kind) or got_channels != channels:
-        raise ImageError(f"array {arr.dtype} {arr.shape} does not match encoding {encoding} "
-                         f"(expected {np.dtype(kind)} with {channels} channel(s))")
+    channels = _check_encoding(arr, encoding)
     arr = np.ascontiguousarray(arr).astype(arr.dtype.newbyteorder("<"), copy=False)
     head = bytearray(_CDR_LE)
     sec, nsec = divmod(int(t_ns), 1_000_000_000)

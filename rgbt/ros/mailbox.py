@@ -118,6 +118,35 @@ class LatestFrameNode:
         self.__dict__.setdefault("_mailboxes", {})[name] = box
         return box
 
+    def latest_pairs(self, handle: Callable[[tuple[bytes, bytes]], None], topics: tuple[str, str],
+                     max_pending: int = 8) -> LatestMailbox:
+        """Subscribe (raw CDR) to two image topics; frames with identical header stamps are paired
+        (``rgbt.ros.sync_adapter.StampPairer``, at most ``max_pending`` unmatched of each kept) and
+        each pair ``(raw0, raw1)`` goes to a mailbox ``pairs`` whose worker runs ``handle``."""
+        from sensor_msgs.msg import Image
+
+        from rgbt.ros.stamps import cdr_stamp_ns
+        from rgbt.ros.sync_adapter import StampPairer
+
+        box = self.latest(handle, topics[0], "pairs")
+        pairer = StampPairer(max_pending)
+
+        def first(raw: bytes) -> None:
+            stamp = cdr_stamp_ns(raw)
+            other, _ = pairer.add_frame(stamp, raw)
+            if other is not None:
+                box.submit((raw, other), stamp)
+
+        def second(raw: bytes) -> None:
+            stamp = cdr_stamp_ns(raw)
+            other = pairer.add_info(stamp, raw)
+            if other is not None:
+                box.submit((other, raw), stamp)
+
+        for topic, fn in zip(topics, (first, second)):
+            self.create_subscription(Image, topic, self.guard(fn, topic), self.in_qos, raw=True)  # type: ignore[attr-defined]
+        return box
+
     def publish_image(self, pub: Any, arr: Any, t_ns: int, frame_id: str, encoding: str,
                       box: LatestMailbox | None = None) -> None:
         """Serialize ``arr`` (``rgbt.ros.image.image_to_cdr``) and publish it, timing both steps into
