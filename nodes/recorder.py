@@ -15,6 +15,7 @@ The logic lives in :mod:`rgbt.ros.recording`; this module is the wiring.
 from __future__ import annotations
 
 import json
+import time
 
 from diagnostic_msgs.msg import DiagnosticArray
 from rclpy.event_handler import SubscriptionEventCallbacks
@@ -61,6 +62,7 @@ class RecorderNode(RgbtNode):
         for srv, fn in (("start", self.rec.manual_start), ("stop", self.rec.manual_stop),
                         ("split", self.rec.split), ("prearm_check", self.rec.prearm_report)):
             self.create_service(Trigger, f"~/{srv}", self._service(fn))
+        self._tick_period_ns, self._last_tick_ns = 250_000_000, None
         self.create_timer(0.25, self.guard(self.tick))
         if o.start == "always":
             self.rec.start("always")
@@ -77,7 +79,12 @@ class RecorderNode(RgbtNode):
         self.rec.add_topic(topic, msgtype, qos_to_yaml(qos))
 
     def tick(self) -> None:
-        """Discover extra topics' types, apply debounced arm state, check disk space."""
+        """Discover extra topics' types, apply debounced arm state, check disk space; count how late
+        this timer ran (``executor_lag``: how long a ready callback waits for this process's executor)."""
+        now = time.monotonic_ns()
+        if self._last_tick_ns is not None:
+            self.diag.topic("executor_lag").tick(max(0, now - self._last_tick_ns - self._tick_period_ns))
+        self._last_tick_ns = now
         if len(self.subscribed) < len(self.wanted):
             types = dict(self.get_topic_names_and_types())
             for topic in self.wanted:

@@ -141,7 +141,7 @@ def _wait_for_recorder(probe: "_Probe", manifest: Path, graph, timeout_s: float 
     time.sleep(1.0)
     while time.monotonic() < deadline and graph.alive():
         rec = next((v for k, v in probe.status.items() if k.startswith("recorder")), {})
-        counts = tuple(sorted((k, v) for k, v in rec.items() if k.endswith(".count")))
+        counts = tuple(sorted((k, v) for k, v in rec.items() if k.startswith("/") and k.endswith(".count")))
         if counts != last:
             last, since = counts, time.monotonic()
         elif time.monotonic() - since >= 1.5:
@@ -265,6 +265,10 @@ def breakdown(status: dict[str, dict[str, str]]) -> dict:
             if node.startswith("segmentation"):
                 entry["timing"] = {k.split(".", 1)[1]: v for k, v in values.items() if k.startswith("timing.")}
             out[node if len(boxes) == 1 else f"{node}.{box}"] = entry
+    rec = next((v for k, v in status.items() if k.startswith("recorder")), {})
+    if _num(rec.get("executor_lag.p50_ms")) is not None:  # how late the recorder's 4 Hz timer ran
+        out["recorder"] = {"executor_lag": {"p50_ms": round(_num(rec["executor_lag.p50_ms"]), 2),  # type: ignore[arg-type]
+                                            "p99_ms": round(_num(rec["executor_lag.p99_ms"]) or 0.0, 2)}}
     return out
 
 
@@ -341,6 +345,8 @@ def print_result(result: dict) -> None:
                 ["topic", "published", "received", "dropped", "p50_ms", "p99_ms", "from"], rows)
     rows = []
     for node, b in result["breakdown"].items():
+        if "box" not in b:
+            continue
         rows.append([node, b["processed"], b["dropped_stale"]] +
                     [f"{b[s]['p50_ms']:.1f} / {b[s]['p99_ms']:.1f}" if s in b else "" for s in STAGES])
     print_table("where the latency goes (p50 / p99 ms)", ["node", "processed", "stale dropped", *STAGES], rows)
