@@ -92,14 +92,16 @@ def run(args: argparse.Namespace) -> dict:
 
     shm_before = shm_files()
     probe = _Probe()
-    load = _Load(args.load, args.duration * 6 + 90)
+    # the run is simulated first (preload: ~2-10 s per simulated second, more on a loaded machine)
+    limit_s = args.duration * 20 + 120
+    load = _Load(args.load, limit_s + 30)
     cpu = _CpuSampler()
     try:
-        graph = start_graph(specs, profile_env(args.profile), duration_s=args.duration * 6 + 90)
+        graph = start_graph(specs, profile_env(args.profile), duration_s=limit_s + 30)
         cpu.procs = {g: p.pid for g, p in graph.procs.items()}
         t_start = time.monotonic()
         try:
-            while graph.alive() and time.monotonic() - t_start < args.duration * 6 + 60:
+            while graph.alive() and time.monotonic() - t_start < limit_s:
                 cpu.sample()
                 if manifest.exists() and json.loads(manifest.read_text()).get("done"):
                     break
