@@ -16,7 +16,10 @@ graph itself (its ``/diagnostics``, the recorder's manifest, psutil on its proce
   plus what the middleware reported lost and what exceeded the recorder's memory budget.
 * ``breakdown``: per processing node, p50 / p99 ms of ``arrival`` (stamp -> subscription callback:
   upstream, transport and executor wait), ``wait`` (callback -> worker), ``work`` (processing),
-  ``serialize`` (array -> CDR) and ``publish`` (middleware write), with the frames dropped as stale.
+  ``serialize`` (array -> CDR) and ``publish`` (middleware write), with the frames dropped as stale;
+  ``virtual_stack.late`` (how far behind its schedule the source published each stream: part of
+  the first hop that is neither transport nor the sync node) and ``recorder.executor_lag`` (how
+  late the recorder's 4 Hz timer ran: the executor wait a message meets there).
 * ``cpu``: share of one core per process group (psutil, over the playback window), per processing
   worker thread, the whole machine's busy share and load average (other users' load included).
 
@@ -267,6 +270,12 @@ def breakdown(status: dict[str, dict[str, str]]) -> dict:
             if node.startswith("segmentation"):
                 entry["timing"] = {k.split(".", 1)[1]: v for k, v in values.items() if k.startswith("timing.")}
             out[node if len(boxes) == 1 else f"{node}.{box}"] = entry
+    vs = next((v for k, v in status.items() if k.startswith("virtual_stack")), {})
+    late = {k[: -len(".p99_ms")]: {"p50_ms": round(_num(vs.get(k[:-7] + ".p50_ms")) or 0.0, 2),
+                                   "p99_ms": round(_num(v) or 0.0, 2)}
+            for k, v in vs.items() if k.startswith("/") and k.endswith(".p99_ms") and _num(v) is not None}
+    if late:  # the source publishing behind its schedule: part of the first hop, not transport
+        out["virtual_stack"] = {"late": late}
     rec = next((v for k, v in status.items() if k.startswith("recorder")), {})
     if _num(rec.get("executor_lag.p50_ms")) is not None:  # how late the recorder's 4 Hz timer ran
         out["recorder"] = {"executor_lag": {"p50_ms": round(_num(rec["executor_lag.p50_ms"]), 2),  # type: ignore[arg-type]
