@@ -290,8 +290,14 @@ def summarize(sources: dict, recorded: dict, status: dict[str, dict[str, str]], 
     sync = next((v for k, v in status.items() if k.startswith("trigger_sync")), {})
     published = sources.get("topics", {})
     restamped = sources.get("stack_topics", {})
+    recorded_topics = recorded.get("topics", {})
     for raw, stack_topic in raw_to_stack.items():  # hop: driver (virtual stack) -> trigger sync
+        # the sync node's last diagnostics may lag on a loaded machine: it received at least what it
+        # republished and the recorder wrote
         received = _count(sync.get(f"{stack_topic}.count"))
+        in_bag = recorded_topics.get(stack_topic, {}).get("count")
+        if received is not None and in_bag is not None:
+            received = max(received, int(in_bag))
         pub = published.get(raw)
         topics[raw] = {"published": pub, "received": received,
                        "dropped": None if pub is None or received is None else int(pub - received),
@@ -308,7 +314,8 @@ def summarize(sources: dict, recorded: dict, status: dict[str, dict[str, str]], 
         output = next((v for k, v in OUTPUTS.items() if topic.startswith(k)), None)
         if output is not None:  # a pipeline output: published = what its node says it published
             node = next((v for k, v in status.items() if k.startswith(output[0])), {})
-            pub = _count(node.get(output[1]))
+            pub = _count(node.get(output[1]))  # at its last diagnostics: a lower bound
+            pub = None if pub is None else max(pub, int(rec["count"]))
         if rec.get("latency_p50_ms") is None or pub is None:  # no header stamp (armed state), or written by
             unstamped[topic] = {"published": pub, "received": rec["count"]}  # the recorder itself (state)
             if pub is not None:
