@@ -105,9 +105,11 @@ class LatestMailbox:
 
 class LatestFrameNode:
     """Mixin for an ``RgbtNode`` whose frames go through :class:`LatestMailbox` es (put it before
-    ``RgbtNode`` in the bases). :meth:`latest` makes one; their counters go into diagnostics as
-    ``<name>.*`` (``latest.*`` for the first) and :meth:`close` stops them. The worker priority is
-    the node's ``worker_priority`` option."""
+    ``RgbtNode`` in the bases). :meth:`latest` makes one (:meth:`latest_pairs` one fed by two
+    stamp-paired topics); their counters go into diagnostics as ``<name>.*`` (``latest.*``,
+    ``pairs.*``) and :meth:`close` stops them. The worker priority is the node's
+    ``worker_priority`` option. Samples are appended from the worker while diagnostics read them:
+    safe under CPython's GIL (a deque is copied in C without releasing it)."""
 
     def latest(self, handle: Callable[[Any], None], topic: str, name: str = "latest") -> LatestMailbox:
         from rgbt.bag.writer import tune_allocator
