@@ -22,7 +22,13 @@ class HealthNode(RgbtNode):
         super().__init__(name, **kwargs)
         self.probe = HealthProbe(self.options.disk_path)
         self.pub = self.create_publisher(String, self.options.topic, qos_profile("reliable"))
-        self.create_timer(self.options.period_s, self.guard(self.sample))
+        self.timer = self.create_timer(self.options.period_s, self.guard(self.sample))
+
+    def apply_options(self, new: HealthOptions, changed: set[str]) -> None:  # type: ignore[override]
+        super().apply_options(new, changed)
+        if "period_s" in changed:  # live: the sampling rate
+            self.destroy_timer(self.timer)
+            self.timer = self.create_timer(new.period_s, self.guard(self.sample))
 
     def sample(self) -> None:
         report = self.probe.sample()

@@ -20,9 +20,9 @@ from std_srvs.srv import Trigger
 
 from rgbt.ros.msgtypes import get_message
 from rgbt.ros.node import RgbtNode
-from rgbt.ros.options import RecorderOptions
-from rgbt.ros.qos import qos_profile, qos_to_yaml
-from rgbt.ros.recording import Recording, stack_rates, stack_topic_types
+from rgbt.ros.options import ARMED_TOPIC, RecorderOptions
+from rgbt.ros.qos import TOPIC_QOS, qos_to_yaml, topic_qos
+from rgbt.ros.recording import Recording, stack_rates, stack_topic_types, unlocked_topic_types
 from rgbt.ros.spin import node_main
 
 
@@ -35,7 +35,9 @@ class RecorderNode(RgbtNode):
         o = self.options
         stack = self.stack()
         known = stack_topic_types(stack)
-        wanted = (o.topics or list(known)) + list(o.extra_topics)
+        # by default also the trigger sync's before-lock streams: nothing a driver sent is lost
+        wanted = (o.topics or [*known, *unlocked_topic_types(stack)]) + list(o.extra_topics)
+        known.update(unlocked_topic_types(stack))
         self.rec = Recording(o, log=self.get_logger().info, synthetic=o.synthetic or bool(stack.synthetic))
         self.wanted = [t for t in dict.fromkeys(wanted)]
         self.rec.expected_rates = {t: hz for t, hz in stack_rates(stack).items() if t in self.wanted}
@@ -46,10 +48,10 @@ class RecorderNode(RgbtNode):
                 self._subscribe(topic, known[topic])
         if o.write_state:
             self.rec.enable_state_topic(o.state_topic or stack.autopilot.state_topic)
-        # reliable + volatile: matches latched and plain publishers (the bridges republish every second)
-        self.create_subscription(Bool, o.armed_topic, self.guard(self.on_armed), qos_profile("reliable"))
+        # latched like its publishers: a recorder (re)started after the arm learns the state at once
+        self.create_subscription(Bool, o.armed_topic, self.guard(self.on_armed), topic_qos(ARMED_TOPIC))
         self.create_subscription(DiagnosticArray, "/diagnostics", self.guard(self.on_diagnostics),
-                                 qos_profile("reliable", depth=50))
+                                 topic_qos("/diagnostics", depth=50))
         for srv, fn in (("start", self.rec.manual_start), ("stop", self.rec.manual_stop),
                         ("split", self.rec.split), ("prearm_check", self.rec.prearm_report)):
             self.create_service(Trigger, f"~/{srv}", self._service(fn))
@@ -58,12 +60,20 @@ class RecorderNode(RgbtNode):
             self.rec.start("always")
 
     def _subscribe(self, topic: str, msgtype: str) -> None:
-        qos = self.in_qos if msgtype == "sensor_msgs/msg/Image" else self.small_qos
+        if topic in TOPIC_QOS:  # fixed on both ends (a latched topic's last sample arrives on subscribing)
+            qos = topic_qos(topic, depth=self.options.input_depth)
+        else:
+            qos = self.in_qos if msgtype == "sensor_msgs/msg/Image" else self.small_qos
         events = SubscriptionEventCallbacks(message_lost=lambda info, t=topic: self.rec.lost(t, info.total_count_change))
         self.create_subscription(get_message(msgtype), topic, self.guard(lambda raw, t=topic: self.rec.on_message(
             t, raw, self.now_ns()), topic), qos, raw=True, event_callbacks=events)
         self.subscribed[topic] = msgtype
-        self.rec.add_topic(topic, msgtype, qos_to_yaml(qos))
+        # the publishers' QoS (what ``ros2 bag play`` offers again), not this best-effort subscription's
+        self.rec.add_topic(topic, msgtype, qos_to_yaml(topic_qos(topic)))
+
+    def apply_options(self, new: RecorderOptions, changed: set[str]) -> None:  # type: ignore[override]
+        super().apply_options(new, changed)
+        self.rec.o = new  # live: debounce, size cap, disk-space thresholds, the sync-lock gate
 
     def tick(self) -> None:
         """Discover extra topics' types, apply debounced arm state, check disk space."""

@@ -29,7 +29,7 @@ from rgbt.ros.image import numpy_to_image
 from rgbt.ros.messages import navsatfix, pose_stamped
 from rgbt.ros.node import RgbtNode
 from rgbt.ros.options import ARMED_TOPIC, TRIGGER_TOPIC, VirtualStackOptions
-from rgbt.ros.qos import qos_profile
+from rgbt.ros.qos import topic_qos
 from rgbt.ros.spin import node_main
 from rgbt.ros.stamps import ns_to_stamp
 
@@ -62,7 +62,7 @@ class VirtualStackNode(RgbtNode):
         self._pub("global", NavSatFix, self.stack_model.autopilot.global_topic, out)
         self._pub("pose", PoseStamped, self.stack_model.autopilot.pose_topic, out)
         self._pub("trigger", TimeReference, TRIGGER_TOPIC, out)
-        self._pub("state", Bool, ARMED_TOPIC, qos_profile("latched"))
+        self._pub("state", Bool, ARMED_TOPIC, topic_qos(ARMED_TOPIC))
         self.manifest: dict = {"synthetic": True, "sim": sim_fields, "topics": {}, "frames": {}}
         self.late_ns = 0  # how late the last sample went out (simulator slower than real time)
         self._stop = threading.Event()

@@ -2,8 +2,10 @@
 
 Drivers publish what the trigger sync node consumes (see ``nodes/trigger_sync.py``): frames on
 ``{raw_prefix}/<camera>/image`` with their device counters on ``.../frame_info``, IMU samples on
-``{raw_prefix}/imu`` with SyncIn data on ``.../imu/sync_info``. Host times from the drivers
-(``time.monotonic_ns``) are moved onto the ROS clock (system time) before stamping.
+``{raw_prefix}/imu`` with SyncIn data on ``.../imu/sync_info`` (``source`` text: ``rgbt.timeref``).
+Host times from the drivers (``time.monotonic_ns``) are moved onto the ROS clock (system time) by
+one offset per driver (``self.clock``, :class:`rgbt.hostclock.WallClockOffset`): a wall-clock step
+is logged, counted in diagnostics (``clock.steps``) and held or followed (``on_clock_step``).
 """
 
 from __future__ import annotations
@@ -14,15 +16,12 @@ from typing import Any
 
 from sensor_msgs.msg import Image, Imu, TimeReference
 
+from rgbt.hostclock import WallClockOffset
 from rgbt.ros.image import numpy_to_image
 from rgbt.ros.node import RgbtNode
 from rgbt.ros.options import DriverOptions
 from rgbt.ros.stamps import ns_to_stamp
-
-
-def monotonic_to_wall(t_monotonic_ns: int) -> int:
-    """A ``time.monotonic_ns`` reading on the system clock (ROS time)."""
-    return int(t_monotonic_ns) + (time.time_ns() - time.monotonic_ns())
+from rgbt.timeref import encode_frame, encode_imu
 
 
 class DriverNode(RgbtNode):
@@ -31,12 +30,23 @@ class DriverNode(RgbtNode):
     def __init__(self, name: str | None = None, **kwargs: Any) -> None:
         super().__init__(name, **kwargs)
         self.stack_model = self.stack()
+        o = self.options
+        self.clock = WallClockOffset(step_threshold_ms=o.clock_step_threshold_ms, on_step=o.on_clock_step,
+                                     log=self.get_logger().warn)
         self._stop = threading.Event()
         self.device: Any = None
         self._thread = threading.Thread(target=self._loop, name=self.get_name(), daemon=True)
 
     def start(self) -> None:
         self._thread.start()
+
+    def to_wall(self, t_monotonic_ns: int) -> int:
+        """A ``time.monotonic_ns`` reading of this driver on the ROS clock (system time)."""
+        return self.clock.to_wall(t_monotonic_ns)
+
+    def publish_diagnostics(self) -> None:
+        self.diag.set_values("clock", self.clock.counters())
+        super().publish_diagnostics()
 
     def open_device(self) -> Any:
         raise NotImplementedError
@@ -67,7 +77,7 @@ class DriverNode(RgbtNode):
         ns_to_stamp(t_host_ns, info.header.stamp)
         info.header.frame_id = cam.frame_id
         ns_to_stamp(t_host_ns, info.time_ref)
-        info.source = f"{int(counter)}" + (";ffc" if ffc else "")
+        info.source = encode_frame(counter, ffc)
         pubs[1].publish(info)
         pubs[0].publish(numpy_to_image(image, t_host_ns, cam.frame_id, cam.encoding))
         self.diag.topic(cam.topic).tick(time.time_ns() - t_host_ns)
@@ -112,5 +122,5 @@ def imu_messages(sample: Any, t_host_ns: int, frame_id: str) -> tuple[Imu, TimeR
     info = TimeReference()
     info.header.stamp = msg.header.stamp
     ns_to_stamp(int(sample.t_sensor_ns), info.time_ref)
-    info.source = f"{int(sample.syncin_count or 0)};{int(sample.t_since_sync_ns or 0)}"
+    info.source = encode_imu(sample.syncin_count, sample.t_since_sync_ns)
     return msg, info

@@ -55,6 +55,15 @@ def stack_topic_types(stack: Any) -> dict[str, str]:
     return types
 
 
+def unlocked_topic_types(stack: Any) -> dict[str, str]:
+    """Topic -> type of the trigger sync node's before-lock streams (host-stamped; recorded by default)."""
+    from rgbt.ros.options import unlocked_topic
+
+    types = {unlocked_topic(name): "sensor_msgs/msg/Image" for name in stack.cameras}
+    types[unlocked_topic("imu")] = "sensor_msgs/msg/Imu"
+    return types
+
+
 class Recording:
     """Arm-to-disarm recording of raw CDR messages into MCAP bags under ``options.out_dir``."""
 

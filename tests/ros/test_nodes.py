@@ -92,7 +92,7 @@ def test_recorder_services_split_and_diagnostics(ros_env: dict, tmp_path: Path, 
               diagnostics_period_s=0.2)
         diags: list = []
         g.helper.create_subscription(DiagnosticArray, "/diagnostics", diags.append, qos_profile("reliable", 50))
-        pub = g.helper.create_publisher(Bool, "/rgbt/armed", qos_profile("reliable"))
+        pub = g.helper.create_publisher(Bool, "/rgbt/armed", qos_profile("latched"))
         _wait(lambda: pub.get_subscription_count() >= 2)  # the armed listener and the recording subscription
         time.sleep(0.5)
         assert g.call(Trigger, "/recorder/start").success
@@ -170,17 +170,16 @@ def test_thermal_query_pixel_region_class(ros_env: dict) -> None:
 
 
 def test_mavlink_companion_heartbeats_do_not_disarm(fixtures_dir: Path) -> None:
-    """Only the vehicle's HEARTBEATs count (the ArduSub log interleaves a companion's armed flags)."""
+    """Only the vehicle's HEARTBEATs count (the ArduSub log interleaves a companion's armed flags):
+    the bridge's tracker, ``rgbt.sensors.mavlink.ArmTracker``."""
     from pymavlink import mavutil
 
-    from rgbt.ros.mavlink_io import heartbeat_armed
+    from rgbt.sensors.mavlink import ArmTracker
 
     conn = mavutil.mavlink_connection(str(fixtures_dir / "mavlink" / "ardusub_small.tlog"))
-    states, raw_flags = [], set()
+    tracker, raw_flags = ArmTracker(), set()
     while (msg := conn.recv_match(type="HEARTBEAT")) is not None:
         raw_flags.add(bool(msg.base_mode & mavutil.mavlink.MAV_MODE_FLAG_SAFETY_ARMED))
-        a = heartbeat_armed(msg)
-        if a is not None and (not states or states[-1] != a):
-            states.append(a)
+        tracker.update(msg, msg._timestamp)
     assert raw_flags == {True, False}
-    assert states == [False, True, False]  # one arm, one disarm (SOURCES.md)
+    assert [a for _, a in tracker.events] == [True, False]  # one arm, one disarm (SOURCES.md)
