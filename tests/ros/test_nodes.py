@@ -183,3 +183,44 @@ def test_mavlink_companion_heartbeats_do_not_disarm(fixtures_dir: Path) -> None:
         tracker.update(msg, msg._timestamp)
     assert raw_flags == {True, False}
     assert [a for _, a in tracker.events] == [True, False]  # one arm, one disarm (SOURCES.md)
+
+
+@pytest.mark.ros
+def test_latched_armed_state_reaches_a_late_recorder_and_is_latched_in_the_bag(ros_env: dict, tmp_path: Path,
+                                                                               read_bag) -> None:
+    """/rgbt/armed is transient-local on both ends (rgbt.ros.qos.TOPIC_QOS): a recorder started after
+    the arm learns it at once and records; the bag stores the topic's offered QoS (latched) so
+    ``ros2 bag play`` republishes it latched."""
+    import yaml
+    from rclpy.qos import DurabilityPolicy, ReliabilityPolicy
+    from std_msgs.msg import Bool
+    from std_srvs.srv import Trigger
+
+    from rgbt.ros.qos import topic_qos
+
+    g = Graph()
+    try:
+        pub = g.helper.create_publisher(Bool, "/rgbt/armed", topic_qos("/rgbt/armed"))
+        pub.publish(Bool(data=True))  # the arm, before any recorder exists
+        time.sleep(0.3)
+        out = tmp_path / "bags"
+        g.add("recorder", "recorder", out_dir=str(out), start="arm", topics=["/rgbt/armed"], min_free_mb=10.0)
+        _wait(lambda: out.exists() and any(out.iterdir()))  # recording started without a new message
+        subs = g.helper.get_subscriptions_info_by_topic("/rgbt/armed")
+        assert len(subs) == 2 and all(s.qos_profile.durability == DurabilityPolicy.TRANSIENT_LOCAL
+                                      and s.qos_profile.reliability == ReliabilityPolicy.RELIABLE for s in subs)
+        time.sleep(0.5)
+        assert g.call(Trigger, "/recorder/stop").success
+    finally:
+        g.close()
+    bag = next(out.iterdir())
+    manifest = json.loads((bag / "rgbt_manifest.json").read_text())
+    assert manifest["start_reason"] == "arm"
+    # the latched arm itself (it arrived before the bag opened) is in the bag as the mavros state
+    assert [m.armed for _, m, _ in read_bag(bag)["/uav1/mavros/state"]] == [True]
+    meta = yaml.safe_load((bag / "metadata.yaml").read_text())["rosbag2_bagfile_information"]
+    armed = next(t for t in meta["topics_with_message_count"] if t["topic_metadata"]["name"] == "/rgbt/armed")
+    offered = armed["topic_metadata"]["offered_qos_profiles"]
+    if isinstance(offered, str):
+        offered = yaml.safe_load(offered)
+    assert offered[0]["durability"] in (1, "transient_local") and offered[0]["reliability"] in (1, "reliable")
