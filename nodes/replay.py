@@ -10,11 +10,11 @@ acknowledged it (``Publisher.wait_for_all_acked``). ``/clock`` carries each mess
 from __future__ import annotations
 
 import threading
-import time
 
 from rclpy.duration import Duration
 from rosgraph_msgs.msg import Clock
 
+from rgbt.pacing import pace
 from rgbt.ros.convert import to_rclpy
 from rgbt.ros.msgtypes import get_message
 from rgbt.ros.node import RgbtNode
@@ -75,19 +75,13 @@ class ReplayNode(RgbtNode):
         start_ns = self.bag.start_ns + int(o.start_s * 1e9)
         end_ns = start_ns + int(o.duration_s * 1e9) if o.duration_s else None
         topics = list(o.topics) or None
-        wall0 = time.monotonic_ns()
-        t_first = None
         clock = Clock()
-        for rec in self.bag.messages(topics=topics, start_ns=start_ns, end_ns=end_ns, renames=self.renames or None):
+        records = self.bag.messages(topics=topics, start_ns=start_ns, end_ns=end_ns, renames=self.renames or None)
+        if o.rate > 0:  # at log time x rate (rgbt.pacing); rate 0: as fast as the subscribers acknowledge
+            records = (rec for rec, _due in pace(records, lambda r: r.t_ns, speed=o.rate, sleep=self._stop.wait))
+        for rec in records:
             if self._stop.is_set():
                 return
-            if t_first is None:
-                t_first = rec.t_ns
-            if o.rate > 0:
-                due = wall0 + (rec.t_ns - t_first) / o.rate
-                wait = (due - time.monotonic_ns()) / 1e9
-                if wait > 0 and self._stop.wait(wait):
-                    return
             if self.clock_pub is not None:
                 ns_to_stamp(rec.t_ns, clock.clock)
                 self.clock_pub.publish(clock)

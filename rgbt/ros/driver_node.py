@@ -18,10 +18,9 @@ from sensor_msgs.msg import Image, Imu, TimeReference
 
 from rgbt.hostclock import WallClockOffset
 from rgbt.ros.image import numpy_to_image
+from rgbt.ros.messages import frame_info, imu, imu_sync_info
 from rgbt.ros.node import RgbtNode
 from rgbt.ros.options import DriverOptions
-from rgbt.ros.stamps import ns_to_stamp
-from rgbt.timeref import encode_frame, encode_imu
 
 
 class DriverNode(RgbtNode):
@@ -73,12 +72,7 @@ class DriverNode(RgbtNode):
     def publish_frame(self, pubs: tuple[Any, Any], camera: str, image: Any, counter: int, t_host_ns: int,
                       ffc: bool = False) -> None:
         cam = self.stack_model.cameras[camera]
-        info = TimeReference()
-        ns_to_stamp(t_host_ns, info.header.stamp)
-        info.header.frame_id = cam.frame_id
-        ns_to_stamp(t_host_ns, info.time_ref)
-        info.source = encode_frame(counter, ffc)
-        pubs[1].publish(info)
+        pubs[1].publish(frame_info(t_host_ns, cam.frame_id, counter, ffc))
         pubs[0].publish(numpy_to_image(image, t_host_ns, cam.frame_id, cam.encoding))
         self.diag.topic(cam.topic).tick(time.time_ns() - t_host_ns)
 
@@ -107,20 +101,5 @@ class CameraDriverNode(DriverNode):
 
 def imu_messages(sample: Any, t_host_ns: int, frame_id: str) -> tuple[Imu, TimeReference]:
     """(Imu, sync info) for one VN-100 sample (``rgbt.sensors.vn100.ImuSample``) stamped ``t_host_ns``."""
-    msg = Imu()
-    ns_to_stamp(t_host_ns, msg.header.stamp)
-    msg.header.frame_id = frame_id
-    if sample.gyro_rad_s is not None:
-        msg.angular_velocity.x, msg.angular_velocity.y, msg.angular_velocity.z = map(float, sample.gyro_rad_s)
-    if sample.accel_m_s2 is not None:
-        msg.linear_acceleration.x, msg.linear_acceleration.y, msg.linear_acceleration.z = map(float, sample.accel_m_s2)
-    if sample.quat_xyzw is not None:
-        o = msg.orientation
-        o.x, o.y, o.z, o.w = map(float, sample.quat_xyzw)
-    else:
-        msg.orientation_covariance[0] = -1.0
-    info = TimeReference()
-    info.header.stamp = msg.header.stamp
-    ns_to_stamp(int(sample.t_sensor_ns), info.time_ref)
-    info.source = encode_imu(sample.syncin_count, sample.t_since_sync_ns)
-    return msg, info
+    return (imu(t_host_ns, frame_id, sample.gyro_rad_s, sample.accel_m_s2, sample.quat_xyzw),
+            imu_sync_info(t_host_ns, int(sample.t_sensor_ns), sample.syncin_count, sample.t_since_sync_ns))
