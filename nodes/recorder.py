@@ -18,6 +18,7 @@ from rclpy.event_handler import SubscriptionEventCallbacks
 from std_msgs.msg import Bool
 from std_srvs.srv import Trigger
 
+from rgbt.bag.types import ros2_typestore
 from rgbt.ros.msgtypes import get_message
 from rgbt.ros.node import RgbtNode
 from rgbt.ros.options import ARMED_TOPIC, RecorderOptions
@@ -39,6 +40,7 @@ class RecorderNode(RgbtNode):
         wanted = (o.topics or [*known, *unlocked_topic_types(stack)]) + list(o.extra_topics)
         known.update(unlocked_topic_types(stack))
         self.rec = Recording(o, log=self.get_logger().info, synthetic=o.synthetic or bool(stack.synthetic))
+        ros2_typestore()  # built now (0.5-3 s on a small CPU), not when the arm starts the first bag
         self.wanted = [t for t in dict.fromkeys(wanted)]
         self.rec.expected_rates = {t: hz for t, hz in stack_rates(stack).items() if t in self.wanted}
         self.subscribed: dict[str, str] = {}

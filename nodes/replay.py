@@ -19,7 +19,7 @@ from rgbt.ros.convert import to_rclpy
 from rgbt.ros.msgtypes import get_message
 from rgbt.ros.node import RgbtNode
 from rgbt.ros.options import ReplayOptions
-from rgbt.ros.qos import qos_profile
+from rgbt.ros.qos import qos_profile, topic_qos
 from rgbt.ros.spin import node_main
 from rgbt.ros.stamps import ns_to_stamp
 
@@ -44,7 +44,8 @@ class ReplayNode(RgbtNode):
             if o.topics and topic not in o.topics:
                 continue
             out = self.renames.get(topic, topic)
-            self.pubs[out] = self.create_publisher(get_message(info.msgtype), out, self.out_qos)
+            # a topic with a fixed QoS (/rgbt/armed latched) keeps it: its subscribers require it
+            self.pubs[out] = self.create_publisher(get_message(info.msgtype), out, topic_qos(out, o.output_qos))
         self.clock_pub = self.create_publisher(Clock, "/clock", qos_profile("reliable")) if o.clock else None
         self.published = 0
         self._stop = threading.Event()
