@@ -1,6 +1,6 @@
 """u-blox GNSS driver node: UBX NAV-PVT over serial (pyubx2 framing, ``rgbt.sensors.ubx`` decoding)
--> ``sensor_msgs/NavSatFix`` on the stack's GNSS topic, host-stamped (ROS clock when the message is
-parsed), and beside it ``sensor_msgs/TimeReference`` on :func:`time_reference_topic` (``/gps/fix``
+-> ``sensor_msgs/NavSatFix`` on the stack's GNSS topic, host-stamped when the message is parsed
+(through the driver's monotonic -> wall offset, ``rgbt.hostclock``), and beside it ``sensor_msgs/TimeReference`` on :func:`time_reference_topic` (``/gps/fix``
 -> ``/gps/time_reference``, as ``nmea_navsat_driver`` names it): the same header stamp, ``time_ref``
 = the fix's UTC time from the receiver, ``source`` = ``"ubx:NAV-PVT"``. A fix without a valid UTC
 date and time gets no TimeReference (counted as ``no_utc``)."""
@@ -51,7 +51,7 @@ class GnssNode(DriverNode):
             return
         fix = fix_from_nav_pvt(parsed)
         msg = NavSatFix()
-        ns_to_stamp(time.time_ns(), msg.header.stamp)
+        ns_to_stamp(self.to_wall(time.monotonic_ns()), msg.header.stamp)  # the driver's one clock offset
         msg.header.frame_id = self.stack_model.gnss.frame_id
         msg.status.status = int(fix.status)
         msg.status.service = NavSatStatus.SERVICE_GPS

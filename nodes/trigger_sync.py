@@ -98,9 +98,9 @@ class TriggerSyncNode(RgbtNode):
             self.diag.values["unlocked"] = str(int(self.diag.values["unlocked"]) + 1)
             if kind in self.unlocked_outputs:  # host-stamped, off the restamped topic
                 self.unlocked_outputs[kind].publish(raw)
-            return
-        self.outputs[kind].publish(cdr_with_stamp(raw, t_new))
-        self.diag.topic(topic).tick(self.now_ns() - t_host_ns)
+        else:
+            self.outputs[kind].publish(cdr_with_stamp(raw, t_new))
+        self.diag.topic(topic).tick(self.now_ns() - t_host_ns)  # every frame received, locked or not
 
     def publish_diagnostics(self) -> None:
         for key, value in self.restamper.status().items():

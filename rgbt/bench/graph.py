@@ -137,13 +137,18 @@ def summarize(sources: dict, recorded: dict, status: dict[str, dict[str, str]], 
                        "p99_ms": _num(sync.get(f"{stack_topic}.p99_ms")),
                        "since": "publish", "hop": "virtual_stack -> trigger_sync"}
     expected = {**published, **restamped}
-    for topic, rec in recorded.get("topics", {}).items():  # everything the recorder received
-        if not rec["count"] and topic not in expected:
+    rec_topics = recorded.get("topics", {})
+    # frames from before the sync lock arrive host-stamped on {raw}/unlocked (nodes/trigger_sync.py): counted
+    # with their stack topic
+    before_lock = {stack: raw.removesuffix("/image") + "/unlocked" for raw, stack in raw_to_stack.items()}
+    for topic, rec in rec_topics.items():  # everything the recorder received
+        if (not rec["count"] and topic not in expected) or topic in before_lock.values():
             continue
         pub = expected.get(topic)
+        received = rec["count"] + rec_topics.get(before_lock.get(topic, ""), {}).get("count", 0)
         since_trigger = topic in restamped or topic.startswith(("/rgbt/seg", "/rgbt/rectified", "/rgbt/thermal"))
-        topics[topic] = {"published": pub, "received": rec["count"],
-                         "dropped": None if pub is None else int(pub - rec["count"]),
+        topics[topic] = {"published": pub, "received": received,
+                         "dropped": None if pub is None else int(pub - received),
                          "p50_ms": rec.get("latency_p50_ms"), "p99_ms": rec.get("latency_p99_ms"),
                          "since": "trigger" if since_trigger else "publish", "hop": "-> recorder"}
     seg = recorded.get("topics", {}).get("/rgbt/seg/class_ids")
