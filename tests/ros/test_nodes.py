@@ -224,3 +224,67 @@ def test_latched_armed_state_reaches_a_late_recorder_and_is_latched_in_the_bag(r
     if isinstance(offered, str):
         offered = yaml.safe_load(offered)
     assert offered[0]["durability"] in (1, "transient_local") and offered[0]["reliability"] in (1, "reliable")
+
+
+@pytest.mark.ros
+def test_mavlink_bridge_on_the_real_tlog_locks_to_the_vehicle(ros_env: dict, fixtures_dir: Path) -> None:
+    """The bridge node (rgbt.sensors.mavlink.Autopilot) fed the real ArduSub tlog over UDP on
+    127.0.0.1, 8x faster, with a second "vehicle" (system 42, armed) injected after the first real
+    heartbeat: only system 1's arm and disarm reach /rgbt/armed; pose and global fix are published."""
+    import socket
+
+    from geometry_msgs.msg import PoseStamped
+    from pymavlink import mavutil
+    from pymavlink.dialects.v20 import ardupilotmega as apm
+    from sensor_msgs.msg import NavSatFix
+    from std_msgs.msg import Bool
+
+    from rgbt.ros.qos import qos_profile, topic_qos
+    from rgbt.sensors.mavlink import is_vehicle_heartbeat
+
+    tlog = fixtures_dir / "mavlink" / "ardusub_small.tlog"
+    if not tlog.is_file():
+        pytest.skip(f"{tlog} missing")
+    conn = mavutil.mavlink_connection(str(tlog))
+    window = []
+    while (m := conn.recv_match()) is not None:
+        if m.get_type() != "BAD_DATA" and 1683220744.0 <= m._timestamp <= 1683220765.0:  # arm at 747.8, disarm 763.8
+            window.append((m._timestamp, bytes(m.get_msgbuf()), is_vehicle_heartbeat(m)))
+    conn.close()
+    intruder = apm.MAVLink(None, srcSystem=42, srcComponent=1)
+    fake = bytes(intruder.heartbeat_encode(apm.MAV_TYPE_QUADROTOR, apm.MAV_AUTOPILOT_ARDUPILOTMEGA,
+                                          apm.MAV_MODE_FLAG_SAFETY_ARMED, 0, 4).pack(intruder))
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    g = Graph()
+    try:
+        node = g.add("mavlink_bridge", "mavlink_bridge", url=f"udpin:127.0.0.1:{port}")
+        armed, poses, fixes = [], [], []
+        g.helper.create_subscription(Bool, "/rgbt/armed", lambda m: armed.append(m.data), topic_qos("/rgbt/armed"))
+        g.helper.create_subscription(PoseStamped, node.pose_topic, poses.append, qos_profile("sensor_data", 100))
+        g.helper.create_subscription(NavSatFix, node.global_topic, fixes.append, qos_profile("sensor_data", 100))
+        time.sleep(1.0)
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+            wall0, t0 = time.monotonic(), window[0][0]
+            locked_at = None  # the intruder speaks once the real vehicle's first heartbeat is in
+            for i, (t, buf, vehicle_heartbeat) in enumerate(window):
+                delay = wall0 + (t - t0) / 8 - time.monotonic()
+                if delay > 0:
+                    time.sleep(delay)
+                sock.sendto(buf, ("127.0.0.1", port))
+                if locked_at is None and vehicle_heartbeat:
+                    locked_at = i
+                    time.sleep(0.2)
+                if locked_at is not None and (i - locked_at) % 50 == 1:
+                    sock.sendto(fake, ("127.0.0.1", port))
+        _wait(lambda: armed and armed[-1] is False and len(armed) >= 3)
+    finally:
+        g.close()
+    changes = [a for i, a in enumerate(armed) if i == 0 or a != armed[i - 1]]
+    assert changes == [False, True, False], armed
+    assert node.autopilot.arm.sysid == 1
+    assert poses and fixes
+    q = poses[-1].pose.orientation
+    assert (q.x ** 2 + q.y ** 2 + q.z ** 2 + q.w ** 2) == pytest.approx(1.0)
+    assert -90 < fixes[-1].latitude < 90 and fixes[-1].latitude != 0
