@@ -1,11 +1,15 @@
 """Recorder: raw CDR from best-effort subscriptions into MCAP through ``rgbt.bag.writer.BagWriter``.
 
-Starts on the autopilot's arm (``std_msgs/Bool`` on ``/rgbt/armed``) and stops when disarmed for
-``debounce_s``; ``start: always`` records from start-up; services ``~/start``, ``~/stop``,
+Starts on the autopilot's arm (``std_msgs/Bool`` on ``/rgbt/armed``, latched on both ends: a recorder
+(re)started after the arm learns it at once) and stops when disarmed for ``debounce_s``; ``start: always`` records from start-up; services ``~/start``, ``~/stop``,
 ``~/split`` (``std_srvs/Trigger``) and ``~/prearm_check`` (its ``message`` is a JSON report).
 Never corrupts a bag: SIGINT / SIGTERM (the spin loop calls ``close()``), a write error, the size
 cap or low disk space close the current file with its summary. Each bag directory gets
 ``rgbt_manifest.json`` (topics, counts, rates, drops, sync status, FFC events, disk, why it stopped).
+By default it records the stack topics and the trigger sync's before-lock streams
+(``/rgbt/raw/<kind>/unlocked``). Each topic's offered QoS in the bag is its publishers'
+(``rgbt.ros.qos.topic_qos``), so ``ros2 bag play`` republishes ``/rgbt/armed`` latched. Thresholds
+(``debounce_s``, size cap, disk space, the sync-lock gate) are live parameters.
 The logic lives in :mod:`rgbt.ros.recording`; this module is the wiring.
 """
 
