@@ -3,7 +3,8 @@
 It reads the node's ROS parameters, validates them with the node's options model (printed at
 start-up), declares every option as a ROS parameter with a descriptor (``rgbt.ros.params``: live
 ones change through ``ros2 param set`` via :meth:`RgbtNode.apply_options`, the others are
-read-only), publishes ``diagnostic_msgs/DiagnosticArray`` on ``/diagnostics`` every
+read-only), counts every publisher / subscription that meets an incompatible QoS on its topic
+(diagnostics ``qos_incompatible``, an error naming the topic and the policy), publishes ``diagnostic_msgs/DiagnosticArray`` on ``/diagnostics`` every
 ``diagnostics_period_s``, and wraps callbacks so an exception is logged and counted, never fatal.
 """
 
@@ -19,7 +20,9 @@ from typing import Any, Callable, ClassVar
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from pydantic import ValidationError
 from rcl_interfaces.msg import SetParametersResult
+from rclpy.event_handler import PublisherEventCallbacks, SubscriptionEventCallbacks
 from rclpy.node import Node
+from rclpy.qos import qos_policy_name_from_kind
 
 from rgbt.errors import ConfigError, RgbtError
 from rgbt.ros.diagnostics import NodeDiagnostics
@@ -55,9 +58,33 @@ class RgbtNode(Node):
         if self.options.nice > os.nice(0):  # e.g. segmentation yields the CPU to sync and recorder
             os.nice(self.options.nice - os.nice(0))
         self.diag = NodeDiagnostics(self.get_name())
+        self.diag.values["qos_incompatible"] = "0"
         self.finished = False  # set by a node whose work is done (spin loop then exits)
         self._diag_pub = self.create_publisher(DiagnosticArray, "/diagnostics", topic_qos("/diagnostics"))
         self._diag_timer = self.create_timer(self.options.diagnostics_period_s, self.guard(self.publish_diagnostics))
+
+    # -- QoS incompatibilities: counted, never silent -----------------------------------------------
+    def create_subscription(self, msg_type, topic, callback, qos_profile, **kwargs):  # type: ignore[no-untyped-def,override]
+        events = kwargs.get("event_callbacks") or SubscriptionEventCallbacks()
+        if events.incompatible_qos is None:
+            events.incompatible_qos = lambda info, t=topic: self._qos_incompatible(t, "subscription", info)
+        kwargs["event_callbacks"] = events
+        return super().create_subscription(msg_type, topic, callback, qos_profile, **kwargs)
+
+    def create_publisher(self, msg_type, topic, qos_profile, **kwargs):  # type: ignore[no-untyped-def,override]
+        events = kwargs.get("event_callbacks") or PublisherEventCallbacks()
+        if events.incompatible_qos is None:
+            events.incompatible_qos = lambda info, t=topic: self._qos_incompatible(t, "publisher", info)
+        kwargs["event_callbacks"] = events
+        return super().create_publisher(msg_type, topic, qos_profile, **kwargs)
+
+    def _qos_incompatible(self, topic: str, side: str, info) -> None:  # type: ignore[no-untyped-def]
+        """A peer on ``topic`` cannot be matched with this endpoint's QoS (``info``: rclpy's event)."""
+        policy = qos_policy_name_from_kind(info.last_policy_kind)
+        self.diag.values["qos_incompatible"] = str(int(self.diag.values.get("qos_incompatible", "0"))
+                                                   + int(info.total_count_change))
+        self.diag.error(f"incompatible QoS ({policy}) between this {side} and a peer on {topic}", topic)
+        self.get_logger().error(f"{topic}: a peer's QoS is incompatible with this {side}'s ({policy})")
 
     # -- live parameters -----------------------------------------------------------------------
     def _on_set_parameters(self, params: list) -> SetParametersResult:  # type: ignore[type-arg]

@@ -190,13 +190,14 @@ def test_latched_armed_state_reaches_a_late_recorder_and_is_latched_in_the_bag(r
                                                                                read_bag) -> None:
     """/rgbt/armed is transient-local on both ends (rgbt.ros.qos.TOPIC_QOS): a recorder started after
     the arm learns it at once and records; the bag stores the topic's offered QoS (latched) so
-    ``ros2 bag play`` republishes it latched."""
+    ``ros2 bag play`` republishes it latched. A publisher with a mismatching QoS is counted
+    (``qos_incompatible`` in the recorder's diagnostics), not silently ignored."""
     import yaml
     from rclpy.qos import DurabilityPolicy, ReliabilityPolicy
     from std_msgs.msg import Bool
     from std_srvs.srv import Trigger
 
-    from rgbt.ros.qos import topic_qos
+    from rgbt.ros.qos import qos_profile, topic_qos
 
     g = Graph()
     try:
@@ -204,12 +205,15 @@ def test_latched_armed_state_reaches_a_late_recorder_and_is_latched_in_the_bag(r
         pub.publish(Bool(data=True))  # the arm, before any recorder exists
         time.sleep(0.3)
         out = tmp_path / "bags"
-        g.add("recorder", "recorder", out_dir=str(out), start="arm", topics=["/rgbt/armed"], min_free_mb=10.0)
+        rec = g.add("recorder", "recorder", out_dir=str(out), start="arm", topics=["/rgbt/armed"], min_free_mb=10.0)
         _wait(lambda: out.exists() and any(out.iterdir()))  # recording started without a new message
         subs = g.helper.get_subscriptions_info_by_topic("/rgbt/armed")
         assert len(subs) == 2 and all(s.qos_profile.durability == DurabilityPolicy.TRANSIENT_LOCAL
                                       and s.qos_profile.reliability == ReliabilityPolicy.RELIABLE for s in subs)
-        time.sleep(0.5)
+        assert rec.diag.values["qos_incompatible"] == "0"
+        g.helper.create_publisher(Bool, "/rgbt/armed", qos_profile("reliable"))  # volatile: cannot serve them
+        _wait(lambda: int(rec.diag.values["qos_incompatible"]) >= 2)  # both of the recorder's subscriptions
+        assert "incompatible QoS (DURABILITY" in rec.diag.last_error and "/rgbt/armed" in rec.diag.last_error
         assert g.call(Trigger, "/recorder/stop").success
     finally:
         g.close()
