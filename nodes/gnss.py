@@ -1,8 +1,9 @@
 """u-blox GNSS driver node: UBX NAV-PVT over serial (pyubx2 framing, ``rgbt.sensors.ubx`` decoding)
 -> ``sensor_msgs/NavSatFix`` on the stack's GNSS topic, host-stamped when the message is parsed
-(through the driver's monotonic -> wall offset, ``rgbt.hostclock``), and beside it ``sensor_msgs/TimeReference`` on :func:`time_reference_topic` (``/gps/fix``
--> ``/gps/time_reference``, as ``nmea_navsat_driver`` names it): the same header stamp, ``time_ref``
-= the fix's UTC time from the receiver, ``source`` = ``"ubx:NAV-PVT"``. A fix without a valid UTC
+(through the driver's monotonic -> wall offset, ``rgbt.hostclock``), and beside it
+``sensor_msgs/TimeReference`` on ``rgbt.ros.options.time_reference_topic`` (``/gps/fix`` ->
+``/gps/time_reference``, as ``nmea_navsat_driver`` names it): the same header stamp, ``time_ref`` =
+the fix's UTC time from the receiver, ``source`` = ``"ubx:NAV-PVT"``. A fix without a valid UTC
 date and time gets no TimeReference (counted as ``no_utc``)."""
 
 from __future__ import annotations
@@ -12,14 +13,9 @@ import time
 from sensor_msgs.msg import NavSatFix, NavSatStatus, TimeReference
 
 from rgbt.ros.driver_node import DriverNode
-from rgbt.ros.options import DriverOptions
+from rgbt.ros.options import DriverOptions, time_reference_topic
 from rgbt.ros.spin import node_main
 from rgbt.ros.stamps import ns_to_stamp
-
-
-def time_reference_topic(fix_topic: str) -> str:
-    """The TimeReference topic beside a fix topic: its sibling ``time_reference``."""
-    return fix_topic.rsplit("/", 1)[0] + "/time_reference"
 
 
 class GnssNode(DriverNode):

@@ -6,8 +6,8 @@ Starts on the autopilot's arm (``std_msgs/Bool`` on ``/rgbt/armed``, latched on 
 Never corrupts a bag: SIGINT / SIGTERM (the spin loop calls ``close()``), a write error, the size
 cap or low disk space close the current file with its summary. Each bag directory gets
 ``rgbt_manifest.json`` (topics, counts, rates, drops, sync status, FFC events, disk, why it stopped).
-By default it records the stack topics and the trigger sync's before-lock streams
-(``/rgbt/raw/<kind>/unlocked``). Each topic's offered QoS in the bag is its publishers'
+By default it records the stack topics, the trigger sync's before-lock streams
+(``/rgbt/raw/<kind>/unlocked``) and the GNSS fix's UTC (``/gps/time_reference``). Each topic's offered QoS in the bag is its publishers'
 (``rgbt.ros.qos.topic_qos``), so ``ros2 bag play`` republishes ``/rgbt/armed`` latched. Thresholds
 (``debounce_s``, size cap, disk space, the sync-lock gate) are live parameters.
 The logic lives in :mod:`rgbt.ros.recording`; this module is the wiring.
@@ -27,7 +27,7 @@ from rgbt.ros.msgtypes import get_message
 from rgbt.ros.node import RgbtNode
 from rgbt.ros.options import ARMED_TOPIC, RecorderOptions
 from rgbt.ros.qos import TOPIC_QOS, qos_to_yaml, topic_qos
-from rgbt.ros.recording import Recording, stack_rates, stack_topic_types, unlocked_topic_types
+from rgbt.ros.recording import Recording, driver_extra_topic_types, stack_rates, stack_topic_types
 from rgbt.ros.spin import node_main
 
 
@@ -40,9 +40,9 @@ class RecorderNode(RgbtNode):
         o = self.options
         stack = self.stack()
         known = stack_topic_types(stack)
-        # by default also the trigger sync's before-lock streams: nothing a driver sent is lost
-        wanted = (o.topics or [*known, *unlocked_topic_types(stack)]) + list(o.extra_topics)
-        known.update(unlocked_topic_types(stack))
+        # by default also the before-lock streams and the GNSS time reference: nothing a driver sent is lost
+        wanted = (o.topics or [*known, *driver_extra_topic_types(stack)]) + list(o.extra_topics)
+        known.update(driver_extra_topic_types(stack))
         self.rec = Recording(o, log=self.get_logger().info, synthetic=o.synthetic or bool(stack.synthetic))
         ros2_typestore()  # built now (0.5-3 s on a small CPU), not when the arm starts the first bag
         self.wanted = [t for t in dict.fromkeys(wanted)]

@@ -23,6 +23,12 @@ ARMED_TOPIC = "/rgbt/armed"  # std_msgs/Bool, latched: the autopilot's armed sta
 TRIGGER_TOPIC = "/rgbt/trigger"
 
 
+def time_reference_topic(fix_topic: str) -> str:
+    """The GNSS driver's ``sensor_msgs/TimeReference`` topic (the fix's UTC) beside its fix topic:
+    the sibling ``time_reference`` (``/gps/fix`` -> ``/gps/time_reference``, as nmea_navsat_driver)."""
+    return fix_topic.rsplit("/", 1)[0] + "/time_reference"
+
+
 def unlocked_topic(kind: str, raw_prefix: str = RAW_PREFIX) -> str:
     """Where the trigger sync node puts a stream's frames (IMU samples) from before its lock,
     host-stamped: never on the restamped stack topics."""

@@ -55,12 +55,15 @@ def stack_topic_types(stack: Any) -> dict[str, str]:
     return types
 
 
-def unlocked_topic_types(stack: Any) -> dict[str, str]:
-    """Topic -> type of the trigger sync node's before-lock streams (host-stamped; recorded by default)."""
-    from rgbt.ros.options import unlocked_topic
+def driver_extra_topic_types(stack: Any) -> dict[str, str]:
+    """Topic -> type of what the recorder also records by default beside :func:`stack_topic_types`
+    (when present): the trigger sync node's before-lock streams (host-stamped) and the GNSS fix's UTC
+    time reference."""
+    from rgbt.ros.options import time_reference_topic, unlocked_topic
 
     types = {unlocked_topic(name): "sensor_msgs/msg/Image" for name in stack.cameras}
     types[unlocked_topic("imu")] = "sensor_msgs/msg/Imu"
+    types[time_reference_topic(stack.gnss.topic)] = "sensor_msgs/msg/TimeReference"
     return types
 
 
