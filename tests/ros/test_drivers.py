@@ -93,6 +93,8 @@ def test_vn100_node_publishes_imu_and_syncin_from_the_sensor_protocol(ros_env: d
         deadline = time.monotonic() + 30
         while len(imu) < 150 and time.monotonic() < deadline:
             executor.spin_until_future_complete(Future(), timeout_sec=0.05)
+        node.publish_diagnostics()  # the driver's one clock offset reports its step counters
+        assert node.diag.values["clock.steps"] == "0" and int(node.diag.values["clock.offset_ns"]) > 0
     finally:
         node.close()
         device.close()
