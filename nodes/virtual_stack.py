@@ -21,17 +21,16 @@ import time
 import zlib
 
 from geometry_msgs.msg import PoseStamped
-from scipy.spatial.transform import Rotation
 from sensor_msgs.msg import Image, Imu, NavSatFix, TimeReference
 from std_msgs.msg import Bool
 
+from rgbt.geometry import matrix_to_quat
 from rgbt.ros.image import numpy_to_image
-from rgbt.ros.messages import navsatfix, pose_stamped
+from rgbt.ros.messages import frame_info, imu, imu_sync_info, navsatfix, pose_stamped, time_reference
 from rgbt.ros.node import RgbtNode
 from rgbt.ros.options import ARMED_TOPIC, TRIGGER_TOPIC, VirtualStackOptions
-from rgbt.ros.qos import qos_profile
+from rgbt.ros.qos import topic_qos
 from rgbt.ros.spin import node_main
-from rgbt.ros.stamps import ns_to_stamp
 
 
 class VirtualStackNode(RgbtNode):
@@ -62,7 +61,7 @@ class VirtualStackNode(RgbtNode):
         self._pub("global", NavSatFix, self.stack_model.autopilot.global_topic, out)
         self._pub("pose", PoseStamped, self.stack_model.autopilot.pose_topic, out)
         self._pub("trigger", TimeReference, TRIGGER_TOPIC, out)
-        self._pub("state", Bool, ARMED_TOPIC, qos_profile("latched"))
+        self._pub("state", Bool, ARMED_TOPIC, topic_qos(ARMED_TOPIC))
         self.manifest: dict = {"synthetic": True, "sim": sim_fields, "topics": {}, "frames": {}}
         self.late_ns = 0  # how late the last sample went out (simulator slower than real time)
         self._stop = threading.Event()
@@ -128,12 +127,7 @@ class VirtualStackNode(RgbtNode):
         kind = s.kind
         if kind in ("thermal", "color", "mono"):
             cam = self.stack_model.cameras[kind]
-            info = TimeReference()
-            ns_to_stamp(t_host, info.header.stamp)
-            info.header.frame_id = cam.frame_id
-            ns_to_stamp(t_host, info.time_ref)
-            info.source = f"{int(s.seq)}" + (";ffc" if s.ffc else "")
-            self.info_pubs[kind].publish(info)
+            self.info_pubs[kind].publish(frame_info(t_host, cam.frame_id, int(s.seq), bool(s.ffc)))
             msg = numpy_to_image(s.data, t_host, cam.frame_id, cam.encoding)
             self.pubs[kind].publish(msg)
             frames = self.manifest["frames"].setdefault(cam.topic, {"crc32": [], "t_true_ns": [], "seq": []})
@@ -143,18 +137,9 @@ class VirtualStackNode(RgbtNode):
             self._count(kind, cam.topic)
         elif kind == "imu":
             d = s.data
-            msg = Imu()
-            ns_to_stamp(t_host, msg.header.stamp)
-            msg.header.frame_id = self.stack_model.imu.frame_id
-            msg.angular_velocity.x, msg.angular_velocity.y, msg.angular_velocity.z = map(float, d.gyro_rad_s)
-            msg.linear_acceleration.x, msg.linear_acceleration.y, msg.linear_acceleration.z = map(float, d.accel_m_s2)
-            msg.orientation_covariance[0] = -1.0  # no orientation
-            info = TimeReference()  # the VN-100's own clock is the simulator's true clock
-            info.header.stamp = msg.header.stamp
-            ns_to_stamp(t_true, info.time_ref)
-            info.source = f"{int(d.syncin_count)};{int(d.t_since_sync_ns)}"
-            self.info_pubs["imu"].publish(info)
-            self.pubs["imu"].publish(msg)
+            # the VN-100's own clock is the simulator's true clock
+            self.info_pubs["imu"].publish(imu_sync_info(t_host, t_true, d.syncin_count, d.t_since_sync_ns))
+            self.pubs["imu"].publish(imu(t_host, self.stack_model.imu.frame_id, d.gyro_rad_s, d.accel_m_s2))
             self.manifest.setdefault("imu_t_true_ns", []).append(t_true)
             self._count("imu", self.stack_model.imu.topic)
         elif kind in ("gnss", "global"):
@@ -164,7 +149,8 @@ class VirtualStackNode(RgbtNode):
             self._count(kind)
         elif kind == "pose":
             T = s.data.T_world_body if hasattr(s.data, "T_world_body") else s.data
-            self.pubs["pose"].publish(pose_stamped(t_host, T[:3, 3], Rotation.from_matrix(T[:3, :3]).as_quat()))
+            w, x, y, z = matrix_to_quat(T[:3, :3])
+            self.pubs["pose"].publish(pose_stamped(t_host, T[:3, 3], (x, y, z, w)))
             self._count("pose")
         elif kind == "state":
             armed = bool(s.data.armed if hasattr(s.data, "armed") else s.data)
@@ -174,11 +160,7 @@ class VirtualStackNode(RgbtNode):
                 events.append([t_true, armed])
             self._count("state")
         elif kind == "trigger":
-            msg = TimeReference()
-            ns_to_stamp(t_host, msg.header.stamp)
-            ns_to_stamp(t_true, msg.time_ref)
-            msg.source = str(int(s.seq))
-            self.pubs["trigger"].publish(msg)
+            self.pubs["trigger"].publish(time_reference(t_host, t_true, str(int(s.seq))))
             self._count("trigger")
 
     def close(self) -> None:

@@ -307,32 +307,37 @@ def summarize(sources: dict, recorded: dict, status: dict[str, dict[str, str]], 
     expected = {**published, **restamped}
     rec_received = rec_dropped = lost = over_budget = 0
     unstamped: dict[str, dict] = {}
-    for topic, rec in recorded.get("topics", {}).items():  # everything the recorder received
-        if not rec["count"] and topic not in expected:
+    rec_topics = recorded.get("topics", {})
+    # frames from before the sync lock arrive host-stamped on {raw}/unlocked (nodes/trigger_sync.py): counted
+    # with their stack topic
+    before_lock = {stack: raw.removesuffix("/image") + "/unlocked" for raw, stack in raw_to_stack.items()}
+    for topic, rec in rec_topics.items():  # everything the recorder received
+        if (not rec["count"] and topic not in expected) or topic in before_lock.values():
             continue
         pub = expected.get(topic)
+        received = int(rec["count"] + rec_topics.get(before_lock.get(topic, ""), {}).get("count", 0))
         output = next((v for k, v in OUTPUTS.items() if topic.startswith(k)), None)
         if output is not None:  # a pipeline output: published = what its node says it published
             node = next((v for k, v in status.items() if k.startswith(output[0])), {})
             pub = _count(node.get(output[1]))  # at its last diagnostics: a lower bound
-            pub = None if pub is None else max(pub, int(rec["count"]))
+            pub = None if pub is None else max(pub, received)
         if rec.get("latency_p50_ms") is None or pub is None:  # no header stamp (armed state), or written by
-            unstamped[topic] = {"published": pub, "received": rec["count"]}  # the recorder itself (state)
+            unstamped[topic] = {"published": pub, "received": received}  # the recorder itself (state)
             if pub is not None:
-                rec_received += rec["count"]
-                rec_dropped += max(0, int(pub - rec["count"]))
+                rec_received += received
+                rec_dropped += max(0, int(pub - received))
             continue
         since_trigger = topic in restamped or topic.startswith(("/rgbt/seg", "/rgbt/rectified", "/rgbt/thermal",
                                                                  "/rgbt/fusion"))
-        topics[topic] = {"published": pub, "received": rec["count"],
-                         "dropped": None if pub is None else max(0, int(pub - rec["count"])),
+        topics[topic] = {"published": pub, "received": received,
+                         "dropped": None if pub is None else max(0, int(pub - received)),
                          "p50_ms": rec.get("latency_p50_ms"), "p99_ms": rec.get("latency_p99_ms"),
                          "since": "trigger" if since_trigger else "publish", "hop": "-> recorder"}
         lost += int(rec.get("lost", 0))
         over_budget += int(rec.get("dropped_budget", 0))
         if topic in expected:
-            rec_received += rec["count"]
-            rec_dropped += max(0, int(pub - rec["count"]))
+            rec_received += received
+            rec_dropped += max(0, int(pub - received))
     for topic, pub in expected.items():  # published, never recorded at all
         if topic not in topics and topic not in raw_to_stack and topic not in unstamped:
             topics[topic] = {"published": pub, "received": 0, "dropped": pub, "p50_ms": None, "p99_ms": None,
