@@ -41,9 +41,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from rgbt.bag.frameindex import COLUMNS, FrameSources, build_index
 from rgbt.bag.images import image_to_numpy
 from rgbt.bag.reader import BagReader, open_bag
-from rgbt.bag.renames import CART_RENAMES
+from rgbt.bag.renames import CART_RENAMES, CART_ROS1_NAMES
 from rgbt.bag.tables import TopicTables
-from rgbt.errors import BagError, ConfigError, RgbtError
+from rgbt.errors import BagError, ConfigError
 from rgbt.ros.stamps import stamp_to_ns
 
 TRIGGER_TOPIC = "/rgbt/trigger"  # rgbt.sim.messages.TRIGGER_TOPIC (not imported: it pulls in the simulator)
@@ -220,7 +220,8 @@ def extract_bags(bags: Sequence[str | Path], out: str | Path, options: ExtractOp
     names = _camera_names(stack)
     gnss_topics = [o.gnss_topic] if o.gnss_topic else [stack.gnss.topic, stack.autopilot.global_topic]
     pose_topic = o.pose_topic or stack.autopilot.pose_topic
-    renames = dict(CART_RENAMES) if o.cart_renames else {}
+    # CART's older names and its ROS 1 layout's (/eo/color/image_color ...) -> the stack's topics
+    renames = {**CART_RENAMES, **{v: k for k, v in CART_ROS1_NAMES.items()}} if o.cart_renames else {}
     out.mkdir(parents=True, exist_ok=True)
     manifest = _Manifest(out)
     tables = TopicTables(out / "topics", o.tables)
@@ -437,4 +438,3 @@ def nearest_within(stamps: np.ndarray, t_ns: int, tolerance_ns: int) -> int | No
     return best if abs(int(stamps[best]) - t_ns) <= tolerance_ns else None
 
 
-__all__ = ["ExtractOptions", "ExtractResult", "extract_bags", "read_frames_csv", "read_image", "RgbtError"]
