@@ -28,6 +28,7 @@ import json
 import os
 import shutil
 import tempfile
+import threading
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -113,21 +114,61 @@ class _Manifest:
             self.hashes = {}
         self.root = root
         self._dirty = 0
+        self._lock = threading.Lock()
 
     def fresh(self, rel: str, digest: str) -> bool:
         return self.hashes.get(rel) == digest and (self.root / rel).is_file()
 
     def put(self, rel: str, digest: str) -> None:
-        self.hashes[rel] = digest
-        self._dirty += 1
-        if self._dirty >= 500:
-            self.save()
+        """Record a file as written (called by the writer threads once the file is in place)."""
+        with self._lock:
+            self.hashes[rel] = digest
+            self._dirty += 1
 
-    def save(self) -> None:
+    def save(self, every: int = 0) -> None:
+        """Write the manifest (only when ``every`` or more files were added since the last save)."""
+        with self._lock:
+            if self._dirty < max(every, 1) and self.path.is_file():
+                return
+            text = json.dumps(self.hashes)
+            self._dirty = 0
         tmp = self.path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(self.hashes))
+        tmp.write_text(text)
         tmp.replace(self.path)
-        self._dirty = 0
+
+
+class _Writers:
+    """Encodes and writes images on a thread pool (OpenCV's encoders release the GIL), at most
+    ``2 x workers`` pending; a failed write is reported through ``on_error(topic, exc)``."""
+
+    def __init__(self, on_error: Callable[[str, Exception], None], workers: int | None = None) -> None:
+        from concurrent.futures import ThreadPoolExecutor
+
+        self.workers = workers or max(1, min(8, os.cpu_count() or 1))
+        self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="extract-write")
+        self._pending: list[tuple[str, Any]] = []
+        self._on_error = on_error
+
+    def submit(self, topic: str, fn: Callable[..., None], *args: Any, then: Callable[[], None] | None = None) -> None:
+        def run() -> None:
+            fn(*args)
+            if then is not None:
+                then()
+
+        self._pending.append((topic, self._pool.submit(run)))
+        if len(self._pending) > 2 * self.workers:
+            self._reap(len(self._pending) - self.workers)
+
+    def _reap(self, n: int) -> None:
+        done, self._pending = self._pending[:n], self._pending[n:]
+        for topic, fut in done:
+            exc = fut.exception()
+            if exc is not None:
+                self._on_error(topic, exc)
+
+    def close(self) -> None:
+        self._reap(len(self._pending))
+        self._pool.shutdown()
 
 
 class _Thermal8:
@@ -174,7 +215,7 @@ def _salvaged(path: Path, scratch: Path, exc: BagError) -> tuple[BagReader, dict
 
         dst = scratch / path.name
         dst.unlink(missing_ok=True)
-        rep = reindex_ros1(path, dst)
+        rep = reindex_ros1(path, dst, compress=False)
         if not rep["messages"]:
             raise exc
         size = path.stat().st_size
@@ -186,7 +227,7 @@ def _salvaged(path: Path, scratch: Path, exc: BagError) -> tuple[BagReader, dict
     from rgbt.bag.mcapscan import scan_mcap
     from rgbt.bag.recover import recover_bag
 
-    dst = scratch / (path.stem if path.is_file() else path.name)
+    dst = scratch / "salvaged"  # not the file's stem: recovery misbehaves when DIR/NAME.mcap has DIR == NAME
     shutil.rmtree(dst, ignore_errors=True)
     dst.mkdir(parents=True)
     scans = {}
@@ -195,8 +236,8 @@ def _salvaged(path: Path, scratch: Path, exc: BagError) -> tuple[BagReader, dict
         scans[f.name] = scan_mcap(f)
     try:
         recover_bag(dst)
-    except BagError:
-        raise exc from None
+    except BagError as err:
+        raise BagError(f"{exc}; salvaging its whole chunks failed too: {err}") from None
     broken = [s for s in scans.values() if not s.finished]
     first = broken[0] if broken else next(iter(scans.values()))
     reader = open_bag(dst)
@@ -239,6 +280,13 @@ def extract_bags(bags: Sequence[str | Path], out: str | Path, options: ExtractOp
     t0 = time.perf_counter()
     scratch = Path(tempfile.mkdtemp(prefix=".salvage-", dir=out))
     done = 0
+
+    def count_bad(topic: str, exc: Exception, t_ns: int | None = None) -> None:
+        bad[topic] = bad.get(topic, 0) + 1
+        if len(bad_examples) < 5:
+            bad_examples.append(f"{topic}" + (f" @ {t_ns}" if t_ns is not None else "") + f": {exc}")
+
+    writers = _Writers(count_bad)
     try:
         with _ExitStackOf(bags, scratch) as opened:
             total = sum(r.message_count for r, _ in opened)
@@ -255,21 +303,22 @@ def extract_bags(bags: Sequence[str | Path], out: str | Path, options: ExtractOp
                         bytes_read += len(rec.raw)
                         try:
                             w = _handle(rec, o, names, src, tables, manifest, out, thermal8, counts, gnss_by_topic,
-                                        pose_topic)
+                                        pose_topic, writers)
                             written += w == 1
                             skipped += w == 2
                         except Exception as exc:  # noqa: BLE001 - one bad message never stops the extraction
-                            bad[rec.topic] = bad.get(rec.topic, 0) + 1
-                            if len(bad_examples) < 5:
-                                bad_examples.append(f"{rec.topic} @ {rec.t_ns}: {exc}")
-                        if progress is not None and done % 50 == 0:
-                            progress(done, total)
+                            count_bad(rec.topic, exc, rec.t_ns)
+                        if done % 50 == 0:
+                            manifest.save(every=500)
+                            if progress is not None:
+                                progress(done, total)
                 except BagError as exc:
                     stopped.append({"bag": str(path), "after_messages": n_bag, "last_log_ns": last_t,
                                     "reason": str(exc)})
                 per_bag.append({"bag": str(path), "messages": n_bag, "kind": reader.kind, "storage": reader.storage,
                                 "synthetic": reader.synthetic})
     finally:
+        writers.close()
         shutil.rmtree(scratch, ignore_errors=True)
         manifest.save()
     table_files = tables.close()
@@ -323,7 +372,7 @@ class _ExitStackOf:
 
 def _handle(rec: Any, o: ExtractOptions, names: dict[str, str], src: FrameSources, tables: TopicTables,
             manifest: _Manifest, out: Path, thermal8: _Thermal8 | None, counts: dict[str, int],
-            gnss_by_topic: dict[str, list], pose_topic: str) -> int:
+            gnss_by_topic: dict[str, list], pose_topic: str, writers: _Writers) -> int:
     """Handle one message; returns 1 (image written), 2 (image unchanged, skipped) or 0 (table row)."""
     msgtype = rec.msgtype
     if msgtype in _IMAGE_TYPES or msgtype in _COMPRESSED_TYPES:
@@ -336,8 +385,8 @@ def _handle(rec: Any, o: ExtractOptions, names: dict[str, str], src: FrameSource
             ext = "png" if "png" in str(msg.format).lower() else "jpg"
             rel = f"images/{camera}/{stamp}.{ext}"
             if not manifest.fresh(rel, digest):
-                _write_bytes(out / rel, bytes(msg.data))
-                manifest.put(rel, digest)
+                writers.submit(rec.topic, _write_bytes, out / rel, bytes(msg.data),
+                               then=lambda: manifest.put(rel, digest))
                 result = 1
         else:
             arr = image_to_numpy(msg)
@@ -345,15 +394,15 @@ def _handle(rec: Any, o: ExtractOptions, names: dict[str, str], src: FrameSource
             ext = o.color_format if colour else "png"
             rel = f"images/{camera}/{stamp}.{ext}"
             if not manifest.fresh(rel, digest):
-                _write_image(out / rel, arr, o.jpeg_quality)
-                manifest.put(rel, digest)
+                writers.submit(rec.topic, _write_image, out / rel, arr, o.jpeg_quality,
+                               then=lambda: manifest.put(rel, digest))
                 result = 1
             if thermal8 is not None and arr.dtype == np.uint16 and arr.ndim == 2:
                 rel8 = f"images/{camera}_8bit_{thermal8.mode}/{stamp}.png"
                 img8 = thermal8(camera, arr, stamp)  # always run: the vio mode's state needs every frame
                 if not manifest.fresh(rel8, digest):
-                    _write_image(out / rel8, img8, o.jpeg_quality)
-                    manifest.put(rel8, digest)
+                    writers.submit(rec.topic, _write_image, out / rel8, img8, o.jpeg_quality,
+                                   then=lambda: manifest.put(rel8, digest))
         src.frames.append((stamp, rec.t_ns, camera, rel))
         src.frame_topic.setdefault(camera, rec.topic)
         counts[camera] = counts.get(camera, 0) + 1
