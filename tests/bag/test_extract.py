@@ -1,7 +1,8 @@
 """`rgbt bag extract` on simulated recordings (synthetic data): an MCAP of the simulator and the same run as
 a ROS 1 bag in CART's layout give the same files; GNSS / pose / trigger columns against the simulator's
 truth; rectified pairs line up; a truncated bag yields everything before the damage; bad messages are
-counted; a rerun skips what is already written."""
+counted; a rerun skips what is already written; ``--sample cart`` on a flight with a hover, a transit and
+a hover picks exactly the frames CART's rule implies (computed here independently from the bag)."""
 
 from __future__ import annotations
 
@@ -273,3 +274,130 @@ def test_bad_messages_are_counted_not_fatal(tmp_path: Path) -> None:
     assert "yuv422" in res.summary["bad_examples"][0]
     assert sorted(p.name for p in (tmp_path / "out/images/thermal").iterdir()) == \
         [f"{10**9 + k * 10**7}.png" for k in (0, 2, 3)]
+
+
+# -- --sample cart on a simulated hover / transit / hover flight ---------------------------------------
+
+T0 = 1_700_000_000
+
+
+def _tum(path: Path) -> Path:
+    """Hover 21 s, 16 m along x in 8 s (smoothstep), hover: positions at 10 Hz."""
+    t = np.arange(0.0, 40.0, 0.1)
+    u = np.clip((t - 21.0) / 8.0, 0.0, 1.0)
+    x = 16.0 * (3 * u**2 - 2 * u**3)
+    path.write_text("".join(f"{T0 + ti:.3f} {xi:.6f} 0 0 0 0 0 1\n" for ti, xi in zip(t, x)))
+    return path
+
+
+def _expected(bag: Path) -> list[int]:
+    """CART's rule from the bag's own thermal stamps and GPS fixes (flat-earth metres, np.interp)."""
+    stamps, fixes = [], []
+    with AnyReader([bag]) as reader:
+        for conn, _, raw in reader.messages():
+            if conn.topic not in ("/boson/thermal/image_raw", "/gps/fix"):
+                continue
+            m = reader.deserialize(raw, conn.msgtype)
+            t = m.header.stamp.sec * 10**9 + m.header.stamp.nanosec
+            if conn.topic == "/gps/fix":
+                fixes.append((t, m.latitude, m.longitude, m.altitude))
+            else:
+                stamps.append(t)
+    f = np.array(fixes, dtype=np.float64)
+    tf = np.array([x[0] for x in fixes], dtype=np.int64)
+    lat0 = np.deg2rad(f[0, 1])
+    east = np.deg2rad(f[:, 2] - f[0, 2]) * 6378137.0 * np.cos(lat0)
+    north = np.deg2rad(f[:, 1] - f[0, 1]) * 6378137.0
+    up = f[:, 3] - f[0, 3]
+
+    def at(t: int) -> np.ndarray | None:
+        if not tf[0] <= t <= tf[-1]:
+            return None
+        x = float(t - tf[0])
+        xs = (tf - tf[0]).astype(np.float64)
+        return np.array([np.interp(x, xs, east), np.interp(x, xs, north), np.interp(x, xs, up)])
+
+    picked, last = [], None
+    for t in sorted(stamps):
+        now, before = at(t), at(t - 2 * 10**9)
+        moving = now is not None and before is not None and np.linalg.norm(now - before) > 0.5
+        if last is None or t - last >= (3 if moving else 20) * 10**9:
+            picked.append(t)
+            last = t
+    return picked
+
+
+@pytest.fixture(scope="module")
+def hover_bag(tmp_path_factory: pytest.TempPathFactory):
+    from rgbt.sim import SimOptions, SimStack
+    from rgbt.sim.record import write_sim_bag
+
+    root = tmp_path_factory.mktemp("sample")
+    stack = consistent_stack(root / "stack.yaml", **{"trigger.rate_hz": 2.0, "cameras.thermal.rate_hz": 2.0,
+                                                     "imu.rate_hz": 10.0, "autopilot.pose_rate_hz": 5.0})
+    sim = SimStack(SimOptions(stack_path=str(stack), trajectory=str(_tum(root / "path.tum")), duration_s=34.0,
+                              seed=2, noise=False, cameras=["thermal"], world_size_px=512, altitude_m=20.0,
+                              drop_prob=0.0))
+    write_sim_bag(sim, root / "bag", label_stride=0)
+    yield root, stack
+    shutil.rmtree(root, ignore_errors=True)
+
+
+def test_sample_cart_picks_the_frames_the_rule_implies(hover_bag) -> None:
+    root, stack = hover_bag
+    want = _expected(root / "bag")
+    gaps = np.diff(want) / 1e9
+    assert (np.abs(gaps - 20) < 0.6).sum() >= 1 and (np.abs(gaps - 3) < 0.6).sum() >= 2  # both regimes occur
+    run_rgbt("bag", "extract", str(root / "bag"), "--out", str(root / "out"), "--stack", str(stack),
+             "--sample", "cart", "--place", "SimField", "--traj", "hover_transit")
+    with (root / "out/dataset/samples.csv").open() as fh:
+        got = [int(r["stamp_ns"]) for r in csv.DictReader(fh)]
+    assert got == want
+    from rgbt.seg.dataset import list_items, read_png
+
+    items = list_items(root / "out/dataset")
+    assert len(items) == len(want) and all(i.startswith("SimField/hover_transit/") for i in items)
+    splits = [list_items(root / "out/dataset", s) for s in ("train", "val", "test") if
+              (root / "out/dataset" / f"{s}.txt").read_text().strip()]
+    assert sorted(sum(splits, [])) == sorted(items)
+    first = read_png(root / "out/dataset" / (items[0].rsplit("/", 1)[0]) / "thermal16" / f"{items[0].rsplit('/', 1)[1]}.png",
+                     np.uint16)
+    assert first.shape == (512, 640)
+    # --every 5 over the same extraction's index
+    from rgbt.bag.annotate import write_sampled_dataset
+    from rgbt.bag.extract import read_frames_csv, stack_for
+
+    rows = read_frames_csv(root / "out/frames.csv")
+    res = write_sampled_dataset(root / "out", rows, stack_for(str(stack)), method="every", every_s=5.0)
+    assert np.all(np.diff(res["picked"]) == 5 * 10**9) and len(res["picked"]) == 7
+
+
+# -- preview video ------------------------------------------------------------------------------------
+
+def test_preview_video_and_contact_sheet(flight, tmp_path: Path) -> None:
+    from rgbt.bag.video import VideoOptions, write_video
+    from rgbt.paths import ENGINES_DIR
+
+    _, _, root, stack_path, _, _ = flight
+    model = ENGINES_DIR / "sim_thermal_seg.onnx"
+    if not model.is_file():
+        pytest.skip(f"segmentation model not found at {model}")
+    pytest.importorskip("onnxruntime", reason="the overlay runs the model with onnxruntime (the 'cpu' extra)")
+    res = write_video(root / "cart.bag", tmp_path / "preview.mp4",
+                      VideoOptions(rate_hz=10, scale=0.25, stack_path=str(stack_path), model=str(model),
+                                   sheet_every_s=0.2))
+    cap = cv2.VideoCapture(str(tmp_path / "preview.mp4"))
+    frames = []
+    while True:
+        ok, img = cap.read()
+        if not ok:
+            break
+        frames.append(img)
+    cap.release()
+    assert len(frames) == res["frames"] and 4 <= len(frames) <= 7  # 0.6 s at 10 Hz from the first camera frame
+    h, w = frames[0].shape[:2]
+    assert (w, h) == tuple(res["size"]) and h == 150 and w == 240 + 188 + 240  # colour | thermal | mono
+    thermal = frames[-1][:, 240:428]
+    assert thermal.std() > 10  # a colormapped scene with the overlay, not a blank panel
+    sheet = cv2.imread(res["sheet"])
+    assert sheet is not None and res["sheet_frames"] >= 2 and sheet.shape[1] == min(4, res["sheet_frames"]) * w
