@@ -228,8 +228,15 @@ def test_rerun_skips_unchanged_images(flight) -> None:
     assert again.summary["written"] == 0 and again.summary["skipped_unchanged"] == mcap.summary["frames_total"]
     victim = next((mcap.out / "images/thermal").iterdir())
     victim.unlink()
-    third = extract_bags([root / "sim"], mcap.out, ExtractOptions(stack_path=str(stack_path)))
+    third = extract_bags([root / "sim"], mcap.out, ExtractOptions(stack_path=str(stack_path), thermal8="linear"))
     assert third.summary["written"] == 1 and victim.is_file()
+    eight = sorted((mcap.out / "images/thermal_8bit_linear").iterdir())
+    assert [p.name for p in eight] == sorted(p.name for p in (mcap.out / "images/thermal").iterdir())
+    from rgbt.image.normalize import NormalizeOptions, Normalizer, to_uint8
+
+    img8 = cv2.imread(str(eight[3]), cv2.IMREAD_UNCHANGED)
+    raw = cv2.imread(str(mcap.out / "images/thermal" / eight[3].name), cv2.IMREAD_UNCHANGED)
+    assert img8.dtype == np.uint8 and np.array_equal(img8, to_uint8(Normalizer(NormalizeOptions(clahe=False))(raw)))
 
 
 @pytest.mark.parametrize("kind", ["mcap", "ros1"])
@@ -401,3 +408,23 @@ def test_preview_video_and_contact_sheet(flight, tmp_path: Path) -> None:
     assert thermal.std() > 10  # a colormapped scene with the overlay, not a blank panel
     sheet = cv2.imread(res["sheet"])
     assert sheet is not None and res["sheet_frames"] >= 2 and sheet.shape[1] == min(4, res["sheet_frames"]) * w
+
+
+@pytest.mark.parametrize("argv, needle", [
+    (["bag", "extract", "{BAG}", "--out", "{OUT}", "--rectify"], "--rectify works on pairs"),
+    (["bag", "extract", "{BAG}", "--out", "{OUT}", "--every", "-1"], "--every -1"),
+    (["bag", "extract", "{BAG}", "--out", "{OUT}", "--sample", "cart", "--every", "3"], "not both"),
+    (["bag", "extract", "{BAG}", "--out", "{FILE}"], "a directory"),
+    (["bag", "video", "{BAG}", "--out", "{OUT}.gif"], ".mp4 or .avi"),
+    (["image", "rectify", "{BAG}", "{BAG}", "--out", "{OUT}"], "is a directory"),
+])
+def test_bad_arguments_exit_2_with_one_line(argv: list[str], needle: str, tmp_path: Path, capsys) -> None:
+    from rgbt.cli import main
+
+    (tmp_path / "bag").mkdir()
+    (tmp_path / "file").write_text("x")
+    args = [a.replace("{BAG}", str(tmp_path / "bag")).replace("{OUT}", str(tmp_path / "out"))
+            .replace("{FILE}", str(tmp_path / "file")) for a in argv]
+    assert main(args) == 2
+    err = [line for line in capsys.readouterr().err.splitlines() if line.strip()]
+    assert len(err) == 1 and needle in err[0], err
