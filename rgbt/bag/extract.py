@@ -41,7 +41,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from rgbt.bag.frameindex import COLUMNS, FrameSources, build_index
 from rgbt.bag.images import image_to_numpy
-from rgbt.bag.reader import BagReader, open_bag
+from rgbt.bag.reader import ROS1_METADATA_TOPIC, BagReader, open_bag
 from rgbt.bag.renames import CART_RENAMES, CART_ROS1_NAMES
 from rgbt.bag.tables import TopicTables
 from rgbt.errors import BagError, ConfigError
@@ -316,7 +316,7 @@ def extract_bags(bags: Sequence[str | Path], out: str | Path, options: ExtractOp
                     stopped.append({"bag": str(path), "after_messages": n_bag, "last_log_ns": last_t,
                                     "reason": str(exc)})
                 per_bag.append({"bag": str(path), "messages": n_bag, "kind": reader.kind, "storage": reader.storage,
-                                "synthetic": reader.synthetic})
+                                "synthetic": reader.synthetic, "metadata": dict(reader.metadata)})
     finally:
         writers.close()
         shutil.rmtree(scratch, ignore_errors=True)
@@ -407,6 +407,8 @@ def _handle(rec: Any, o: ExtractOptions, names: dict[str, str], src: FrameSource
         src.frame_topic.setdefault(camera, rec.topic)
         counts[camera] = counts.get(camera, 0) + 1
         return result
+    if rec.topic == ROS1_METADATA_TOPIC:
+        return 0  # the bag's metadata (custom_data), already in summary.json: not a data topic
     msg = rec.msg
     tables.add(rec.topic, rec.t_ns, msg)
     if rec.topic == o.trigger_topic and hasattr(msg, "time_ref"):

@@ -17,7 +17,6 @@ import pytest
 import yaml
 from rosbags.highlevel import AnyReader
 
-from helpers import run_rgbt
 from rgbt.bag.extract import ExtractOptions, extract_bags, read_frames_csv
 from rgbt.paths import DEFAULT_STACK
 
@@ -92,8 +91,15 @@ def _bag_images(path: Path) -> dict[str, dict[int, np.ndarray]]:
     return out
 
 
+def rgbt(*argv: str) -> None:
+    """Run the ``rgbt`` CLI in this process (same code path as the command, without a Python start-up)."""
+    from rgbt.cli import main
+
+    assert main([str(a) for a in argv]) == 0, argv
+
+
 def _files(root: Path) -> set[str]:
-    return {str(p.relative_to(root)) for p in (root / "images").rglob("*") if p.is_file()}
+    return {str(p.relative_to(root)) for d in ("images", "topics") for p in (root / d).rglob("*") if p.is_file()}
 
 
 def test_mcap_and_cart_ros1_bag_extract_to_the_same_files(flight) -> None:
@@ -211,7 +217,7 @@ def test_rectified_pairs_line_up_ground_points(flight) -> None:
 def test_image_rectify_cli_matches_pairs(flight, tmp_path: Path) -> None:
     _, _, _, stack_path, mcap, _ = flight
     stamp = next(r["stamp_ns"] for r in mcap.rows if r["camera"] == "color" and r["trigger_slot"] != "")
-    run_rgbt("image", "rectify", str(mcap.out / f"images/thermal/{stamp}.png"),
+    rgbt("image", "rectify", str(mcap.out / f"images/thermal/{stamp}.png"),
              str(mcap.out / f"images/color/{stamp}.png"), "--out", str(tmp_path / "r"), "--stack", str(stack_path))
     from rgbt.bag.extract import read_image, stack_for
     from rgbt.bag.pairs import rectifier_for
@@ -240,14 +246,15 @@ def test_rerun_skips_unchanged_images(flight) -> None:
 
 
 @pytest.mark.parametrize("kind", ["mcap", "ros1"])
-def test_truncated_bag_extracts_everything_before_the_damage(flight, kind: str, tmp_path: Path) -> None:
+def test_truncated_bag_extracts_everything_before_the_damage(flight, kind: str, tmp_path: Path, capsys) -> None:
     _, _, root, stack_path, mcap, ros1 = flight
     src = next((root / "sim").glob("*.mcap")) if kind == "mcap" else root / "cart.bag"
     full = mcap if kind == "mcap" else ros1
     data = src.read_bytes()
     cut = tmp_path / ("cut.mcap" if kind == "mcap" else "cut.bag")
     cut.write_bytes(data[: int(len(data) * 0.6)])
-    text = run_rgbt("bag", "extract", str(cut), "--out", str(tmp_path / "out"), "--stack", str(stack_path)).stdout
+    rgbt("bag", "extract", cut, "--out", tmp_path / "out", "--stack", stack_path)
+    text = capsys.readouterr().out
     summary = json.loads((tmp_path / "out/summary.json").read_text())
     assert len(summary["salvaged"]) == 1
     s = summary["salvaged"][0]
@@ -355,8 +362,8 @@ def test_sample_cart_picks_the_frames_the_rule_implies(hover_bag) -> None:
     want = _expected(root / "bag")
     gaps = np.diff(want) / 1e9
     assert (np.abs(gaps - 20) < 0.6).sum() >= 1 and (np.abs(gaps - 3) < 0.6).sum() >= 2  # both regimes occur
-    run_rgbt("bag", "extract", str(root / "bag"), "--out", str(root / "out"), "--stack", str(stack),
-             "--sample", "cart", "--place", "SimField", "--traj", "hover_transit")
+    rgbt("bag", "extract", root / "bag", "--out", root / "out", "--stack", stack, "--sample", "cart",
+         "--place", "SimField", "--traj", "hover_transit")
     with (root / "out/dataset/samples.csv").open() as fh:
         got = [int(r["stamp_ns"]) for r in csv.DictReader(fh)]
     assert got == want
