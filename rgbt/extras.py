@@ -24,6 +24,7 @@ EXTRA_OF_MODULE: dict[str, str] = {
     "geometry_msgs": "ros-wheels",
     "nav_msgs": "ros-wheels",
     "torch": "export",
+    "pyarrow": "parquet",
 }
 
 _HINTS = {

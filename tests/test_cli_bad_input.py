@@ -43,6 +43,10 @@ VERBS: list[tuple[str, list[str], Path, int | None]] = [
     ("bag-convert", ["bag", "convert", "{F}", "{OUT}"], FIX / "bags/ros1/robot_localization_test1.bag", None),
     ("bag-reindex", ["bag", "reindex", "{F}", "{OUT}.bag"], FIX / "bags/ros1/robot_localization_test1.bag", 3000),
     ("replay", ["replay", "{F}"], FIX / "bags/ros1/robot_localization_test1.bag", None),
+    # extract salvages a truncated bag's whole chunks: keep too little for one (as for reindex)
+    ("bag-extract", ["bag", "extract", "{F}", "--out", "{OUT}"], FIX / "bags/ros1/robot_localization_test1.bag", 3000),
+    ("bag-video", ["bag", "video", "{F}", "--out", "{OUT}.mp4"], FIX / "bags/ros1/robot_localization_test1.bag", None),
+    ("image-rectify", ["image", "rectify", "{F}", "{FRAME}", "--out", "{OUT}"], Path("{FRAME}"), None),
     ("vio-ate-ref", ["vio", "ate", "--ref", "{F}", "--est", str(FIX / "trajectories/fr2_desk_ORB.tum")],
      FIX / "trajectories/fr2_desk_groundtruth.tum", 30),
     ("vio-ate-est", ["vio", "ate", "--ref", str(FIX / "trajectories/fr2_desk_groundtruth.tum"), "--est", "{F}"],

@@ -22,7 +22,8 @@ ONBOARD_MODULES = (
     "rgbt.cli", "rgbt.stack", "rgbt.sync", "rgbt.geometry", "rgbt.paths", "rgbt.image", "rgbt.calib",
     "rgbt.sensors.boson", "rgbt.sensors.mavlink", "rgbt.sensors.ubx", "rgbt.sensors.vn100",
     "rgbt.sensors.trigger", "rgbt.bag", "rgbt.seg.stage", "rgbt.seg.backend", "rgbt.hostclock",
-    "rgbt.timeref", "rgbt.ros.profile",
+    "rgbt.timeref", "rgbt.ros.profile", "rgbt.bag.extract", "rgbt.bag.video", "rgbt.bag.annotate",
+    "rgbt.bag.pairs",
 )
 
 _BLOCKER = textwrap.dedent("""
@@ -96,4 +97,4 @@ def test_missing_module_message() -> None:
     assert missing_module("onnxruntime").extra == "cpu"
     unknown = missing_module("somethingelse")
     assert unknown.extra is None and "pip install somethingelse" in str(unknown)
-    assert set(EXTRA_OF_MODULE.values()) <= {"cpu", "gpu", "eval", "sim", "ros-wheels", "export"}
+    assert set(EXTRA_OF_MODULE.values()) <= {"cpu", "gpu", "eval", "sim", "ros-wheels", "export", "parquet"}
