@@ -24,6 +24,7 @@ EXTRA_OF_MODULE: dict[str, str] = {
     "geometry_msgs": "ros-wheels",
     "nav_msgs": "ros-wheels",
     "torch": "export",
+    "ray": "scale",
 }
 
 _HINTS = {
@@ -32,6 +33,7 @@ _HINTS = {
     "tensorrt": "on a Jetson, TensorRT comes with JetPack: use scripts/setup.sh system-ros",
     "pycuda": "build it on the target: pip install pycuda (needs the CUDA toolkit)",
     "rclpy": "or source a ROS 2 install and use scripts/setup.sh system-ros",
+    "ray": "or run the campaign with --executor local",
 }
 
 
