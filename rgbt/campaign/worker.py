@@ -15,16 +15,13 @@ to notice.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import platform
-import sys
 import time
 import traceback
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Iterator
 
 from rgbt.errors import EvaluationError
 
@@ -46,26 +43,6 @@ def write_json_atomic(path: Path, data: dict) -> None:
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     tmp.write_text(to_json(data) + "\n")
     os.replace(tmp, path)
-
-
-@contextlib.contextmanager
-def _fds_to(log: Path) -> Iterator[None]:
-    """fds 1 and 2 of this process into ``log`` for the duration (estimators print from C++)."""
-    sys.stdout.flush()
-    sys.stderr.flush()
-    saved = [os.dup(1), os.dup(2)]
-    with log.open("a") as fh:
-        os.dup2(fh.fileno(), 1)
-        os.dup2(fh.fileno(), 2)
-        try:
-            yield
-        finally:
-            sys.stdout.flush()
-            sys.stderr.flush()
-            os.dup2(saved[0], 1)
-            os.dup2(saved[1], 2)
-            for fd in saved:
-                os.close(fd)
 
 
 def _now() -> str:
@@ -91,7 +68,9 @@ def execute(job: dict, root: str) -> dict:
     log.write_text(f"job {job['label']}\nkey {job['key']}\nattempt {attempt}\nstarted {started} on "
                    f"{platform.node()} pid {os.getpid()}\n")
     try:
-        with _fds_to(log):
+        from rgbt.vio.orbslam3 import native_stdout_to  # fds 1 and 2 into the log (estimators print from C++)
+
+        with native_stdout_to(log):
             _inject_fault(job.get("fault"), attempt)
             result = run_vio(job, d / f"attempt-{attempt}") if job["kind"] == "vio" else run_seg(job)
     except Exception as exc:  # noqa: BLE001 - a failed job is data: logged, reported, retried by the driver

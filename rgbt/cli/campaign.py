@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
+import sys
+from typing import Iterator
 
 from rgbt.cli.output import print_json
 
@@ -36,8 +39,6 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    import sys
-
     from rgbt.campaign.run import run_campaign
     from rgbt.campaign.spec import load_campaign
     from rgbt.errors import RgbtError
@@ -49,9 +50,11 @@ def _run(args: argparse.Namespace) -> int:
         from rgbt.paths import bags_dir
 
         args.out = str(bags_dir() / "campaigns" / campaign.name)
-    summary = run_campaign(campaign, args.out, args.executor, args.workers, args.address,
-                           show_progress=args.progress, retry_failed=args.retry_failed,
-                           command=["rgbt", *sys.argv[1:]] if sys.argv[0].endswith(("rgbt", "__main__.py")) else None)
+    with _stdout_to_stderr(args.json):  # Ray prints its workers' deaths on stdout: keep the JSON clean
+        summary = run_campaign(campaign, args.out, args.executor, args.workers, args.address,
+                               show_progress=args.progress, retry_failed=args.retry_failed,
+                               command=["rgbt", *sys.argv[1:]] if sys.argv[0].endswith(("rgbt", "__main__.py"))
+                               else None)
     if args.json:
         print_json(summary)
     else:
@@ -60,6 +63,24 @@ def _run(args: argparse.Namespace) -> int:
         for f in summary["failed_jobs"]:
             print(f"  failed: {f['label']}: {f['error']} (logs: {', '.join(f['logs'])})")
     return 0
+
+
+@contextlib.contextmanager
+def _stdout_to_stderr(enabled: bool) -> Iterator[None]:
+    """While running, everything written to stdout (fd 1 and ``sys.stdout``) goes to stderr."""
+    if not enabled:
+        yield
+        return
+    sys.stdout.flush()
+    saved = os.dup(1)
+    os.dup2(2, 1)
+    try:
+        with contextlib.redirect_stdout(sys.stderr):
+            yield
+    finally:
+        sys.stdout.flush()
+        os.dup2(saved, 1)
+        os.close(saved)
 
 
 def _report(args: argparse.Namespace) -> int:

@@ -65,6 +65,7 @@ def _ray_in_private_namespace() -> str | None:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(900)  # ~1-2 min on 2 idle cores; far longer on a shared, loaded machine
 def test_campaign_resumes_after_a_kill_and_ray_gives_the_same_table(small_vocab: Path, tmp_path: Path) -> None:
     path = _campaign(tmp_path / "c.yaml", small_vocab)
     out = tmp_path / "local"
