@@ -69,7 +69,8 @@ def print_result(result: dict) -> None:
     from rgbt.cli.output import print_table
 
     print_table(f"campaign: {result['campaign']}, {result['jobs']} jobs",
-                ["workers", "wall s", "speed-up", "efficiency", "job wall s", "CPU s/job", "jobs/h", "load before/after"],
+                ["workers", "wall s", "speed-up", "efficiency", "job wall s", "CPU s/job", "jobs/h",
+                 "load before/after"],
                 [[r["workers"], f"{r['wall_s']:.1f}", f"{r['speedup']:.2f}", f"{r['efficiency']:.2f}",
                   f"{r['job_wall_s_mean']:.1f}", f"{r['cpu_s_per_job']:.1f}", f"{r['jobs_per_hour']:.0f}",
                   f"{r['loadavg_1min_before']:.1f}/{r['loadavg_1min_after']:.1f}"] for r in result["rows"]])

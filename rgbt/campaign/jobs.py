@@ -171,7 +171,8 @@ def _seg_jobs(c: Campaign) -> list[Job]:
                 ident = {"model": model_fp, "dataset": ds_fp, "split": ds.split, "options": options,
                          "versions": versions, "seed": c.seed}
                 name = Path(model).stem
-                cell = {"model": name, "dataset": Path(ds.path).name, "split": Path(ds.split).stem if ds.split else "all",
+                split = Path(ds.split).stem if ds.split else "all"
+                cell = {"model": name, "dataset": Path(ds.path).name, "split": split,
                         "backend": backend}
                 label = f"{name} {cell['dataset']}/{cell['split']} {backend}"
                 key = f"{_slug(name)}-{_slug(cell['dataset'])}-{_slug(cell['split'])}-{backend}-{_hash(ident)}"

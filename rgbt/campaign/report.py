@@ -96,7 +96,8 @@ def seg_cells(records: list[dict]) -> list[dict]:
                       "status": "done" if res else "failed" if r["failed"] else "pending",
                       "miou": res["miou"] if res else None, "per_class": res["per_class"] if res else None,
                       "n_images": res["n_images"] if res else None,
-                      "fps": res["bench"]["fps"] if res else None, "stage_fps": res["bench"]["stage_fps"] if res else None,
+                      "fps": res["bench"]["fps"] if res else None,
+                      "stage_fps": res["bench"]["stage_fps"] if res else None,
                       "p50_ms": res["bench"]["p50_ms"] if res else None,
                       "error": r["failed"]["error"] if r["failed"] and not res else None,
                       "provenance": _provenance(recs)})
@@ -117,7 +118,8 @@ def seg_markdown(cells: list[dict]) -> str:
         if c["status"] != "done":
             row = [c["model"], f"{c['dataset']}/{c['split']}", c["backend"], *([c["status"]] * (len(head) - 3))]
         else:
-            row = [c["model"], f"{c['dataset']}/{c['split']}", c["backend"], *[_pct(c["per_class"].get(n)) for n in names],
+            row = [c["model"], f"{c['dataset']}/{c['split']}", c["backend"],
+                   *[_pct(c["per_class"].get(n)) for n in names],
                    _pct(c["miou"]["stuff"]), _pct(c["miou"]["object"]), _pct(c["miou"]["all"]), f"{c['fps']:.1f}",
                    str(c["n_images"])]
         lines.append("| " + " | ".join(row) + " |")
@@ -161,8 +163,9 @@ def _provenance_md(cells: list[dict], keys: tuple[str, ...]) -> list[str]:
     for c in cells:
         p = c["provenance"]
         versions = ", ".join(f"{k} {v}" for k, v in p["versions"].items() if v)
+        commands = "; ".join(f"`{x}`" for x in p["commands"]) or "-"
         lines.append(f"| {' / '.join(str(c[k]) for k in keys)} | {', '.join(p['hosts']) or '-'} | "
-                     f"{', '.join(p['cpus']) or '-'} | {versions} | {'; '.join(f'`{x}`' for x in p['commands']) or '-'} |")
+                     f"{', '.join(p['cpus']) or '-'} | {versions} | {commands} |")
     return lines
 
 

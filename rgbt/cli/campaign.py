@@ -58,7 +58,8 @@ def _run(args: argparse.Namespace) -> int:
     if args.json:
         print_json(summary)
     else:
-        print(f"{summary['jobs']} jobs: {summary['executed']} executed, {summary['skipped']} skipped (finished before), "
+        print(f"{summary['jobs']} jobs: {summary['executed']} executed, "
+              f"{summary['skipped']} skipped (finished before), "
               f"{summary['failed']} failed -> {summary['out']}  (rgbt campaign report {summary['out']})")
         for f in summary["failed_jobs"]:
             print(f"  failed: {f['label']}: {f['error']} (logs: {', '.join(f['logs'])})")

@@ -30,7 +30,8 @@ def test_smoke_campaign_expands_to_its_jobs() -> None:
 
 @pytest.mark.parametrize("text, key, expected", [
     ("vio:\n  inputs: []\n", "vio.inputs", "at least 1 item"),
-    ("vio:\n  inputs:\n    - synthetic: {duration_s: 2}\n  modes: [stereo]\n", "vio.modes.0", "'mono' or 'mono-inertial'"),
+    ("vio:\n  inputs:\n    - synthetic: {duration_s: 2}\n  modes: [stereo]\n", "vio.modes.0",
+     "'mono' or 'mono-inertial'"),
     ("vio:\n  inputs:\n    - synthetic: {duration_s: 2}\n  runs: 0\n", "vio.runs", "greater than or equal to 1"),
     ("vio:\n  inputs:\n    - synthetic: {duration_s: 2}\n      bag: {path: x}\n", "vio.inputs.0", "exactly one of"),
     ("vio:\n  inputs:\n    - synthetic: {duration_s: 2, speed: 3}\n", "vio.inputs.0.synthetic.speed", "unknown key"),
@@ -53,7 +54,8 @@ def test_bad_campaign_cli_exits_2_one_line(tmp_path: Path) -> None:
     path = _write(tmp_path, "vio:\n  inputs:\n    - synthetic: {duration_s: -1}\n")
     proc = run_rgbt("campaign", "run", path, "--out", tmp_path / "out", check=False)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr
-    assert proc.stderr.strip().splitlines()[-1].startswith(f"rgbt campaign: error: {path}: vio.inputs.0.synthetic.duration_s")
+    last = proc.stderr.strip().splitlines()[-1]
+    assert last.startswith(f"rgbt campaign: error: {path}: vio.inputs.0.synthetic.duration_s")
 
 
 def test_job_keys_follow_inputs_options_and_versions(tmp_path: Path) -> None:
@@ -64,7 +66,8 @@ def test_job_keys_follow_inputs_options_and_versions(tmp_path: Path) -> None:
     first = [j.key for j in expand(load_campaign(_write(tmp_path, text)))]
     assert first == [j.key for j in expand(load_campaign(_write(tmp_path, text)))]  # stable
     assert len(set(first)) == 2  # one per run
-    changed = [j.key for j in expand(load_campaign(_write(tmp_path, text.replace("runs: 2", "runs: 2\n  rate_hz: 10"))))]
+    other_rate = text.replace("runs: 2", "runs: 2\n  rate_hz: 10")
+    changed = [j.key for j in expand(load_campaign(_write(tmp_path, other_rate)))]
     assert not set(changed) & set(first)  # an option is part of the key
     fp = path_fingerprint(bag)
     (bag / "a.mcap").write_bytes(b"y" * 101)  # the input's content changed: new fingerprint, new keys

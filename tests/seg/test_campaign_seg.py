@@ -40,7 +40,8 @@ def _campaign(path: Path, dataset: Path, models: list[Path], faults: list[dict] 
 
 def test_seg_campaign_table2_matches_seg_eval_and_reports_a_failing_job(sim_dataset: Path, tmp_path: Path) -> None:
     out = tmp_path / "out"
-    failing = _campaign(tmp_path / "c.yaml", sim_dataset, MODELS, [{"match": "fastscnn", "kind": "raise", "attempts": 9}])
+    always = [{"match": "fastscnn", "kind": "raise", "attempts": 9}]
+    failing = _campaign(tmp_path / "c.yaml", sim_dataset, MODELS, always)
     first = json.loads(run_rgbt("campaign", "run", failing, "--out", out, "--json", "--no-progress").stdout)
     assert (first["jobs"], first["executed"], first["failed"]) == (2, 2, 1)
     [failed] = first["failed_jobs"]
