@@ -2,8 +2,9 @@
 (only the missing jobs run), then the same campaign on Ray (local instance, 2 CPUs, loopback only,
 inside a private network namespace) gives the same table within the run-to-run spread.
 
-CI size: 2 inputs x {mono, mono-inertial} x 2 runs (8 jobs per executor). The issue's 3 x 2 x 2
-acceptance campaign was run by hand (numbers in BENCHMARKS.md, "Campaigns").
+CI size: 1 input x {mono, mono-inertial} x 2 runs (4 jobs per executor, CI budget). The issue's
+3 inputs x 2 modes x 2 runs acceptance campaign was run by hand with both executors (numbers in
+BENCHMARKS.md, "Campaigns").
 """
 
 from __future__ import annotations
@@ -25,7 +26,8 @@ from rgbt.paths import REPO_ROOT
 
 pytest.importorskip("pyorbslam3")
 
-INPUTS = [{"synthetic": {"duration_s": 1.5, "seed": s}} for s in (1, 2)]
+INPUTS = [{"synthetic": {"duration_s": 1.5, "seed": 1}}]
+JOBS = 4
 
 
 def _campaign(path: Path, vocab: Path, faults: list[dict] | None = None) -> Path:
@@ -79,13 +81,13 @@ def test_campaign_resumes_after_a_kill_and_ray_gives_the_same_table(small_vocab:
     os.killpg(proc.pid, signal.SIGKILL)  # the driver, its pool and ORB-SLAM3: the group we started
     proc.wait()
     done_before = _results(out)
-    assert 1 <= done_before < 8, f"{done_before} jobs finished before the kill"
+    assert 1 <= done_before < JOBS, f"{done_before} jobs finished before the kill"
 
     resumed = json.loads(run_rgbt("campaign", "run", path, "--out", out, "--json", "--no-progress").stdout)
-    assert resumed["jobs"] == 8 and resumed["skipped"] == done_before
-    assert resumed["executed"] == 8 - done_before and resumed["failed"] == 0  # only the missing jobs ran
+    assert resumed["jobs"] == JOBS and resumed["skipped"] == done_before
+    assert resumed["executed"] == JOBS - done_before and resumed["failed"] == 0  # only the missing jobs ran
     again = json.loads(run_rgbt("campaign", "run", path, "--out", out, "--json", "--no-progress").stdout)
-    assert (again["executed"], again["skipped"]) == (0, 8)
+    assert (again["executed"], again["skipped"]) == (0, JOBS)
     local = json.loads(run_rgbt("campaign", "report", out, "--json").stdout)
     table = Path(local["table_md"]).read_text()
     assert table.startswith("| Sequence | orbslam3 mono thermal ATE (m) | orbslam3 mono-inertial thermal ATE (m) |")
@@ -104,13 +106,13 @@ def test_campaign_resumes_after_a_kill_and_ray_gives_the_same_table(small_vocab:
                              env=_env(), capture_output=True, text=True, timeout=900)
     assert ray_run.returncode == 0, ray_run.stderr[-3000:]
     summary = json.loads(ray_run.stdout)
-    assert (summary["jobs"], summary["executed"], summary["failed"]) == (8, 8, 0)
+    assert (summary["jobs"], summary["executed"], summary["failed"]) == (JOBS, JOBS, 0)
     crashed = next(ray_out.glob("jobs/synthetic-loop-1.5s-seed1-orbslam3-mono-thermal-percentile-r1-*"))
     assert json.loads((crashed / "result.json").read_text())["provenance"]["attempt"] == 1
     ray = json.loads(run_rgbt("campaign", "report", ray_out, "--json").stdout)
 
     a, b = _cells(local), _cells(ray)
-    assert a.keys() == b.keys() and len(a) == 4
+    assert a.keys() == b.keys() and len(a) == 2
     for key, ca in a.items():
         cb = b[key]
         assert ca["runs"] == cb["runs"] == 2 and ca["runs_failed"] == cb["runs_failed"] == 0
