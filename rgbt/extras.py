@@ -25,6 +25,7 @@ EXTRA_OF_MODULE: dict[str, str] = {
     "nav_msgs": "ros-wheels",
     "torch": "export",
     "pyarrow": "parquet",
+    "ray": "scale",
 }
 
 _HINTS = {
@@ -33,6 +34,7 @@ _HINTS = {
     "tensorrt": "on a Jetson, TensorRT comes with JetPack: use scripts/setup.sh system-ros",
     "pycuda": "build it on the target: pip install pycuda (needs the CUDA toolkit)",
     "rclpy": "or source a ROS 2 install and use scripts/setup.sh system-ros",
+    "ray": "or run the campaign with --executor local",
 }
 
 

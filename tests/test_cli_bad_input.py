@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from helpers import run_rgbt
-from rgbt.paths import DEFAULT_STACK, ENGINES_DIR, data_dir
+from rgbt.paths import DEFAULT_STACK, ENGINES_DIR, REPO_ROOT, data_dir
 
 DATA = data_dir()
 FIX = DATA / "fixtures"
@@ -55,6 +55,9 @@ VERBS: list[tuple[str, list[str], Path, int | None]] = [
      None),
     ("simulate-trajectory", ["simulate", "--trajectory", "{F}", "--duration", "1", "--out", "{OUT}"],
      DATA / "cart/ground_truth/CastaicLake_2022-12-20-11-40-28.txt", 40),
+    # truncated right after "inputs:" (a shorter cut could still be a valid campaign and run ORB-SLAM3)
+    ("campaign-run", ["campaign", "run", "{F}", "--out", "{OUT}"], REPO_ROOT / "campaigns/smoke.yaml", 267),
+    ("campaign-report", ["campaign", "report", "{F}"], REPO_ROOT / "campaigns/smoke.yaml", None),
 ]
 
 KINDS = ("empty", "truncated", "random", "directory")
