@@ -32,6 +32,7 @@ from rgbt.ros.options import ARMED_TOPIC, TRIGGER_TOPIC, VirtualStackOptions
 from rgbt.ros.qos import qos_profile
 from rgbt.ros.spin import node_main
 from rgbt.ros.stamps import ns_to_stamp
+from rgbt.ros.wallstep import WallStep
 
 
 class VirtualStackNode(RgbtNode):
@@ -65,6 +66,7 @@ class VirtualStackNode(RgbtNode):
         self._pub("state", Bool, ARMED_TOPIC, qos_profile("latched"))
         self.manifest: dict = {"synthetic": True, "sim": sim_fields, "topics": {}, "frames": {}}
         self.late_ns = 0  # how late the last sample went out (simulator slower than real time)
+        self.wall_step = WallStep()  # an injected host-clock step (rgbt bench faults); 0 otherwise
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._play, name="virtual_stack", daemon=True)
         self._thread.start()
@@ -107,7 +109,7 @@ class VirtualStackNode(RgbtNode):
                 # stamped with the simulated host arrival (the simulator's latency + jitter model), even
                 # when the simulator runs late: the lateness then shows as hop latency, not as clock error
                 self.late_ns = max(0, time.time_ns() - t_host)
-                self._publish(sample, t_host, sample.t_ns + offset)
+                self._publish(sample, t_host + self.wall_step.offset_ns(), sample.t_ns + offset)
         except Exception as exc:  # noqa: BLE001 - reported, the node keeps its diagnostics
             self.report_error("simulation failed", exc)
         self.manifest["done"] = True
@@ -136,9 +138,11 @@ class VirtualStackNode(RgbtNode):
             self.info_pubs[kind].publish(info)
             msg = numpy_to_image(s.data, t_host, cam.frame_id, cam.encoding)
             self.pubs[kind].publish(msg)
-            frames = self.manifest["frames"].setdefault(cam.topic, {"crc32": [], "t_true_ns": [], "seq": []})
+            frames = self.manifest["frames"].setdefault(cam.topic, {"crc32": [], "t_true_ns": [], "seq": [],
+                                                                    "t_pub_ns": []})
             frames["crc32"].append(zlib.crc32(msg.data))
             frames["t_true_ns"].append(t_true)
+            frames["t_pub_ns"].append(time.time_ns())  # when it went out (later than t_true when running late)
             frames["seq"].append(int(s.seq))
             self._count(kind, cam.topic)
         elif kind == "imu":
@@ -156,6 +160,7 @@ class VirtualStackNode(RgbtNode):
             self.info_pubs["imu"].publish(info)
             self.pubs["imu"].publish(msg)
             self.manifest.setdefault("imu_t_true_ns", []).append(t_true)
+            self.manifest.setdefault("imu_t_pub_ns", []).append(time.time_ns())
             self._count("imu", self.stack_model.imu.topic)
         elif kind in ("gnss", "global"):
             d = s.data

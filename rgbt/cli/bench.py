@@ -18,6 +18,7 @@ BENCHES: dict[str, str] = {
     "seg": "segmentation backends and stage: FPS and latency tiers",
     "sync": "trigger-grid restamping error, drops, mis-associations",
     "graph": "ROS 2 sensor graph at full rate: drops and hop latency",
+    "faults": "fault matrix: kill -9, source loss, CPU starvation, clock step, full disk vs the recording",
 }
 
 
