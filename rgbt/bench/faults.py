@@ -27,9 +27,10 @@ Per fault (``lost``, ``recovered_s``, ``bag_complete``, ``stamps_monotonic``):
 * ``recovered_s``: from the injection until every recorded stream that flowed before it (>= 2
   messages in the second before) is flowing again (first message after its longest gap over
   ``GAP_S``, bag log times); ``null`` when one never comes back (``kill_recorder``, ``disk_full``).
-* ``bag_complete``: the bag opens and, per camera stream, the frames in it before the event are,
-  in order, the frames published (CRC32), with none missing that went out more than
-  ``MARGIN_S`` before the event (in transit or in the writer's last chunk at the event).
+* ``bag_complete``: the bag opens and, per camera stream, the frames logged before the event are,
+  in order, the first frames published (CRC32), and every frame sent before the event is in the
+  bag in publication order (when the recorder stops at the event - ``kill_recorder``,
+  ``disk_full`` - the last ``MARGIN_S`` before it are excused: in transit or in the writer's last chunk).
 * ``stamps_monotonic``: header stamps never decrease within any recorded stream.
 """
 
@@ -206,7 +207,7 @@ def fly_with_faults(profile: str, faults: list[str], sim_s: float, cameras: list
             t_prev = t_events[order[i - 1]] if fault in t_events and i > 0 else None
             row = judge(fault, bag, published, t_events.get(fault), t_prev, t_next)
             group = _killed_group(fault, recorder)
-            row.update({"back_s": back.get(fault), "restarts": [
+            row.update({"t_event_ns": t_events.get(fault), "back_s": back.get(fault), "restarts": [
                 {"group": r["group"], "exit_code": r["exit_code"],
                  "restart_after_s": round((r["restart_wall_ns"] - r["exit_wall_ns"]) / 1e9, 3)}
                 for r in restarts if r["group"] == group],
@@ -322,7 +323,7 @@ def judge(fault: str, bag: Path | None, published: dict, t_event: int | None, t_
         return row
     row["stamps_monotonic"] = all(all(b >= a for a, b in zip(s["stamp"], s["stamp"][1:]))
                                   for s in streams.values() if s["stamp"])
-    row["bag_complete"] = _complete(streams, published, t_event)
+    row["bag_complete"] = _complete(streams, published, t_event, fault in ("kill_recorder", "disk_full"))
     if fault in ("kill_recorder", "disk_full"):
         window = (0, t_event)  # what went out before the event
     elif fault == "kill_sources":
@@ -354,14 +355,17 @@ def read_streams(bag: Path) -> dict[str, dict[str, list]]:
     return out
 
 
-def _complete(streams: dict, published: dict, t_event: int) -> bool:
+def _complete(streams: dict, published: dict, t_event: int, terminal: bool) -> bool:
     """Per camera stream: the frames logged up to the event are, in order and without a gap, the
-    first frames published, covering every frame that went out ``MARGIN_S`` before the event."""
+    first frames published; and every frame sent before the event is in the bag in publication
+    order (``terminal`` events - the recorder gone - excuse the last ``MARGIN_S`` before it: in
+    transit or in the writer's last chunk)."""
+    margin = MARGIN_S * 1e9 if terminal else 0
     for topic, frames in published.get("frames", {}).items():
         s = streams.get(topic, {"log": [], "crc": []})
         before = [c for t, c in zip(s["log"], s["crc"]) if t <= t_event]
-        due = sum(1 for t in frames["t_pub_ns"] if t < t_event - MARGIN_S * 1e9)
-        if before != frames["crc32"][:len(before)] or len(before) < due:
+        sent = [c for c, t in zip(frames["crc32"], frames["t_pub_ns"]) if t < t_event - margin]
+        if before != frames["crc32"][:len(before)] or s["crc"][:len(sent)] != sent:
             return False
     return True
 
