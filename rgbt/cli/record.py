@@ -30,9 +30,9 @@ def run(args: argparse.Namespace) -> int:
     from rgbt.cli.output import print_json
     from rgbt.errors import ConfigError
     from rgbt.ros.launcher import run_graph
-    from rgbt.ros.supervisor import SupervisorOptions
     from rgbt.ros.profile import node_specs, parse_set, profile_env
     from rgbt.ros.recording import MANIFEST
+    from rgbt.ros.supervisor import SupervisorOptions
 
     overrides = parse_set(args.set)
     probe = node_specs(args.profile, overrides)

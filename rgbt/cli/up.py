@@ -26,8 +26,8 @@ def run(args: argparse.Namespace) -> int:
 
     from rgbt.cli.output import print_json
     from rgbt.ros.launcher import run_graph
-    from rgbt.ros.supervisor import SupervisorOptions
     from rgbt.ros.profile import node_specs, parse_set, profile_env
+    from rgbt.ros.supervisor import SupervisorOptions
 
     specs = node_specs(args.profile, parse_set(args.set))
     if args.single_process:

@@ -17,6 +17,7 @@ KILLED = {"kill_segmentation": "segmentation", "kill_pipeline": "pipeline", "kil
 
 @pytest.mark.ros
 @pytest.mark.slow
+@pytest.mark.timeout(600)  # three bench-sim flights; ~150 s on a loaded 2-core machine
 def test_quick_fault_matrix_kill_9_loses_nothing(ros_env: dict, tmp_path: Path, rgbt_cli, read_bag) -> None:
     keep = tmp_path / "flights"
     keep.mkdir()
