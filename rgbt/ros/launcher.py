@@ -26,9 +26,6 @@ from rgbt.ros.profile import NodeSpec, params_file_data, processes
 from rgbt.ros.supervisor import STATUS_ENV, STATUS_FILE, Supervisor, SupervisorOptions
 
 SHM_DIR = Path("/dev/shm")
-#: Fast DDS profiles: the default (shared memory + UDP on loopback) and the one of a restarted group
-DDS_PROFILE = LAUNCH_DIR / "fastdds_loopback.xml"
-DDS_PROFILE_RESTART = LAUNCH_DIR / "fastdds_loopback_udp.xml"
 SHM_PREFIXES = ("fastrtps_", "sem.fastrtps_", "fastdds_", "sem.fastdds_")
 
 
@@ -36,7 +33,7 @@ def ros_environment(base: dict[str, str] | None = None, extra: dict[str, str] | 
     """The environment for node processes: loopback discovery + the shipped Fast DDS profile by default."""
     env = dict(os.environ if base is None else base)
     env.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
-    env.setdefault("FASTRTPS_DEFAULT_PROFILES_FILE", str(DDS_PROFILE))
+    env.setdefault("FASTRTPS_DEFAULT_PROFILES_FILE", str(LAUNCH_DIR / "fastdds_loopback.xml"))
     env.setdefault("RMW_IMPLEMENTATION", "rmw_fastrtps_cpp")
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), env.get("PYTHONPATH", "")) if p)
     env.update(extra or {})
@@ -102,15 +99,10 @@ class Graph:
         """The supervisor's status file (named in every child's environment)."""
         return None if self.workdir is None else self.workdir / STATUS_FILE
 
-    def start_group(self, group: str, restart: bool = False) -> subprocess.Popen:
-        """Start one process group's child; ``restart``: again after a crash, on UDP loopback only
-        (:data:`DDS_PROFILE_RESTART`) where the shipped Fast DDS profile was in use."""
-        kw = dict(self.popen_kw)
-        env = kw.get("env")
-        if restart and env and env.get("FASTRTPS_DEFAULT_PROFILES_FILE") == str(DDS_PROFILE):
-            kw["env"] = {**env, "FASTRTPS_DEFAULT_PROFILES_FILE": str(DDS_PROFILE_RESTART)}
+    def start_group(self, group: str) -> subprocess.Popen:
+        """Start (or start again) one process group's child."""
         # own session: a terminal Ctrl-C reaches the launcher only, which stops children in order
-        self.procs[group] = subprocess.Popen(self.commands[group], start_new_session=True, **kw)
+        self.procs[group] = subprocess.Popen(self.commands[group], start_new_session=True, **self.popen_kw)
         return self.procs[group]
 
     def alive(self) -> list[str]:

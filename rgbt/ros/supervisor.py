@@ -8,9 +8,10 @@ left down. The recorder's group is never restarted and never stopped by another 
 the flight ends (nothing would be recorded any more). With ``strict`` any non-zero exit stops the
 graph (the fail-fast behaviour tests may want).
 
-A restarted group talks UDP on loopback only (``launch/fastdds_loopback_udp.xml``): after a
-``kill -9`` Fast DDS's shared-memory ports can fail to re-open and the new process would never
-exchange data. Every restart is logged and written, with the counts, to a small JSON status file
+Known limit (Fast DDS, eProsima/Fast-DDS issues 5053 and 6117): after a ``kill -9`` under heavy CPU
+load a restarted participant's shared-memory ports can fail to open ("Failed init_port ...
+open_and_lock_file failed") and its data then never arrives; ``rgbt bench faults`` shows it as a
+stream that does not come back (``recovered_s: null``). Every restart is logged and written, with the counts, to a small JSON status file
 (:data:`STATUS_ENV` names it in every child's environment); the recorder reads it into its
 ``/diagnostics`` values and into each bag's ``rgbt_manifest.json`` (``restarts``).
 """
@@ -132,7 +133,7 @@ class Supervisor:
         st = self.state[group]
         st.due = None
         st.restarts.append(now)
-        proc = self.graph.start_group(group, restart=True)
+        proc = self.graph.start_group(group)
         attempt = sum(1 for r in self.history if r.group == group) + 1
         self.history.append(Restart(group, attempt, st.exit_code, st.exit_wall_ns, time.time_ns(),
                                     round(st.delay_s, 3), proc.pid))
