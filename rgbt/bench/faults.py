@@ -2,13 +2,14 @@
 
 Each flight is the simulated stack at full rate (virtual stack -> trigger sync -> preprocess ->
 rectify -> segmentation, the recorder writing everything) as real processes on loopback, under the
-same supervisor as ``rgbt up`` (:mod:`rgbt.ros.supervisor`). ``lead_s`` after the sources start
-publishing, one fault is injected:
+same supervisor as ``rgbt up`` (:mod:`rgbt.ros.supervisor`), in a private DDS domain. ``LEAD_S``
+after the sources start publishing, one fault is injected (``--quick``: the thermal camera only, and
+the kills that leave the sources up one after the other, ``SPACING_S`` apart, in one flight):
 
 * ``kill_<group>``: ``kill -9`` of each non-recorder process group (the supervisor restarts it).
 * ``kill_recorder``: ``kill -9`` of the recorder's process (the flight ends, by design), then
   ``rgbt bag recover`` (:func:`rgbt.bag.recover.recover_bag`) on its bag.
-* ``source_gone``: the sources' process stopped (``SIGSTOP``) for ``gone_s`` and continued: every
+* ``source_gone``: the sources' process stopped (``SIGSTOP``) for ``GONE_S`` and continued: every
   sensor stream disappears and comes back (the virtual stack then catches up on what it owes).
 * ``cpu_starvation``: 2 busy processes per core, at normal priority, for 2 s.
 * ``clock_step_+5s`` / ``clock_step_-5s``: the drivers' wall clock steps by +-5 s. Simulated through
@@ -22,11 +23,15 @@ Per fault (``lost``, ``recovered_s``, ``bag_complete``, ``stamps_monotonic``):
   records that are not in the bag (``streams`` lists which): every recorded source stream, whose
   publisher stays up, except for ``kill_sources`` (then: what the restarted sources published,
   against what the bag holds after the restart) and for ``kill_recorder`` / ``disk_full`` (the
-  frames and IMU samples published before the event: their true times are in the manifest).
-  The restamped stack topics pass through the trigger sync node: a frame it drops counts here too.
-* ``recovered_s``: from the injection until every recorded stream that flowed before it (>= 2
+  frames and IMU samples sent before the event: their send times are in the manifest). Counted on
+  the camera frames (CRC32) and IMU samples; the restamped stack topics pass through the trigger
+  sync node: a frame it drops counts here too.
+* ``recovered_s``: from the injection until every recorded stream that flowed before it (>= 3
   messages in the second before) is flowing again (first message after its longest gap over
-  ``GAP_S``, bag log times); ``null`` when one never comes back (``kill_recorder``, ``disk_full``).
+  ``GAP_S``, bag log times, up to the next fault or 30 s); ``null`` when one does not come back in
+  that window, and for ``kill_recorder`` / ``disk_full`` (the recording ends, by design).
+  ``interrupted`` lists the streams that had a gap and when each came back.
+* ``back_s`` (kills): until every node of the killed group publishes ``/diagnostics`` again.
 * ``bag_complete``: the bag opens and, per camera stream, the frames logged before the event are,
   in order, the first frames published (CRC32), and every frame sent before the event is in the
   bag in publication order (when the recorder stops at the event - ``kill_recorder``,
