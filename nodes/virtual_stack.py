@@ -31,6 +31,7 @@ from rgbt.ros.node import RgbtNode
 from rgbt.ros.options import ARMED_TOPIC, TRIGGER_TOPIC, VirtualStackOptions
 from rgbt.ros.qos import topic_qos
 from rgbt.ros.spin import node_main
+from rgbt.ros.wallstep import WallStep
 
 
 class VirtualStackNode(RgbtNode):
@@ -64,6 +65,7 @@ class VirtualStackNode(RgbtNode):
         self._pub("state", Bool, ARMED_TOPIC, topic_qos(ARMED_TOPIC))
         self.manifest: dict = {"synthetic": True, "sim": sim_fields, "topics": {}, "frames": {}}
         self.late_ns = 0  # how late the last sample went out (simulator slower than real time)
+        self.wall_step = WallStep()  # an injected host-clock step (rgbt bench faults); 0 otherwise
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._play, name="virtual_stack", daemon=True)
         self._thread.start()
@@ -106,7 +108,7 @@ class VirtualStackNode(RgbtNode):
                 # stamped with the simulated host arrival (the simulator's latency + jitter model), even
                 # when the simulator runs late: the lateness then shows as hop latency, not as clock error
                 self.late_ns = max(0, time.time_ns() - t_host)
-                self._publish(sample, t_host, sample.t_ns + offset)
+                self._publish(sample, t_host + self.wall_step.offset_ns(), sample.t_ns + offset)
         except Exception as exc:  # noqa: BLE001 - reported, the node keeps its diagnostics
             self.report_error("simulation failed", exc)
         self.manifest["done"] = True
@@ -130,9 +132,11 @@ class VirtualStackNode(RgbtNode):
             self.info_pubs[kind].publish(frame_info(t_host, cam.frame_id, int(s.seq), bool(s.ffc)))
             msg = numpy_to_image(s.data, t_host, cam.frame_id, cam.encoding)
             self.pubs[kind].publish(msg)
-            frames = self.manifest["frames"].setdefault(cam.topic, {"crc32": [], "t_true_ns": [], "seq": []})
+            frames = self.manifest["frames"].setdefault(cam.topic, {"crc32": [], "t_true_ns": [], "seq": [],
+                                                                    "t_pub_ns": []})
             frames["crc32"].append(zlib.crc32(msg.data))
             frames["t_true_ns"].append(t_true)
+            frames["t_pub_ns"].append(time.time_ns())  # when it went out (later than t_true when running late)
             frames["seq"].append(int(s.seq))
             self._count(kind, cam.topic)
         elif kind == "imu":
@@ -141,6 +145,7 @@ class VirtualStackNode(RgbtNode):
             self.info_pubs["imu"].publish(imu_sync_info(t_host, t_true, d.syncin_count, d.t_since_sync_ns))
             self.pubs["imu"].publish(imu(t_host, self.stack_model.imu.frame_id, d.gyro_rad_s, d.accel_m_s2))
             self.manifest.setdefault("imu_t_true_ns", []).append(t_true)
+            self.manifest.setdefault("imu_t_pub_ns", []).append(time.time_ns())
             self._count("imu", self.stack_model.imu.topic)
         elif kind in ("gnss", "global"):
             d = s.data

@@ -164,6 +164,7 @@ class _Probe:
         from rgbt.ros.spin import BackgroundNode
 
         self.status: dict[str, dict[str, str]] = {}
+        self.seen: dict[str, float] = {}  # node -> monotonic time of its last diagnostics
         self._bg = BackgroundNode("rgbt_bench_probe", period_s=0.1, handle_signals=False)
         self._bg.node.create_subscription(DiagnosticArray, "/diagnostics", self._on_diag,
                                           qos_profile("reliable", 100))
@@ -172,6 +173,7 @@ class _Probe:
     def _on_diag(self, msg) -> None:  # type: ignore[no-untyped-def]
         for st in msg.status:
             self.status[st.name] = {kv.key: kv.value for kv in st.values}
+            self.seen[st.name] = time.monotonic()
 
     def close(self) -> None:
         self._bg.close()

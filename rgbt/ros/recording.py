@@ -23,6 +23,7 @@ from typing import Any, Callable
 from rgbt.ros.diagnostics import TopicStats
 from rgbt.ros.options import ARMED_TOPIC, TRIGGER_TOPIC, RecorderOptions
 from rgbt.ros.stamps import cdr_stamp_ns
+from rgbt.ros.supervisor import read_status
 
 MANIFEST = "rgbt_manifest.json"
 
@@ -360,7 +361,8 @@ class Recording:
                 "bytes": str(self.sink.info["bytes"] if self.sink is not None else 0),
                 "queued_mb": f"{self.sink.backlog_bytes / 1e6:.1f}" if self.sink is not None else "0",
                 "writer_budget_mb": f"{self.writer_budget_bytes / 1e6:.1f}",
-                "dropped_budget": str(sum(self.sink.info["dropped_budget"].values()) if self.sink is not None else 0)}
+                "dropped_budget": str(sum(self.sink.info["dropped_budget"].values()) if self.sink is not None else 0),
+                **supervisor_values(read_status())}
 
     # -- internals -------------------------------------------------------------------------
     def _data_rate_bytes_s(self) -> float:
@@ -402,12 +404,33 @@ class Recording:
             "start_wall_ns": b["start_wall_ns"], "end_wall_ns": end, "bytes": b["bytes"], "topics": topics,
             "sync": {k: v for k, v in sync.items() if v},
             "disk": {"free_mb_start": b["disk_free_mb_start"], "free_mb_end": round(self._free_mb(), 1)},
+            **supervisor_section(read_status(), b["start_wall_ns"], end),
         }
         path = Path(b["path"])
         path.mkdir(parents=True, exist_ok=True)
         tmp = path / (MANIFEST + ".tmp")
         tmp.write_text(json.dumps(manifest, indent=2))
         tmp.replace(path / MANIFEST)
+
+
+def supervisor_section(status: dict | None, start_ns: int, end_ns: int) -> dict:
+    """Manifest keys from the supervisor's status: ``restarts`` (process groups restarted while this
+    bag was open, wall-clock ns) and ``supervisor`` (counts over the whole run, groups left down)."""
+    if status is None:
+        return {"restarts": [], "supervisor": None}
+    during = [r for r in status.get("restarts", []) if start_ns <= r["exit_wall_ns"] <= end_ns]
+    return {"restarts": during, "supervisor": {"restarts": status.get("counts", {}), "gave_up": status.get("gave_up", []),
+                                               "options": status.get("options", {})}}
+
+
+def supervisor_values(status: dict | None) -> dict[str, str]:
+    """Diagnostics values from the supervisor's status (restart counts per process group)."""
+    if status is None:
+        return {}
+    out = {f"supervisor.restarts.{g}": str(n) for g, n in status.get("counts", {}).items()}
+    out["supervisor.restarts"] = str(sum(status.get("counts", {}).values()))
+    out["supervisor.gave_up"] = ",".join(status.get("gave_up", []))
+    return out
 
 
 def mavros_state_cdr(armed: bool, t_ns: int, mode: str = "") -> bytes:
