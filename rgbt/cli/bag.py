@@ -21,11 +21,19 @@ def register(subparsers: Any) -> None:
                    help="do not read message times (faster; rates from counts, no gaps)")
     p.set_defaults(func=_info)
 
-    for name, helptext in (("convert", "convert a bag (ROS 1 or ROS 2) to a rosbag2 MCAP bag directory"),
-                           ("clip", "copy a time window of a bag into a rosbag2 MCAP bag directory")):
+    for name, helptext in (("convert", "convert a bag (ROS 1 or ROS 2) to a rosbag2 MCAP bag directory "
+                                       "or (--to ros1) a ROS 1 .bag"),
+                           ("clip", "copy a time window of a bag into a rosbag2 MCAP bag directory "
+                                    "or (--to ros1) a ROS 1 .bag")):
         p = sub.add_parser(name, help=helptext, description=helptext)
         p.add_argument("input", help="ROS 1 .bag, ROS 2 bag directory, or .mcap / .db3 file")
-        p.add_argument("output", help="output bag directory (must not exist)")
+        p.add_argument("output", help="output bag directory, or .bag file with --to ros1 (must not exist)")
+        p.add_argument("--to", choices=("ros2", "ros1"), default="ros2",
+                       help="output format: ros2 = rosbag2 MCAP directory (default); ros1 = one ROS 1 .bag")
+        p.add_argument("--cart-names", action="store_true",
+                       help="rename rgbt stack topics to the names CART's released ROS 1 bags use "
+                            "(/eo/color/image_raw -> /eo/color/image_color, /eo/mono/image_raw -> "
+                            "/eo/mono/image_mono; see rgbt.bag.renames.CART_ROS1_NAMES)")
         p.add_argument("--start", type=float, default=0.0, metavar="S",
                        help="start offset from the first message, s (like rosbag play -s)")
         p.add_argument("--duration", type=float, default=-1.0, metavar="S",
@@ -36,7 +44,8 @@ def register(subparsers: Any) -> None:
         p.add_argument("--rename", action="append", metavar="/OLD:=/NEW", help="rename a topic (repeatable)")
         p.add_argument("--topic", action="append", metavar="NAME", help="keep only this topic (repeatable)")
         p.add_argument("--drop-topic", action="append", metavar="NAME", help="leave this topic out (repeatable)")
-        p.add_argument("--compression", choices=("none", "zstd"), default="none", help="MCAP chunk compression")
+        p.add_argument("--compression", choices=("none", "zstd", "lz4", "bz2"), default="none",
+                       help="chunk compression: zstd for MCAP, lz4 / bz2 for ROS 1")
         p.add_argument("--split-size-mb", type=float, help="start a new file every N MB")
         p.add_argument("--split-duration", type=float, metavar="S", help="start a new file every S seconds")
         p.add_argument("--json", action="store_true", help="print the summary as JSON")
@@ -99,16 +108,18 @@ def _convert(args: argparse.Namespace) -> int:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
     from rgbt.bag.convert import ConvertOptions, convert_bag, ensure_new
-    from rgbt.bag.renames import CART_DROP_TOPICS, CART_RENAMES, parse_renames
+    from rgbt.bag.renames import CART_DROP_TOPICS, CART_RENAMES, CART_ROS1_NAMES, parse_renames
     from rgbt.cli.output import print_json
 
     renames = dict(CART_RENAMES) if args.cart_renames else {}
+    if args.cart_names:
+        renames.update(CART_ROS1_NAMES)
     renames.update(parse_renames(args.rename))
     drops = list(args.drop_topic or []) + (sorted(CART_DROP_TOPICS) if args.cart_renames else [])
     if args.split_size_mb is not None and args.split_size_mb <= 0:
         raise BagError(f"--split-size-mb {args.split_size_mb}: expected > 0")
     opts = ConvertOptions(renames=renames, topics=args.topic, drop_topics=drops,
-                          start_s=args.start, duration_s=args.duration, compression=args.compression,
+                          start_s=args.start, duration_s=args.duration, to=args.to, compression=args.compression,
                           split_size_bytes=int(args.split_size_mb * 1e6) if args.split_size_mb else None,
                           split_duration_ns=int(args.split_duration * 1e9) if args.split_duration else None)
     ensure_new(args.output)
