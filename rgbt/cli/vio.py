@@ -325,10 +325,9 @@ def _cell_command(args: argparse.Namespace, seq, estimator: str) -> str:  # type
     import shlex
 
     src = seq.meta.get("dataset") or seq.meta.get("bag")
-    if src and seq.meta.get("dataset"):
-        parts = ["--dataset", src] + (["--format", seq.meta["format"]] if seq.meta.get("format") else [])
-    elif src:
-        parts = ["--bag", src]
+    if src:
+        parts = ["--dataset" if Path(src).is_dir() and seq.meta.get("dataset") else "--bag", src]
+        parts += ["--format", seq.meta["format"]] if seq.meta.get("format") else []
     elif args.synthetic is not None:
         parts = ["--synthetic", f"{args.synthetic:g}", "--seed", str(args.seed)]
     else:

@@ -259,7 +259,7 @@ def evaluate_sequence(seq: Sequence, opts: EvalOptions, show_progress: bool = Fa
     result.meta["ground_truth"] = {
         "source": str(seq.meta.get("ground_truth", seq.ground_truth.name)), "position_only": position_only,
         "poses": len(seq.ground_truth), "offset_s": float(seq.meta.get("gt_offset_s") or 0.0),
-        "offset_method": seq.meta.get("gt_offset_method", "given"),
+        "offset_method": seq.meta.get("gt_offset_method", "none given (0 s; --gt-offset S or auto)"),
         **({"note": "positions only (identity orientations): RPE rotation not scored; camera scored at the "
                     "IMU position (lever arm not applied)"} if position_only else {})}
     unavailable = estimator_unavailable(opts.estimator)
