@@ -339,14 +339,19 @@ def _no_imu() -> ImuData:
 
 
 def write_kitti(seq: Sequence, root: str | Path) -> Path:
-    """Write ``seq`` as a KITTI odometry folder (camera 0 only; ground truth of the camera)."""
+    """Write ``seq`` as a KITTI odometry folder (camera 0 only; ground truth of the camera).
+
+    KITTI's images are rectified and ``calib.txt`` has no distortion: frames of a camera with
+    radtan distortion are undistorted here (same ``K``, bilinear, :class:`rgbt.image.rectify.RemapTable`).
+    """
     import cv2
 
     root = Path(root)
     (root / "image_0").mkdir(parents=True, exist_ok=True)
     stamps = []
+    undistort = _undistorter(seq.camera)
     for k, (t, img, _) in enumerate(seq.frames()):
-        cv2.imwrite(str(root / "image_0" / f"{k:06d}.png"), img)
+        cv2.imwrite(str(root / "image_0" / f"{k:06d}.png"), undistort(img))
         stamps.append(int(t))
     t0 = stamps[0]
     (root / "times.txt").write_text("".join(f"{ns_to_seconds_str(t - t0)}\n" for t in stamps))
@@ -362,6 +367,19 @@ def write_kitti(seq: Sequence, root: str | Path) -> Path:
     (root / "rgbt_t0_ns.txt").write_text(f"{t0}\n")  # KITTI stamps start at 0: the original epoch
     _mark_synthetic(root, seq)
     return root
+
+
+def _undistorter(cam: CameraModel):  # type: ignore[no-untyped-def]
+    """Frame -> the same frame undistorted with ``K`` kept (identity when ``cam`` has no distortion)."""
+    if not np.any(cam.dist):
+        return lambda img: img
+    import cv2
+
+    from rgbt.image.rectify import PinholeCamera, RemapTable
+
+    size = (int(cam.width), int(cam.height))
+    pin = PinholeCamera(np.asarray(cam.K, dtype=np.float64), np.asarray(cam.dist, dtype=np.float64), "radtan", size)
+    return RemapTable(*pin.maps(np.eye(3), pin.K, size), cv2.INTER_LINEAR)
 
 
 # --- TUM RGB-D ---------------------------------------------------------------------------------------
