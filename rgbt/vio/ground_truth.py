@@ -90,6 +90,9 @@ def ground_truth_from_bag(bag_path: str | Path, topic: str, *, child_frame: str 
 
 #: how far ``--gt-offset auto`` searches either side of zero (s)
 OFFSET_SEARCH_S = 1.0
+#: the estimate is applied only if the ATE at ±SHARPNESS_S from it is MIN_RISE (relative) higher
+SHARPNESS_S = 0.1
+MIN_RISE = 0.05
 
 
 def shift_ground_truth(gt: Trajectory, offset_s: float) -> Trajectory:
@@ -107,7 +110,8 @@ def estimate_time_offset(t_ns: np.ndarray, est_xyz: np.ndarray, gt: Trajectory, 
     same poses (those whose stamps stay inside the ground truth for every offset searched), so the
     RMSEs compare like with like. Works for positions-only ground truth and without an IMU.
 
-    Returns ``{"offset_s", "method", "search_s", "poses", "ate_rmse_at_zero", "ate_rmse_at_offset"}``;
+    Returns ``{"offset_s"`` (0 when not determinable), ``"estimate_s", "determinable",
+    "ate_rise_at_100ms", "method", "search_s", "poses", "ate_rmse_at_zero", "ate_rmse_at_offset"}``;
     raises :class:`EvaluationError` when fewer than 10 poses can be scored.
     """
     from rgbt.eval.align import align as fit_alignment
@@ -134,8 +138,17 @@ def estimate_time_offset(t_ns: np.ndarray, est_xyz: np.ndarray, gt: Trajectory, 
     fine = np.arange(best - 0.01, best + 0.01 + 1e-9, 0.001)
     errs = [rmse(o) for o in fine]
     best = round(float(fine[int(np.argmin(errs))]), 6)
-    return {"offset_s": best, "search_s": search_s, "poses": int(keep.sum()),
+    at_best = float(min(errs))
+    # Some motions hide a time shift: along a circle flown at constant speed a shift is a rotation,
+    # which the alignment absorbs. Apply the estimate only where the ATE rises clearly around it.
+    rise = (0.5 * (rmse(best - SHARPNESS_S) + rmse(best + SHARPNESS_S)) - at_best) / max(at_best, 1e-12)
+    determinable = rise >= MIN_RISE
+    return {"offset_s": best if determinable else 0.0, "estimate_s": best, "determinable": determinable,
+            "ate_rise_at_100ms": float(rise), "search_s": search_s, "poses": int(keep.sum()),
             "at_search_edge": abs(best) >= search_s - 0.01,
             "method": f"grid search of the {align} ATE RMSE of run 0's longest tracked map segment over offsets "
-                      f"±{search_s:g} s (10 ms steps, refined in 1 ms steps)",
-            "ate_rmse_at_zero": rmse(0.0), "ate_rmse_at_offset": float(min(errs))}
+                      f"±{search_s:g} s (10 ms steps, refined in 1 ms steps); applied only if the ATE rises by "
+                      f">= {100 * MIN_RISE:g} % {1000 * SHARPNESS_S:g} ms either side"
+                      + ("" if determinable else f" (it rose {100 * rise:.1f} %: the offset is not observable on "
+                                                 "this motion, 0 s kept; give --gt-offset S)"),
+            "ate_rmse_at_zero": rmse(0.0), "ate_rmse_at_offset": at_best}

@@ -150,6 +150,21 @@ def test_estimated_clock_offset_recovers_a_known_shift(seq) -> None:  # type: ig
     found = estimate_time_offset(t, est, late, align="sim3")
     assert abs(found["offset_s"] + 0.137) <= 0.003, found  # 3 ms: 3 % of a frame period
     assert found["ate_rmse_at_offset"] < found["ate_rmse_at_zero"] and not found["at_search_edge"]
+    assert found["determinable"] and found["offset_s"] == found["estimate_s"]
+
+
+def test_an_offset_the_motion_hides_is_reported_not_applied() -> None:
+    """Along a circle at constant speed a time shift is a rotation the sim3 alignment absorbs: the
+    estimate says so and keeps 0 s instead of applying a meaningless minimum."""
+    from rgbt.vio.ground_truth import estimate_time_offset
+
+    t = np.arange(0, 20_000_000_000, 50_000_000, dtype=np.int64)
+    ang = 2 * np.pi * t / 20e9
+    xyz = np.c_[30 * np.cos(ang), 30 * np.sin(ang), np.full(len(t), 20.0)]
+    gt = Trajectory(t, xyz, np.tile([1.0, 0, 0, 0], (len(t), 1)))
+    est = xyz[::4] + np.random.default_rng(1).normal(0, 0.05, xyz[::4].shape)
+    found = estimate_time_offset(t[::4], est, gt)
+    assert not found["determinable"] and found["offset_s"] == 0.0 and "not observable" in found["method"]
 
 
 def test_an_estimator_that_cannot_run_here_is_a_result_not_an_error(seq) -> None:  # type: ignore[no-untyped-def]
