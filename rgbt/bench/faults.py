@@ -328,6 +328,7 @@ def judge(fault: str, bag: Path | None, published: dict, t_event: int | None, t_
         return row
     row["stamps_monotonic"] = all(all(b >= a for a, b in zip(s["stamp"], s["stamp"][1:]))
                                   for s in streams.values() if s["stamp"])
+    streams = with_before_lock(streams)  # a frame the sync published before lock is recorded, not lost
     row["bag_complete"] = _complete(streams, published, t_event, fault in ("kill_recorder", "disk_full"))
     if fault in ("kill_recorder", "disk_full"):
         window = (0, t_event)  # what went out before the event
@@ -357,6 +358,33 @@ def read_streams(bag: Path) -> dict[str, dict[str, list]]:
                 s["stamp"].append(cdr_stamp_ns(bytes(rec.raw)))
             if rec.msgtype == "sensor_msgs/msg/Image":
                 s["crc"].append(zlib.crc32(rec.msg.data))
+    return out
+
+
+def with_before_lock(streams: dict[str, dict[str, list]], stack_path: Path | None = None) -> dict[str, dict[str, list]]:
+    """``streams`` with each ``/rgbt/raw/<sensor>/unlocked`` topic (what the trigger sync publishes,
+    host-stamped, before it locks: ``rgbt.ros.options.unlocked_topic``) merged into its stack topic in
+    log-time order: for completeness and loss those are the same sensor's messages. Header stamps
+    are not comparable across the two (host vs trigger time): check them on the recorded topics."""
+    from rgbt.paths import DEFAULT_STACK
+    from rgbt.ros.options import unlocked_topic
+    from rgbt.stack import load_stack
+
+    stack = load_stack(stack_path or DEFAULT_STACK)
+    pairs = {unlocked_topic(name): cam.topic for name, cam in stack.cameras.items()}
+    pairs[unlocked_topic("imu")] = stack.imu.topic
+    out = dict(streams)
+    for before, topic in pairs.items():
+        if before not in out:
+            continue
+        a, b = out.pop(before), out.get(topic, {"log": [], "stamp": [], "crc": []})
+        merged: dict[str, list] = {}
+        for key in ("log", "stamp", "crc"):
+            if len(a[key]) == len(a["log"]) and len(b[key]) == len(b["log"]):
+                merged[key] = [v for _, v in sorted(zip(a["log"] + b["log"], a[key] + b[key]), key=lambda x: x[0])]
+            else:  # only some messages have this (e.g. no CRC for IMU samples)
+                merged[key] = a[key] + b[key]
+        out[topic] = merged
     return out
 
 
