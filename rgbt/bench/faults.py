@@ -56,6 +56,8 @@ import zlib
 from pathlib import Path
 from typing import Any
 
+#: after the sources finish, how long (s) to wait at most for a killed group to publish diagnostics again
+BACK_WAIT_S = 20.0
 #: seconds between the sources' first message and the injection
 LEAD_S = 2.5
 #: simulated seconds after the last fault of a flight (full matrix, --quick)
@@ -167,7 +169,7 @@ def fly_with_faults(profile: str, faults: list[str], sim_s: float, cameras: list
             graph = start_graph(specs, env, duration_s=sim_s * 8 + 120, stdout=log, stderr=log)
             sup = supervise(graph, specs, log=events.append)
             recorder = next(iter(sup.recorder_groups))
-            t0, t_pub, t_last = time.monotonic(), None, 0.0
+            t0, t_pub, t_last, t_done = time.monotonic(), None, 0.0, 0.0
             try:
                 while time.monotonic() - t0 < sim_s * 8 + 90:
                     now = time.monotonic()
@@ -187,8 +189,12 @@ def fly_with_faults(profile: str, faults: list[str], sim_s: float, cameras: list
                             if all(probe.seen.get(n, 0.0) > t_restart for n in members[group]):
                                 back[fault] = round(time.time_ns() / 1e9 - t_events[fault] / 1e9, 3)
                     if not pending and _done(sources):
-                        time.sleep(2.5)  # the last messages through the graph
-                        break
+                        t_done = t_done or now
+                        killed = [f for f in t_events if _killed_group(f, recorder) in members]
+                        # a group killed late in the flight may still be starting: wait for it (bounded)
+                        if all(f in back for f in killed) or now - t_done > BACK_WAIT_S:
+                            time.sleep(2.5)  # the last messages through the graph
+                            break
                     time.sleep(0.05)
             finally:
                 t_stop = time.monotonic()
