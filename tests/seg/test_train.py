@@ -203,3 +203,27 @@ def test_without_torch_exit_3_names_the_train_extra(tmp_path):
     lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
     assert proc.returncode == 3 and len(lines) == 1, proc.stderr
     assert "rgbt[train]" in lines[0] and "torch" in lines[0]
+
+
+def test_pretrained_reads_a_local_state_dict(tmp_path):
+    import torch
+
+    from rgbt.errors import ModelError
+    from rgbt.seg.train.loop import build_net, load_pretrained
+
+    torch.manual_seed(1)
+    src = build_net("tinyseg").state_dict()
+    rgb_first = src["s2.0.weight"].repeat(1, 3, 1, 1)  # an RGB stem: summed back to one thermal channel
+    torch.save({"model": {**src, "s2.0.weight": rgb_first}}, tmp_path / "ckpt.pt")
+    torch.manual_seed(2)
+    net = build_net("tinyseg")
+    line = load_pretrained(net, str(tmp_path / "ckpt.pt"))
+    n = len(net.state_dict())
+    assert f"{n}/{n} tensors" in line
+    assert torch.allclose(net.state_dict()["s2.0.weight"], 3 * src["s2.0.weight"])
+    assert torch.equal(net.state_dict()["head.1.weight"], src["head.1.weight"])
+    torch.save({"other.weight": torch.zeros(3)}, tmp_path / "foreign.pt")
+    with pytest.raises(ModelError, match="no tensor matches"):
+        load_pretrained(net, str(tmp_path / "foreign.pt"))
+    with pytest.raises(ModelError, match="not found"):
+        load_pretrained(net, str(tmp_path / "missing.pt"))
