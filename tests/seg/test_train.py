@@ -16,8 +16,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-pytestmark = pytest.mark.skipif(importlib.util.find_spec("torch") is None,
-                                reason="torch not installed (the 'train' extra)")
+needs_torch = pytest.mark.skipif(importlib.util.find_spec("torch") is None,
+                                 reason="torch not installed (the 'train' extra)")
 
 SIZE = "64x96"
 #: val mIoU over the best image-blind prediction (0.028 here); measured (docs/design/seg.md): FastSCNN +0.074
@@ -70,6 +70,7 @@ def parity_on_val_frames(run: Path, onnx: Path, root: Path, model: str) -> float
     return diff
 
 
+@needs_torch
 @pytest.mark.slow
 @pytest.mark.timeout(1200)  # wall time on a loaded shared machine; ~30 s of CPU each
 @pytest.mark.parametrize("model, epochs", [("fastscnn", 6), ("tinyseg", 6)])
@@ -104,6 +105,7 @@ def test_train_beats_blind_baseline_exports_and_evaluates(sim_data, tmp_path, rg
     check_contract(out)
 
 
+@needs_torch
 @pytest.mark.slow
 @pytest.mark.timeout(1200)  # wall time on a loaded shared machine; ~30 s of CPU each
 def test_resume_continues_the_run(sim_data, tmp_path, rgbt_cli):
@@ -133,6 +135,7 @@ def test_resume_continues_the_run(sim_data, tmp_path, rgbt_cli):
     assert (tmp_path / "a.onnx").is_file()
 
 
+@needs_torch
 @pytest.mark.parametrize("model", ["efficientvit_b0", "deeplabv3plus_r18", "lraspp_mbv3l"])
 def test_zoo_model_builds_exports_and_passes_contract(tmp_path, model):
     import torch
@@ -205,6 +208,7 @@ def test_without_torch_exit_3_names_the_train_extra(tmp_path):
     assert "rgbt[train]" in lines[0] and "torch" in lines[0]
 
 
+@needs_torch
 def test_pretrained_reads_a_local_state_dict(tmp_path):
     import torch
 
