@@ -2,7 +2,7 @@
 """Day -> night study on the simulator: train on day flights, test on night flights, with and without
 the thermal-inversion augmentation, over several seeds (needs the 'train' extra; synthetic data).
 
-    python scripts/seg_day_night.py --out runs/day_night [--model fastscnn --epochs 8 --seeds 0 1]
+    python scripts/seg_day_night.py --out runs/day_night [--model tinyseg --size 64x96 --epochs 6 --seeds 0 1 2]
 
 Renders a small CART-layout dataset (thermal 160x128, rgbt.seg.train.simdata): training = two day
 flights, val = one day flight, test = two night flights and one day flight (other seeds, so other
@@ -34,12 +34,12 @@ RUNS = [("lawnmower", 1, False, 6.0, "train"), ("circle", 2, False, 6.0, "train"
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", default="runs/day_night")
-    ap.add_argument("--model", default="fastscnn")
-    ap.add_argument("--size", default="96x128")
-    ap.add_argument("--epochs", type=int, default=8)
+    ap.add_argument("--model", default="tinyseg")
+    ap.add_argument("--size", default="64x96")
+    ap.add_argument("--epochs", type=int, default=6)
     ap.add_argument("--batch", type=int, default=16)
     ap.add_argument("--lr", type=float, default=5e-3)
-    ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1])
+    ap.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     ap.add_argument("--threads", type=int, default=2)
     args = ap.parse_args()
     out = Path(args.out)
