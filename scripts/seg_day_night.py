@@ -59,7 +59,8 @@ def main() -> int:
             if not res_path.is_file():
                 from rgbt.seg.train.loop import train
 
-                r = train(opts, resume=(out / "runs" / name / "last.pt").is_file(), scans=check_inputs(opts))
+                resume = (out / "runs" / name / "last.pt").is_file()
+                r = train(opts, resume=resume, scans=check_inputs(opts, resume))
                 scores = {tod: evaluate(data, r.onnx, f"test_{tod}").miou for tod in ("night", "day")}
                 res_path.write_text(json.dumps({"name": name, "inversion": inversion, "seed": seed,
                                                 "val": r.val.miou, "test": scores,

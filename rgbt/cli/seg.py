@@ -131,7 +131,7 @@ def _train(args: argparse.Namespace) -> int:
         raise ModelError(f"{'.'.join(str(p) for p in first['loc'])}: {first['msg']} (got {first.get('input')!r})") from None
     from rgbt.seg.train.data import check_inputs
 
-    scans = check_inputs(opts)  # bad data is reported before torch loads
+    scans = check_inputs(opts, bool(args.resume))  # bad data is reported before torch loads
     from rgbt.seg.train.loop import train
 
     log = (lambda line: print(line, file=sys.stderr)) if args.json else print

@@ -127,11 +127,14 @@ def test_resume_continues_the_run(sim_data, tmp_path, rgbt_cli):
     assert [h["epoch"] for h in resumed["history"]] == [1, 2, 3]
     assert resumed["history"][0] == first["history"][0]
     assert "resumed from last.pt: epoch 1/3 done" in (run / "log.txt").read_text()
-    whole = json.loads(rgbt_cli("seg", "train", *common, "--out", tmp_path / "b.onnx",
-                                "--run-dir", tmp_path / "run_b").stdout)
-    np.testing.assert_allclose([h["loss"] for h in resumed["history"]], [h["loss"] for h in whole["history"]],
-                               rtol=1e-4)
-    assert resumed["val"]["miou"]["all"] == pytest.approx(whole["val"]["miou"]["all"], abs=1e-3)
+    from rgbt.seg.train.loop import train
+    from rgbt.seg.train.options import TrainOptions
+
+    whole = train(TrainOptions.model_validate({**json.loads((run / "config.json").read_text()), "stop_after": None,
+                                               "out": str(tmp_path / "b.onnx"), "run_dir": str(tmp_path / "run_b")}),
+                  log=lambda line: None, progress=False)  # the same run, uninterrupted (in this process)
+    np.testing.assert_allclose([h["loss"] for h in resumed["history"]], [h["loss"] for h in whole.history], rtol=1e-4)
+    assert resumed["val"]["miou"]["all"] == pytest.approx(whole.val.miou["all"], abs=1e-3)
     assert (tmp_path / "a.onnx").is_file()
 
 

@@ -63,9 +63,14 @@ def scan_split(root: str | Path, split: str | None, class_names: list[str]) -> S
     return SplitScan(items, counts[:k], digest)
 
 
-def check_inputs(opts: TrainOptions) -> tuple[SplitScan, SplitScan]:
+def check_inputs(opts: TrainOptions, resume: bool = False) -> tuple[SplitScan, SplitScan]:
     """Everything that can be wrong with the inputs, checked before torch does any work
-    (RgbtError -> exit 2): model name, input size, both splits and their labels."""
+    (RgbtError -> exit 2): model name, input size, the run folder, both splits and their labels."""
+    ckpt = Path(opts.run_dir) / "last.pt"
+    if resume and not ckpt.is_file():
+        raise ModelError(f"{ckpt}: no checkpoint to resume from")
+    if not resume and ckpt.exists():
+        raise ModelError(f"{opts.run_dir}: run folder already has a checkpoint: pass --resume, or choose another --run-dir")
     if opts.model not in MODEL_NAMES:
         raise ModelError(f"--model {opts.model!r}: unknown model, expected one of {', '.join(MODEL_NAMES)}")
     if opts.height % 32 or opts.width % 32:

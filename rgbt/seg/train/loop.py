@@ -121,14 +121,9 @@ def train(opts: TrainOptions, resume: bool = False, log: Callable[[str], None] =
           progress: bool = True, scans: tuple[SplitScan, SplitScan] | None = None) -> TrainResult:
     """Run (or resume) training per ``opts``; writes the run folder and, when all epochs are done,
     the exported ONNX (to ``RUN/NAME.onnx`` and ``opts.out``). ``scans``: :func:`check_inputs` already done."""
-    train_scan, val_scan = scans or check_inputs(opts)
+    train_scan, val_scan = scans or check_inputs(opts, resume)
     run = Path(opts.run_dir)
     ckpt_path = run / "last.pt"
-    if resume:
-        if not ckpt_path.is_file():
-            raise ModelError(f"{ckpt_path}: no checkpoint to resume from")
-    elif ckpt_path.exists():
-        raise ModelError(f"{run}: run folder already has a checkpoint: pass --resume, or choose another --run-dir")
     run.mkdir(parents=True, exist_ok=True)
     (run / "config.json").write_text(json.dumps(opts.model_dump(), indent=2) + "\n")
     logfile = open(run / "log.txt", "a")
