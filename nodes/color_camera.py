@@ -6,7 +6,7 @@ driver-level topics. On targets that run the ROS ``spinnaker_camera_driver`` ins
 
 from __future__ import annotations
 
-from rgbt.ros.driver_node import CameraDriverNode, monotonic_to_wall
+from rgbt.ros.driver_node import CameraDriverNode
 from rgbt.ros.spin import node_main
 
 
@@ -24,7 +24,7 @@ class ColorCameraNode(CameraDriverNode):
         got = self.device.read()
         if got is not None:
             image, counter, t_host = got
-            self.publish_frame(self.pubs, self.options.camera, image, counter, monotonic_to_wall(t_host))
+            self.publish_frame(self.pubs, self.options.camera, image, counter, self.to_wall(t_host))
 
 
 NODE = ColorCameraNode

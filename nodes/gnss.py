@@ -1,14 +1,19 @@
 """u-blox GNSS driver node: UBX NAV-PVT over serial (pyubx2 framing, ``rgbt.sensors.ubx`` decoding)
--> ``sensor_msgs/NavSatFix`` on the stack's GNSS topic (host-stamped; the fix's UTC time in the log)."""
+-> ``sensor_msgs/NavSatFix`` on the stack's GNSS topic, host-stamped when the message is parsed
+(through the driver's monotonic -> wall offset, ``rgbt.hostclock``), and beside it
+``sensor_msgs/TimeReference`` on ``rgbt.ros.options.time_reference_topic`` (``/gps/fix`` ->
+``/gps/time_reference``, as ``nmea_navsat_driver`` names it): the same header stamp, ``time_ref`` =
+the fix's UTC time from the receiver, ``source`` = ``"ubx:NAV-PVT"``. A fix without a valid UTC
+date and time gets no TimeReference (counted as ``no_utc``)."""
 
 from __future__ import annotations
 
 import time
 
-from sensor_msgs.msg import NavSatFix, NavSatStatus
+from sensor_msgs.msg import NavSatFix, NavSatStatus, TimeReference
 
 from rgbt.ros.driver_node import DriverNode
-from rgbt.ros.options import DriverOptions
+from rgbt.ros.options import DriverOptions, time_reference_topic
 from rgbt.ros.spin import node_main
 from rgbt.ros.stamps import ns_to_stamp
 
@@ -21,6 +26,9 @@ class GnssNode(DriverNode):
         super().__init__(name, **kwargs)
         self.topic = self.stack_model.gnss.topic
         self.pub = self.create_publisher(NavSatFix, self.topic, self.out_qos)
+        self.time_topic = time_reference_topic(self.topic)
+        self.pub_time = self.create_publisher(TimeReference, self.time_topic, self.out_qos)
+        self.diag.values["no_utc"] = "0"
         self.start()
 
     def open_device(self):  # type: ignore[no-untyped-def]
@@ -39,7 +47,7 @@ class GnssNode(DriverNode):
             return
         fix = fix_from_nav_pvt(parsed)
         msg = NavSatFix()
-        ns_to_stamp(time.time_ns(), msg.header.stamp)
+        ns_to_stamp(self.to_wall(time.monotonic_ns()), msg.header.stamp)  # the driver's one clock offset
         msg.header.frame_id = self.stack_model.gnss.frame_id
         msg.status.status = int(fix.status)
         msg.status.service = NavSatStatus.SERVICE_GPS
@@ -49,6 +57,16 @@ class GnssNode(DriverNode):
             msg.position_covariance_type = NavSatFix.COVARIANCE_TYPE_APPROXIMATED
         self.pub.publish(msg)
         self.diag.topic(self.topic).tick()
+        if fix.t_utc_ns is None:
+            self.diag.values["no_utc"] = str(int(self.diag.values["no_utc"]) + 1)
+            return
+        ref = TimeReference()
+        ref.header.stamp = msg.header.stamp
+        ref.header.frame_id = msg.header.frame_id
+        ns_to_stamp(fix.t_utc_ns, ref.time_ref)
+        ref.source = f"ubx:{fix.source}"
+        self.pub_time.publish(ref)
+        self.diag.topic(self.time_topic).tick()
 
 
 NODE = GnssNode

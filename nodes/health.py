@@ -1,17 +1,20 @@
 """Health monitor: CPU, memory, disk and temperatures (psutil), plus Jetson stats from tegrastats
-or jtop when present. Publishes a JSON report (``std_msgs/String``) and ``/diagnostics``."""
+or jtop when present. Publishes ``diagnostic_msgs/DiagnosticArray`` on ``topic`` (``/rgbt/health``:
+one status per area, ``rgbt.ros.health.health_statuses``, with WARN / ERROR levels) and its own
+summary on ``/diagnostics``. ``period_s`` is live (``ros2 param set``)."""
 
 from __future__ import annotations
 
-import json
+import time
 
-from std_msgs.msg import String
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 
-from rgbt.ros.health import HealthProbe
+from rgbt.ros.health import HealthProbe, health_statuses
 from rgbt.ros.node import RgbtNode
 from rgbt.ros.options import HealthOptions
 from rgbt.ros.qos import qos_profile
 from rgbt.ros.spin import node_main
+from rgbt.ros.stamps import ns_to_stamp
 
 
 class HealthNode(RgbtNode):
@@ -21,12 +24,23 @@ class HealthNode(RgbtNode):
     def __init__(self, name: str | None = None, **kwargs) -> None:  # type: ignore[no-untyped-def]
         super().__init__(name, **kwargs)
         self.probe = HealthProbe(self.options.disk_path)
-        self.pub = self.create_publisher(String, self.options.topic, qos_profile("reliable"))
-        self.create_timer(self.options.period_s, self.guard(self.sample))
+        self.pub = self.create_publisher(DiagnosticArray, self.options.topic, qos_profile("reliable"))
+        self.timer = self.create_timer(self.options.period_s, self.guard(self.sample))
+
+    def apply_options(self, new: HealthOptions, changed: set[str]) -> None:  # type: ignore[override]
+        super().apply_options(new, changed)
+        if "period_s" in changed:  # live: the sampling rate
+            self.destroy_timer(self.timer)
+            self.timer = self.create_timer(new.period_s, self.guard(self.sample))
 
     def sample(self) -> None:
         report = self.probe.sample()
-        self.pub.publish(String(data=json.dumps(report)))
+        msg = DiagnosticArray()
+        ns_to_stamp(time.time_ns(), msg.header.stamp)
+        msg.status = [DiagnosticStatus(level=bytes([level]), name=name, message=message, hardware_id="rgbt",
+                                       values=[KeyValue(key=k, value=v) for k, v in values.items()])
+                      for name, level, message, values in health_statuses(report)]
+        self.pub.publish(msg)
         self.diag.values.update({k: str(v) for k, v in report.items() if not isinstance(v, dict)})
         self.diag.values.update({f"temp.{k}": str(v) for k, v in report.get("temperatures_c", {}).items()})
         self.diag.topic(self.options.topic).tick()

@@ -1,28 +1,38 @@
 """Recorder: raw CDR from best-effort subscriptions into MCAP through ``rgbt.bag.writer.BagWriter``.
 
-Starts on the autopilot's arm (``std_msgs/Bool`` on ``/rgbt/armed``) and stops when disarmed for
-``debounce_s``; ``start: always`` records from start-up; services ``~/start``, ``~/stop``,
+Starts on the autopilot's arm (``std_msgs/Bool`` on ``/rgbt/armed``, latched on both ends: a recorder
+(re)started after the arm learns it at once) and stops when disarmed for ``debounce_s``; ``start: always`` records from start-up; services ``~/start``, ``~/stop``,
 ``~/split`` (``std_srvs/Trigger``) and ``~/prearm_check`` (its ``message`` is a JSON report).
+Memory: lossless within ``memory_budget_mb`` (default ``buffer_s`` seconds of the recorded streams),
+split between the middleware's reader queues and the writer queue (``rgbt.ros.recording.plan_buffers``);
+a message beyond it is dropped and counted (``dropped_budget``), never lost silently.
 Never corrupts a bag: SIGINT / SIGTERM (the spin loop calls ``close()``), a write error, the size
 cap or low disk space close the current file with its summary. Each bag directory gets
 ``rgbt_manifest.json`` (topics, counts, rates, drops, sync status, FFC events, disk, why it stopped).
+By default it records the stack topics, the trigger sync's before-lock streams
+(``/rgbt/raw/<kind>/unlocked``) and the GNSS fix's UTC (``/gps/time_reference``). Each topic's offered QoS in the bag is its publishers'
+(``rgbt.ros.qos.topic_qos``), so ``ros2 bag play`` republishes ``/rgbt/armed`` latched. Thresholds
+(``debounce_s``, size cap, disk space, the sync-lock gate) are live parameters.
 The logic lives in :mod:`rgbt.ros.recording`; this module is the wiring.
 """
 
 from __future__ import annotations
 
 import json
+import time
 
 from diagnostic_msgs.msg import DiagnosticArray
 from rclpy.event_handler import SubscriptionEventCallbacks
 from std_msgs.msg import Bool
 from std_srvs.srv import Trigger
 
+from rgbt.bag.types import ros2_typestore
 from rgbt.ros.msgtypes import get_message
 from rgbt.ros.node import RgbtNode
-from rgbt.ros.options import RecorderOptions
-from rgbt.ros.qos import qos_profile, qos_to_yaml
-from rgbt.ros.recording import Recording, stack_rates, stack_topic_types
+from rgbt.ros.options import ARMED_TOPIC, RecorderOptions
+from rgbt.ros.qos import TOPIC_QOS, qos_profile, qos_to_yaml, topic_qos
+from rgbt.ros.recording import (Recording, driver_extra_topic_types, plan_buffers, stack_message_bytes,
+                                stack_rates, stack_topic_types)
 from rgbt.ros.spin import node_main
 
 
@@ -35,10 +45,18 @@ class RecorderNode(RgbtNode):
         o = self.options
         stack = self.stack()
         known = stack_topic_types(stack)
-        wanted = (o.topics or list(known)) + list(o.extra_topics)
+        # by default also the before-lock streams and the GNSS time reference: nothing a driver sent is lost
+        wanted = (o.topics or [*known, *driver_extra_topic_types(stack)]) + list(o.extra_topics)
+        known.update(driver_extra_topic_types(stack))
         self.rec = Recording(o, log=self.get_logger().info, synthetic=o.synthetic or bool(stack.synthetic))
+        ros2_typestore()  # built now (0.5-3 s on a small CPU), not when the arm starts the first bag
         self.wanted = [t for t in dict.fromkeys(wanted)]
         self.rec.expected_rates = {t: hz for t, hz in stack_rates(stack).items() if t in self.wanted}
+        rates = {t: hz for t, hz in stack_rates(stack).items() if t in self.wanted}
+        self.plan = plan_buffers(o, rates, stack_message_bytes(stack))
+        self.rec.writer_budget_bytes = self.plan.writer_bytes
+        self.get_logger().info(f"memory budget {self.plan.budget_bytes / 1e6:.0f} MB: reader queues "
+                               f"{self.plan.depths}, writer queue {self.plan.writer_bytes / 1e6:.0f} MB")
         self.subscribed: dict[str, str] = {}
         self._write_errors_seen = 0
         for topic in self.wanted:
@@ -46,27 +64,45 @@ class RecorderNode(RgbtNode):
                 self._subscribe(topic, known[topic])
         if o.write_state:
             self.rec.enable_state_topic(o.state_topic or stack.autopilot.state_topic)
-        # reliable + volatile: matches latched and plain publishers (the bridges republish every second)
-        self.create_subscription(Bool, o.armed_topic, self.guard(self.on_armed), qos_profile("reliable"))
+        # latched like its publishers: a recorder (re)started after the arm learns the state at once
+        self.create_subscription(Bool, o.armed_topic, self.guard(self.on_armed), topic_qos(ARMED_TOPIC))
         self.create_subscription(DiagnosticArray, "/diagnostics", self.guard(self.on_diagnostics),
-                                 qos_profile("reliable", depth=50))
+                                 topic_qos("/diagnostics", depth=50))
         for srv, fn in (("start", self.rec.manual_start), ("stop", self.rec.manual_stop),
                         ("split", self.rec.split), ("prearm_check", self.rec.prearm_report)):
             self.create_service(Trigger, f"~/{srv}", self._service(fn))
+        self._tick_period_ns, self._last_tick_ns = 250_000_000, None
         self.create_timer(0.25, self.guard(self.tick))
         if o.start == "always":
             self.rec.start("always")
 
     def _subscribe(self, topic: str, msgtype: str) -> None:
-        qos = self.in_qos if msgtype == "sensor_msgs/msg/Image" else self.small_qos
+        o = self.options
+        depth = self.plan.depths.get(topic)
+        if topic in TOPIC_QOS:  # fixed on both ends (a latched topic's last sample arrives on subscribing)
+            qos = topic_qos(topic, depth=depth or o.input_depth)
+        elif depth:
+            qos = qos_profile(o.input_qos, depth)
+        else:
+            qos = self.in_qos if msgtype == "sensor_msgs/msg/Image" else self.small_qos
         events = SubscriptionEventCallbacks(message_lost=lambda info, t=topic: self.rec.lost(t, info.total_count_change))
         self.create_subscription(get_message(msgtype), topic, self.guard(lambda raw, t=topic: self.rec.on_message(
             t, raw, self.now_ns()), topic), qos, raw=True, event_callbacks=events)
         self.subscribed[topic] = msgtype
-        self.rec.add_topic(topic, msgtype, qos_to_yaml(qos))
+        # the publishers' QoS (what ``ros2 bag play`` offers again), not this best-effort subscription's
+        self.rec.add_topic(topic, msgtype, qos_to_yaml(topic_qos(topic)))
+
+    def apply_options(self, new: RecorderOptions, changed: set[str]) -> None:  # type: ignore[override]
+        super().apply_options(new, changed)
+        self.rec.o = new  # live: debounce, size cap, disk-space thresholds, the sync-lock gate
 
     def tick(self) -> None:
-        """Discover extra topics' types, apply debounced arm state, check disk space."""
+        """Discover extra topics' types, apply debounced arm state, check disk space; count how late
+        this timer ran (``executor_lag``: how long a ready callback waits for this process's executor)."""
+        now = time.monotonic_ns()
+        if self._last_tick_ns is not None:
+            self.diag.topic("executor_lag").tick(max(0, now - self._last_tick_ns - self._tick_period_ns))
+        self._last_tick_ns = now
         if len(self.subscribed) < len(self.wanted):
             types = dict(self.get_topic_names_and_types())
             for topic in self.wanted:

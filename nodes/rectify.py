@@ -2,24 +2,25 @@
 the same (restamped) trigger time -> both stereo-rectified onto the pair's 960x600 canvas
 (``rgbt.image.rectify.RgbtRectifier``), published on ``{output_prefix}/<camera name>``.
 
-Pairs are matched on identical header stamps, which the trigger sync makes exact (colour at every
-second trigger, thermal at every trigger); unmatched thermal frames are normal (30 of 60 Hz).
+Pairs are matched on identical header stamps (``rgbt.ros.sync_adapter.StampPairer``), which the
+trigger sync makes exact (colour at every second trigger, thermal at every trigger); unmatched
+thermal frames are normal (30 of 60 Hz). Overload policy: frames arrive as raw CDR, a pair is
+handed to a low-priority worker (``rgbt.ros.mailbox``) and only the newest pair is rectified; stale
+pairs are dropped unread and counted (``latest.dropped_stale``).
 """
 
 from __future__ import annotations
 
-from collections import OrderedDict
-
 from sensor_msgs.msg import Image
 
-from rgbt.ros.image import image_to_numpy, numpy_to_image
+from rgbt.ros.image import cdr_to_image
+from rgbt.ros.mailbox import LatestFrameNode
 from rgbt.ros.node import RgbtNode
 from rgbt.ros.options import RectifyOptions
 from rgbt.ros.spin import node_main
-from rgbt.ros.stamps import stamp_to_ns
 
 
-class RectifyNode(RgbtNode):
+class RectifyNode(LatestFrameNode, RgbtNode):
     options_model = RectifyOptions
     default_name = "rectify"
 
@@ -34,24 +35,15 @@ class RectifyNode(RgbtNode):
         self.cams = (pair.cam0, pair.cam1)
         topics = (o.cam0_topic or stack.camera(pair.cam0).topic, o.cam1_topic or stack.camera(pair.cam1).topic)
         self.frame_id = stack.camera(pair.cam0).frame_id  # rectified canvas = cam0's rectified frame
-        self.pending: tuple[OrderedDict, OrderedDict] = (OrderedDict(), OrderedDict())
         self.pubs = [self.create_publisher(Image, f"{o.output_prefix}/{cam}", self.out_qos) for cam in self.cams]
-        for side, topic in enumerate(topics):
-            self.create_subscription(Image, topic, self.guard(lambda m, s=side: self.on_image(s, m), topic),
-                                     self.in_qos)
+        self.mailbox = self.latest_pairs(self.on_pair, topics, o.max_pending)  # cam0 meets cam1 by trigger stamp
 
-    def on_image(self, side: int, msg: Image) -> None:
-        t_ns = stamp_to_ns(msg.header.stamp)
-        match = self.pending[1 - side].pop(t_ns, None)
-        if match is None:
-            self.pending[side][t_ns] = msg
-            while len(self.pending[side]) > self.options.max_pending:
-                self.pending[side].popitem(last=False)
-            return
-        msgs = (msg, match) if side == 0 else (match, msg)
-        rect = self.rectifier.rectify(image_to_numpy(msgs[0]), image_to_numpy(msgs[1]))
-        for pub, img, src in zip(self.pubs, rect, msgs):
-            pub.publish(numpy_to_image(img, t_ns, self.frame_id, src.encoding))
+    def on_pair(self, pair: tuple[bytes, bytes]) -> None:  # worker thread: the newest pair
+        imgs = [cdr_to_image(raw) for raw in pair]
+        t_ns = imgs[0].t_ns
+        rect = self.rectifier.rectify(imgs[0].pixels, imgs[1].pixels)
+        for pub, arr, src in zip(self.pubs, rect, imgs):
+            self.publish_image(pub, arr, t_ns, self.frame_id, src.encoding)
         self.diag.topic("pairs").tick(self.now_ns() - t_ns)
 
 

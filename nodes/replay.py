@@ -10,16 +10,16 @@ acknowledged it (``Publisher.wait_for_all_acked``). ``/clock`` carries each mess
 from __future__ import annotations
 
 import threading
-import time
 
 from rclpy.duration import Duration
 from rosgraph_msgs.msg import Clock
 
+from rgbt.pacing import pace
 from rgbt.ros.convert import to_rclpy
 from rgbt.ros.msgtypes import get_message
 from rgbt.ros.node import RgbtNode
 from rgbt.ros.options import ReplayOptions
-from rgbt.ros.qos import qos_profile
+from rgbt.ros.qos import qos_profile, topic_qos
 from rgbt.ros.spin import node_main
 from rgbt.ros.stamps import ns_to_stamp
 
@@ -44,7 +44,8 @@ class ReplayNode(RgbtNode):
             if o.topics and topic not in o.topics:
                 continue
             out = self.renames.get(topic, topic)
-            self.pubs[out] = self.create_publisher(get_message(info.msgtype), out, self.out_qos)
+            # a topic with a fixed QoS (/rgbt/armed latched) keeps it: its subscribers require it
+            self.pubs[out] = self.create_publisher(get_message(info.msgtype), out, topic_qos(out, o.output_qos))
         self.clock_pub = self.create_publisher(Clock, "/clock", qos_profile("reliable")) if o.clock else None
         self.published = 0
         self._stop = threading.Event()
@@ -75,19 +76,13 @@ class ReplayNode(RgbtNode):
         start_ns = self.bag.start_ns + int(o.start_s * 1e9)
         end_ns = start_ns + int(o.duration_s * 1e9) if o.duration_s else None
         topics = list(o.topics) or None
-        wall0 = time.monotonic_ns()
-        t_first = None
         clock = Clock()
-        for rec in self.bag.messages(topics=topics, start_ns=start_ns, end_ns=end_ns, renames=self.renames or None):
+        records = self.bag.messages(topics=topics, start_ns=start_ns, end_ns=end_ns, renames=self.renames or None)
+        if o.rate > 0:  # at log time x rate (rgbt.pacing); rate 0: as fast as the subscribers acknowledge
+            records = (rec for rec, _due in pace(records, lambda r: r.t_ns, speed=o.rate, sleep=self._stop.wait))
+        for rec in records:
             if self._stop.is_set():
                 return
-            if t_first is None:
-                t_first = rec.t_ns
-            if o.rate > 0:
-                due = wall0 + (rec.t_ns - t_first) / o.rate
-                wait = (due - time.monotonic_ns()) / 1e9
-                if wait > 0 and self._stop.wait(wait):
-                    return
             if self.clock_pub is not None:
                 ns_to_stamp(rec.t_ns, clock.clock)
                 self.clock_pub.publish(clock)

@@ -11,11 +11,10 @@ from __future__ import annotations
 
 from sensor_msgs.msg import Image
 
-from rgbt.ros.image import image_to_numpy, numpy_to_image
+from rgbt.ros.image import cdr_to_image, image_to_cdr
 from rgbt.ros.node import RgbtNode
 from rgbt.ros.options import SegmentationOptions
 from rgbt.ros.spin import node_main
-from rgbt.ros.stamps import stamp_to_ns
 from rgbt.seg.pipeline import SegPipeline
 
 
@@ -36,16 +35,18 @@ class SegmentationNode(RgbtNode):
         self.last_timing: dict = {}  # of the newest result, for diagnostics
         self.pub_ids = self.create_publisher(Image, f"{o.output_prefix}/class_ids", self.out_qos)
         self.pub_color = self.create_publisher(Image, f"{o.output_prefix}/color", self.out_qos)
-        self.create_subscription(Image, self.input_topic, self.guard(self.on_image, self.input_topic), self.in_qos)
+        self.create_subscription(Image, self.input_topic, self.guard(self.on_image, self.input_topic), self.in_qos,
+                                 raw=True)
 
-    def on_image(self, msg: Image) -> None:
-        self.pipeline.submit(stamp_to_ns(msg.header.stamp), image_to_numpy(msg), tag=msg.header.frame_id)
+    def on_image(self, raw: bytes) -> None:  # raw CDR: the pixels are a view, never deserialized
+        t_ns, frame_id, _, pixels = cdr_to_image(raw)
+        self.pipeline.submit(t_ns, pixels, tag=frame_id)
 
     def on_result(self, t_ns: int, result) -> None:  # type: ignore[no-untyped-def]  # inference thread
         frame_id = result.tag
-        self.pub_ids.publish(numpy_to_image(result.class_ids, t_ns, frame_id, "mono8"))
+        self.pub_ids.publish(image_to_cdr(result.class_ids, t_ns, frame_id, "mono8"))
         if result.color is not None:
-            self.pub_color.publish(numpy_to_image(result.color, t_ns, frame_id, "rgb8"))
+            self.pub_color.publish(image_to_cdr(result.color, t_ns, frame_id, "rgb8"))
         self.diag.topic(self.input_topic).tick(self.now_ns() - t_ns)
         self.last_timing = result.timing
 

@@ -7,7 +7,7 @@ state from the serial link (``rgbt.sensors.boson``) -> driver-level thermal topi
 
 from __future__ import annotations
 
-from rgbt.ros.driver_node import CameraDriverNode, monotonic_to_wall
+from rgbt.ros.driver_node import CameraDriverNode
 from rgbt.ros.spin import node_main
 
 
@@ -25,7 +25,7 @@ class ThermalCameraNode(CameraDriverNode):
         frame = self.device.read()
         if frame is not None:
             self.publish_frame(self.pubs, self.options.camera, frame.image, frame.frame_counter,
-                               monotonic_to_wall(frame.t_host_ns), frame.ffc)
+                               self.to_wall(frame.t_host_ns), frame.ffc)
 
 
 NODE = ThermalCameraNode

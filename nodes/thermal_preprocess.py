@@ -2,50 +2,71 @@
 
 Wraps ``rgbt.image.normalize`` (1st-99th percentile + CLAHE by default) and
 ``rgbt.image.colormap``. Output stamps = input stamps (the restamped trigger time).
+Overload policy: frames arrive as raw CDR and only the newest is processed, on a low-priority
+worker (``rgbt.ros.mailbox``); stale ones are dropped unread and counted (``latest.dropped_stale``).
+The percentiles, CLAHE, the colormap and the outputs are live parameters (``ros2 param set``); a
+bad value (``low >= high``, an unknown colormap) is refused with the reason.
 """
 
 from __future__ import annotations
 
 from sensor_msgs.msg import Image
 
-from rgbt.ros.image import image_to_numpy, numpy_to_image
+from rgbt.ros.image import cdr_to_image
+from rgbt.ros.mailbox import LatestFrameNode
 from rgbt.ros.node import RgbtNode
+from rgbt.errors import ConfigError
 from rgbt.ros.options import PreprocessOptions
 from rgbt.ros.spin import node_main
-from rgbt.ros.stamps import stamp_to_ns
+from rgbt.ros.stamps import cdr_stamp_ns
 
 
-class ThermalPreprocessNode(RgbtNode):
+class ThermalPreprocessNode(LatestFrameNode, RgbtNode):
     options_model = PreprocessOptions
     default_name = "thermal_preprocess"
 
     def __init__(self, name: str | None = None, **kwargs) -> None:  # type: ignore[no-untyped-def]
         super().__init__(name, **kwargs)
         from rgbt.image.colormap import apply_colormap
-        from rgbt.image.normalize import NormalizeOptions, Normalizer, to_uint8
+        from rgbt.image.normalize import to_uint8
 
         o = self.options
         self.input_topic = o.input_topic or self.stack().cameras["thermal"].topic
-        self.normalize = Normalizer(NormalizeOptions(low=o.low, high=o.high, clahe=o.clahe))
+        self.normalize = self.normalizer(o)
         self.to_uint8, self.apply_colormap = to_uint8, apply_colormap
         self.pub_float = self.create_publisher(Image, f"{o.output_prefix}/normalized", self.out_qos)
         self.pub_mono8 = self.create_publisher(Image, f"{o.output_prefix}/image_mono8", self.out_qos)
         self.pub_color = self.create_publisher(Image, f"{o.output_prefix}/colormap", self.out_qos)
-        self.create_subscription(Image, self.input_topic, self.guard(self.on_image, self.input_topic), self.in_qos)
+        self.mailbox = self.latest(self.on_image, self.input_topic)
+        self.create_subscription(Image, self.input_topic, self.guard(lambda raw: self.mailbox.submit(raw, cdr_stamp_ns(raw)),
+                                                                self.input_topic), self.in_qos, raw=True)
 
-    def on_image(self, msg: Image) -> None:
+    @staticmethod
+    def normalizer(o: PreprocessOptions):  # type: ignore[no-untyped-def]
+        from rgbt.image.colormap import COLORMAPS
+        from rgbt.image.normalize import NormalizeOptions, Normalizer
+
+        if o.colormap not in COLORMAPS:
+            raise ConfigError("thermal_preprocess", "colormap", o.colormap, f"one of {', '.join(COLORMAPS)}")
+        return Normalizer(NormalizeOptions(low=o.low, high=o.high, clahe=o.clahe))
+
+    def apply_options(self, new: PreprocessOptions, changed: set[str]) -> None:  # type: ignore[override]
+        super().apply_options(new, changed)
+        if changed & {"low", "high", "clahe", "colormap"}:
+            self.normalize = self.normalizer(new)  # refuses low >= high or an unknown colormap
+
+    def on_image(self, raw: bytes) -> None:  # worker thread: the newest frame
         o = self.options
-        t_ns = stamp_to_ns(msg.header.stamp)
-        img01 = self.normalize(image_to_numpy(msg))
-        frame = msg.header.frame_id
+        t_ns, frame, _, pixels = cdr_to_image(raw)
+        img01 = self.normalize(pixels)
         if o.publish_float:
-            self.pub_float.publish(numpy_to_image(img01, t_ns, frame, "32FC1"))
+            self.publish_image(self.pub_float, img01, t_ns, frame, "32FC1")
         if o.publish_mono8 or o.publish_colormap:
             u8 = self.to_uint8(img01)
             if o.publish_mono8:
-                self.pub_mono8.publish(numpy_to_image(u8, t_ns, frame, "mono8"))
+                self.publish_image(self.pub_mono8, u8, t_ns, frame, "mono8")
             if o.publish_colormap:
-                self.pub_color.publish(numpy_to_image(self.apply_colormap(img01, o.colormap), t_ns, frame, "rgb8"))
+                self.publish_image(self.pub_color, self.apply_colormap(img01, o.colormap), t_ns, frame, "rgb8")
         self.diag.topic(self.input_topic).tick(self.now_ns() - t_ns)
 
 

@@ -7,8 +7,10 @@ Inputs (driver level, host-stamped): ``{raw_prefix}/<camera>/image`` + ``.../fra
 onto the host clock through the restamper's IMU clock fit. A frame and its info are paired by their
 identical header stamp. Outputs: the stack topics (``/boson/thermal/image_raw``, ...) with the
 header stamp replaced by the restamped trigger time, patched in the raw CDR bytes (pixels are
-forwarded untouched, never deserialized). Before lock frames keep their host stamp
-(``publish_unlocked``) and are counted as ``unlocked``. Diagnostics (``sync.locked`` etc.) go out
+forwarded untouched, never deserialized). Before lock, frames and samples have no trigger time:
+they are counted (``unlocked``) and kept off the stack topics, published host-stamped on
+``{raw_prefix}/<kind>/unlocked`` (``unlocked: separate``, the default; the recorder records them)
+or not at all (``unlocked: drop``). Counter text: ``rgbt.timeref``. Diagnostics (``sync.locked`` etc.) go out
 every period and at once when a stream gains or loses lock (the recorder's ``require_sync_lock``
 waits for it).
 """
@@ -19,9 +21,10 @@ from __future__ import annotations
 from sensor_msgs.msg import Image, Imu, TimeReference
 
 from rgbt.ros.node import RgbtNode
-from rgbt.ros.options import TriggerSyncOptions
+from rgbt.ros.options import TriggerSyncOptions, unlocked_topic
 from rgbt.ros.spin import node_main
 from rgbt.ros.stamps import cdr_stamp_ns, cdr_with_stamp, stamp_to_ns
+from rgbt.timeref import decode_frame, decode_imu
 
 class TriggerSyncNode(RgbtNode):
     options_model = TriggerSyncOptions
@@ -36,10 +39,13 @@ class TriggerSyncNode(RgbtNode):
         self.restamper = make_restamper(self.stack_model, o.restamper, o.camera_latency_ms)
         self.pairs: dict[str, StampPairer] = {}
         self.outputs = {}
+        self.unlocked_outputs = {}
         for cam in o.cameras:
             spec = self.stack_model.cameras[cam]
             self.pairs[cam] = StampPairer()
             self.outputs[cam] = self.create_publisher(Image, spec.topic, self.out_qos)
+            if o.unlocked == "separate":
+                self.unlocked_outputs[cam] = self.create_publisher(Image, unlocked_topic(cam, o.raw_prefix), self.out_qos)
             self.create_subscription(TimeReference, f"{o.raw_prefix}/{cam}/frame_info",
                                      self.guard(lambda m, c=cam: self.on_frame_info(c, m), spec.topic), self.small_qos)
             self.create_subscription(Image, f"{o.raw_prefix}/{cam}/image",
@@ -48,6 +54,8 @@ class TriggerSyncNode(RgbtNode):
         self.imu_topic = self.stack_model.imu.topic
         self.pairs["imu"] = StampPairer()
         self.outputs["imu"] = self.create_publisher(Imu, self.imu_topic, self.out_qos)
+        if o.unlocked == "separate":
+            self.unlocked_outputs["imu"] = self.create_publisher(Imu, unlocked_topic("imu", o.raw_prefix), self.out_qos)
         self.create_subscription(TimeReference, f"{o.raw_prefix}/imu/sync_info",
                                  self.guard(lambda m: self.on_frame_info("imu", m), self.imu_topic), self.small_qos)
         self.create_subscription(Imu, f"{o.raw_prefix}/imu", self.guard(lambda raw: self.on_frame("imu", raw),
@@ -71,12 +79,13 @@ class TriggerSyncNode(RgbtNode):
             self.diag.error(f"{kind}: frame without counter info dropped", topic)
 
     def emit(self, kind: str, raw: bytes, t_host_ns: int, info: TimeReference) -> None:
-        counter, _, flags = info.source.partition(";")
         if kind == "imu":
-            t_new = self.restamper.imu(int(counter), t_host_ns, int(flags), stamp_to_ns(info.time_ref))
+            sync = decode_imu(info.source)
+            t_new = self.restamper.imu(sync.syncin_count, t_host_ns, sync.t_since_sync_ns, stamp_to_ns(info.time_ref))
             topic = self.imu_topic
         else:
-            t_new, status = self.restamper.frame(kind, int(counter), t_host_ns, ffc="ffc" in flags)
+            frame = decode_frame(info.source)
+            t_new, status = self.restamper.frame(kind, frame.counter, t_host_ns, ffc=frame.ffc)
             topic = self.stack_model.cameras[kind].topic
             if status:
                 self.diag.topic(topic).drops += status.get("dropped_before", 0)
@@ -87,11 +96,11 @@ class TriggerSyncNode(RgbtNode):
             self.publish_diagnostics()
         if t_new is None:
             self.diag.values["unlocked"] = str(int(self.diag.values["unlocked"]) + 1)
-            if not self.options.publish_unlocked:
-                return
-            t_new = t_host_ns
-        self.outputs[kind].publish(cdr_with_stamp(raw, t_new))
-        self.diag.topic(topic).tick(self.now_ns() - t_host_ns)
+            if kind in self.unlocked_outputs:  # host-stamped, off the restamped topic
+                self.unlocked_outputs[kind].publish(raw)
+        else:
+            self.outputs[kind].publish(cdr_with_stamp(raw, t_new))
+        self.diag.topic(topic).tick(self.now_ns() - t_host_ns)  # every frame received, locked or not
 
     def publish_diagnostics(self) -> None:
         for key, value in self.restamper.status().items():

@@ -6,7 +6,9 @@ into the estimator configs (``rgbt.vio.feed``: ``/rgbt/vio/<camera>/image_mono8`
 ``/rgbt/vio/imu``) with the reliable profile. The frame logic is ``rgbt.vio.feed.StreamFeed``:
 thermal normalized with the temporally stable mode (``TemporalNormalizer``, 5-95 %) to mono8,
 decimated on the trigger grid (60 Hz -> 20 Hz keeps every 3rd pulse), FFC-frozen frames dropped,
-non-increasing stamps dropped. IMU samples are relayed byte for byte when their stamp strictly
+non-increasing stamps dropped. Overload policy: camera frames arrive as raw CDR and only the
+newest is processed, on a low-priority worker (``rgbt.ros.mailbox``); stale ones are dropped unread
+and counted (``latest.dropped_stale``). IMU samples are relayed byte for byte when their stamp strictly
 increases (``ImuRelay``); duplicates and out-of-order samples are dropped. All counts are in
 diagnostics (``feed.*``, ``imu.*``).
 
@@ -19,14 +21,15 @@ from __future__ import annotations
 
 from sensor_msgs.msg import Image, Imu
 
-from rgbt.ros.image import image_to_numpy, numpy_to_image
+from rgbt.ros.image import cdr_to_image
+from rgbt.ros.mailbox import LatestFrameNode
 from rgbt.ros.node import RgbtNode
 from rgbt.ros.options import VioBridgeOptions
 from rgbt.ros.spin import node_main
-from rgbt.ros.stamps import cdr_stamp_ns, stamp_to_ns
+from rgbt.ros.stamps import cdr_stamp_ns
 
 
-class VioBridgeNode(RgbtNode):
+class VioBridgeNode(LatestFrameNode, RgbtNode):
     options_model = VioBridgeOptions
     default_name = "vio_bridge"
 
@@ -46,7 +49,9 @@ class VioBridgeNode(RgbtNode):
         self.output_topic = o.output_topic or feed_image_topic(o.camera)
         self.frame_id = cam.frame_id
         self.pub_image = self.create_publisher(Image, self.output_topic, self.out_qos)
-        self.create_subscription(Image, self.input_topic, self.guard(self.on_image, self.input_topic), self.in_qos)
+        self.mailbox = self.latest(self.on_image, self.input_topic)
+        self.create_subscription(Image, self.input_topic, self.guard(lambda raw: self.mailbox.submit(raw, cdr_stamp_ns(raw)),
+                                                                self.input_topic), self.in_qos, raw=True)
         if o.relay_imu:
             self.imu_input_topic = o.imu_input_topic or stack.imu.topic
             self.imu_output_topic = o.imu_output_topic or FEED_IMU_TOPIC
@@ -57,11 +62,11 @@ class VioBridgeNode(RgbtNode):
         self.get_logger().info(f"feed {self.input_topic} -> {self.output_topic} at {self.rate_hz:g} Hz "
                                f"({o.normalization}); IMU -> {getattr(self, 'imu_output_topic', 'not relayed')}")
 
-    def on_image(self, msg: Image) -> None:
-        t_ns = stamp_to_ns(msg.header.stamp)
-        mono8 = self.feed.frame(t_ns, image_to_numpy(msg))
+    def on_image(self, raw: bytes) -> None:  # worker thread: the newest frame
+        t_ns, frame_id, _, pixels = cdr_to_image(raw)
+        mono8 = self.feed.frame(t_ns, pixels)
         if mono8 is not None:
-            self.pub_image.publish(numpy_to_image(mono8, t_ns, msg.header.frame_id or self.frame_id, "mono8"))
+            self.publish_image(self.pub_image, mono8, t_ns, frame_id or self.frame_id, "mono8")
         self.diag.topic(self.input_topic).tick(self.now_ns() - t_ns)
 
     def on_imu(self, raw: bytes) -> None:

@@ -21,17 +21,17 @@ import time
 import zlib
 
 from geometry_msgs.msg import PoseStamped
-from scipy.spatial.transform import Rotation
 from sensor_msgs.msg import Image, Imu, NavSatFix, TimeReference
 from std_msgs.msg import Bool
 
+from rgbt.geometry import matrix_to_quat
 from rgbt.ros.image import numpy_to_image
-from rgbt.ros.messages import navsatfix, pose_stamped
+from rgbt.ros.messages import frame_info, imu, imu_sync_info, navsatfix, pose_stamped, time_reference
 from rgbt.ros.node import RgbtNode
 from rgbt.ros.options import ARMED_TOPIC, TRIGGER_TOPIC, VirtualStackOptions
-from rgbt.ros.qos import qos_profile
+from rgbt.ros.qos import topic_qos
 from rgbt.ros.spin import node_main
-from rgbt.ros.stamps import ns_to_stamp
+from rgbt.ros.wallstep import WallStep
 
 
 class VirtualStackNode(RgbtNode):
@@ -62,9 +62,10 @@ class VirtualStackNode(RgbtNode):
         self._pub("global", NavSatFix, self.stack_model.autopilot.global_topic, out)
         self._pub("pose", PoseStamped, self.stack_model.autopilot.pose_topic, out)
         self._pub("trigger", TimeReference, TRIGGER_TOPIC, out)
-        self._pub("state", Bool, ARMED_TOPIC, qos_profile("latched"))
+        self._pub("state", Bool, ARMED_TOPIC, topic_qos(ARMED_TOPIC))
         self.manifest: dict = {"synthetic": True, "sim": sim_fields, "topics": {}, "frames": {}}
         self.late_ns = 0  # how late the last sample went out (simulator slower than real time)
+        self.wall_step = WallStep()  # an injected host-clock step (rgbt bench faults); 0 otherwise
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._play, name="virtual_stack", daemon=True)
         self._thread.start()
@@ -107,7 +108,7 @@ class VirtualStackNode(RgbtNode):
                 # stamped with the simulated host arrival (the simulator's latency + jitter model), even
                 # when the simulator runs late: the lateness then shows as hop latency, not as clock error
                 self.late_ns = max(0, time.time_ns() - t_host)
-                self._publish(sample, t_host, sample.t_ns + offset)
+                self._publish(sample, t_host + self.wall_step.offset_ns(), sample.t_ns + offset)
         except Exception as exc:  # noqa: BLE001 - reported, the node keeps its diagnostics
             self.report_error("simulation failed", exc)
         self.manifest["done"] = True
@@ -128,34 +129,23 @@ class VirtualStackNode(RgbtNode):
         kind = s.kind
         if kind in ("thermal", "color", "mono"):
             cam = self.stack_model.cameras[kind]
-            info = TimeReference()
-            ns_to_stamp(t_host, info.header.stamp)
-            info.header.frame_id = cam.frame_id
-            ns_to_stamp(t_host, info.time_ref)
-            info.source = f"{int(s.seq)}" + (";ffc" if s.ffc else "")
-            self.info_pubs[kind].publish(info)
+            self.info_pubs[kind].publish(frame_info(t_host, cam.frame_id, int(s.seq), bool(s.ffc)))
             msg = numpy_to_image(s.data, t_host, cam.frame_id, cam.encoding)
             self.pubs[kind].publish(msg)
-            frames = self.manifest["frames"].setdefault(cam.topic, {"crc32": [], "t_true_ns": [], "seq": []})
+            frames = self.manifest["frames"].setdefault(cam.topic, {"crc32": [], "t_true_ns": [], "seq": [],
+                                                                    "t_pub_ns": []})
             frames["crc32"].append(zlib.crc32(msg.data))
             frames["t_true_ns"].append(t_true)
+            frames["t_pub_ns"].append(time.time_ns())  # when it went out (later than t_true when running late)
             frames["seq"].append(int(s.seq))
             self._count(kind, cam.topic)
         elif kind == "imu":
             d = s.data
-            msg = Imu()
-            ns_to_stamp(t_host, msg.header.stamp)
-            msg.header.frame_id = self.stack_model.imu.frame_id
-            msg.angular_velocity.x, msg.angular_velocity.y, msg.angular_velocity.z = map(float, d.gyro_rad_s)
-            msg.linear_acceleration.x, msg.linear_acceleration.y, msg.linear_acceleration.z = map(float, d.accel_m_s2)
-            msg.orientation_covariance[0] = -1.0  # no orientation
-            info = TimeReference()  # the VN-100's own clock is the simulator's true clock
-            info.header.stamp = msg.header.stamp
-            ns_to_stamp(t_true, info.time_ref)
-            info.source = f"{int(d.syncin_count)};{int(d.t_since_sync_ns)}"
-            self.info_pubs["imu"].publish(info)
-            self.pubs["imu"].publish(msg)
+            # the VN-100's own clock is the simulator's true clock
+            self.info_pubs["imu"].publish(imu_sync_info(t_host, t_true, d.syncin_count, d.t_since_sync_ns))
+            self.pubs["imu"].publish(imu(t_host, self.stack_model.imu.frame_id, d.gyro_rad_s, d.accel_m_s2))
             self.manifest.setdefault("imu_t_true_ns", []).append(t_true)
+            self.manifest.setdefault("imu_t_pub_ns", []).append(time.time_ns())
             self._count("imu", self.stack_model.imu.topic)
         elif kind in ("gnss", "global"):
             d = s.data
@@ -164,7 +154,8 @@ class VirtualStackNode(RgbtNode):
             self._count(kind)
         elif kind == "pose":
             T = s.data.T_world_body if hasattr(s.data, "T_world_body") else s.data
-            self.pubs["pose"].publish(pose_stamped(t_host, T[:3, 3], Rotation.from_matrix(T[:3, :3]).as_quat()))
+            w, x, y, z = matrix_to_quat(T[:3, :3])
+            self.pubs["pose"].publish(pose_stamped(t_host, T[:3, 3], (x, y, z, w)))
             self._count("pose")
         elif kind == "state":
             armed = bool(s.data.armed if hasattr(s.data, "armed") else s.data)
@@ -174,11 +165,7 @@ class VirtualStackNode(RgbtNode):
                 events.append([t_true, armed])
             self._count("state")
         elif kind == "trigger":
-            msg = TimeReference()
-            ns_to_stamp(t_host, msg.header.stamp)
-            ns_to_stamp(t_true, msg.time_ref)
-            msg.source = str(int(s.seq))
-            self.pubs["trigger"].publish(msg)
+            self.pubs["trigger"].publish(time_reference(t_host, t_true, str(int(s.seq))))
             self._count("trigger")
 
     def close(self) -> None:

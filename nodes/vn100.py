@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from sensor_msgs.msg import Imu, TimeReference
 
-from rgbt.ros.driver_node import DriverNode, imu_messages, monotonic_to_wall
+from rgbt.ros.driver_node import DriverNode, imu_messages
 from rgbt.ros.options import DriverOptions
 from rgbt.ros.spin import node_main
 
@@ -30,7 +30,7 @@ class Vn100Node(DriverNode):
     def read_once(self) -> None:
         frame_id = self.stack_model.imu.frame_id
         for sample in self.device.read(timeout=0.05):
-            t_host = monotonic_to_wall(sample.t_host_ns)
+            t_host = self.to_wall(sample.t_host_ns)
             msg, info = imu_messages(sample, t_host, frame_id)
             self.pub_info.publish(info)
             self.pub.publish(msg)

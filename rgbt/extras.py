@@ -24,6 +24,8 @@ EXTRA_OF_MODULE: dict[str, str] = {
     "geometry_msgs": "ros-wheels",
     "nav_msgs": "ros-wheels",
     "torch": "train",
+    "pyarrow": "parquet",
+    "ray": "scale",
 }
 
 _HINTS = {
@@ -32,6 +34,7 @@ _HINTS = {
     "tensorrt": "on a Jetson, TensorRT comes with JetPack: use scripts/setup.sh system-ros",
     "pycuda": "build it on the target: pip install pycuda (needs the CUDA toolkit)",
     "rclpy": "or source a ROS 2 install and use scripts/setup.sh system-ros",
+    "ray": "or run the campaign with --executor local",
 }
 
 

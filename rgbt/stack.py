@@ -236,10 +236,16 @@ def stack_from_dict(data: object, source: str = "<dict>") -> Stack:
     try:
         return Stack.model_validate(data)
     except ValidationError as exc:
-        err = exc.errors()[0]
-        key = ".".join(str(p) for p in err["loc"]) or "<root>"
-        value = None if err.get("type") == "missing" else err.get("input")
-        raise ConfigError(source, key, value, _expectation(err)) from None
+        raise config_error(source, exc) from None
+
+
+def config_error(source: str, exc: ValidationError, prefix: str = "") -> ConfigError:
+    """The :class:`ConfigError` for the first error of a pydantic validation of ``source`` (a file):
+    key path (under ``prefix``), the value found and what was expected."""
+    err = exc.errors()[0]
+    key = ".".join([prefix] * bool(prefix) + [str(p) for p in err["loc"]]) or "<root>"
+    value = None if err.get("type") == "missing" else err.get("input")
+    return ConfigError(source, key, value, _expectation(err))
 
 
 def _expectation(err: dict) -> str:

@@ -9,10 +9,11 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from helpers import run_rgbt
-from rgbt.paths import DEFAULT_STACK, ENGINES_DIR, data_dir
+from rgbt.paths import DEFAULT_STACK, ENGINES_DIR, REPO_ROOT, data_dir
 
 DATA = data_dir()
 FIX = DATA / "fixtures"
@@ -43,6 +44,10 @@ VERBS: list[tuple[str, list[str], Path, int | None]] = [
     ("bag-convert", ["bag", "convert", "{F}", "{OUT}"], FIX / "bags/ros1/robot_localization_test1.bag", None),
     ("bag-reindex", ["bag", "reindex", "{F}", "{OUT}.bag"], FIX / "bags/ros1/robot_localization_test1.bag", 3000),
     ("replay", ["replay", "{F}"], FIX / "bags/ros1/robot_localization_test1.bag", None),
+    # extract salvages a truncated bag's whole chunks: keep too little for one (as for reindex)
+    ("bag-extract", ["bag", "extract", "{F}", "--out", "{OUT}"], FIX / "bags/ros1/robot_localization_test1.bag", 3000),
+    ("bag-video", ["bag", "video", "{F}", "--out", "{OUT}.mp4"], FIX / "bags/ros1/robot_localization_test1.bag", None),
+    ("image-rectify", ["image", "rectify", "{F}", "{FRAME}", "--out", "{OUT}"], Path("{FRAME}"), None),
     ("vio-ate-ref", ["vio", "ate", "--ref", "{F}", "--est", str(FIX / "trajectories/fr2_desk_ORB.tum")],
      FIX / "trajectories/fr2_desk_groundtruth.tum", 30),
     ("vio-ate-est", ["vio", "ate", "--ref", str(FIX / "trajectories/fr2_desk_groundtruth.tum"), "--est", "{F}"],
@@ -51,6 +56,9 @@ VERBS: list[tuple[str, list[str], Path, int | None]] = [
      None),
     ("simulate-trajectory", ["simulate", "--trajectory", "{F}", "--duration", "1", "--out", "{OUT}"],
      DATA / "cart/ground_truth/CastaicLake_2022-12-20-11-40-28.txt", 40),
+    # truncated right after "inputs:" (a shorter cut could still be a valid campaign and run ORB-SLAM3)
+    ("campaign-run", ["campaign", "run", "{F}", "--out", "{OUT}"], REPO_ROOT / "campaigns/smoke.yaml", 267),
+    ("campaign-report", ["campaign", "report", "{F}"], REPO_ROOT / "campaigns/smoke.yaml", None),
 ]
 
 KINDS = ("empty", "truncated", "random", "directory")
@@ -141,3 +149,85 @@ def test_internal_error_is_one_line_and_debug_shows_the_traceback(tmp_path: Path
     assert "internal error: ZeroDivisionError: boom" in plain.stderr
     debug = subprocess.run([sys.executable, str(script), "--debug"], capture_output=True, text=True, env=env)
     assert debug.returncode == 1 and "Traceback" in debug.stderr
+
+
+# --- rgbt vio eval: sequences that cannot be scored (issue 14) -----------------------------------------
+
+@pytest.fixture(scope="module")
+def vio_inputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """SYNTHETIC: a small MCAP bag whose thermal topic carries mono8 frames (+ IMU, ground truth
+    beside it), a ground truth an hour later, one with two poses swapped, and an EuRoC folder."""
+    from rgbt.bag import BagWriter, numpy_to_image_msg
+    from rgbt.vio.datasets import write_asl
+    from rgbt.vio.sequence import synthetic_sequence
+
+    root = tmp_path_factory.mktemp("vio_bad")
+    seq = synthetic_sequence(duration_s=1.0, rate_hz=10.0, width=48, height=40, fx=40.0)
+    bag = root / "mono8_thermal"
+    from rgbt.bag.types import ros2_typestore
+
+    T = ros2_typestore().types
+    with BagWriter(bag, custom_data={"rgbt.synthetic": "true"}) as w:
+        w.add_topic("/boson/thermal/image_raw", "sensor_msgs/msg/Image")
+        w.add_topic("/imu/imu", "sensor_msgs/msg/Imu")
+        for t, img, _ in seq.frames():
+            w.write_msg("/boson/thermal/image_raw", t, numpy_to_image_msg((img >> 8).astype(np.uint8), t, "thermal",
+                                                                          "mono8"))
+        for t, g, a in zip(seq.imu.t_ns, seq.imu.gyro, seq.imu.accel):
+            sec, nsec = divmod(int(t), 1_000_000_000)
+            v3 = T["geometry_msgs/msg/Vector3"]
+            w.write_msg("/imu/imu", int(t), T["sensor_msgs/msg/Imu"](
+                T["std_msgs/msg/Header"](T["builtin_interfaces/msg/Time"](sec, nsec), "imu"),
+                T["geometry_msgs/msg/Quaternion"](0.0, 0.0, 0.0, 1.0), np.zeros(9), v3(*g), np.zeros(9), v3(*a),
+                np.zeros(9)))
+    seq.ground_truth.save_tum(bag / "ground_truth_imu.tum")
+    later = root / "gt_an_hour_later.tum"
+    gt = seq.ground_truth
+    type(gt)(gt.t_ns + 3600 * 10**9, gt.positions, gt.quat_wxyz).save_tum(later)
+    lines = (bag / "ground_truth_imu.tum").read_text().splitlines()
+    lines[3], lines[4] = lines[4], lines[3]
+    (root / "gt_unsorted.tum").write_text("\n".join(lines) + "\n")
+    euroc = write_asl(seq, root / "euroc_dup")
+    csv = euroc / "mav0" / "cam0" / "data.csv"
+    rows = csv.read_text().splitlines()
+    csv.write_text("\n".join(rows[:3] + [rows[2]] + rows[3:]) + "\n")
+    nocal = write_asl(seq, root / "euroc_nocal")
+    (nocal / "mav0" / "cam0" / "sensor.yaml").unlink()
+    return {"bag": bag, "later": later, "unsorted": root / "gt_unsorted.tum", "dup": euroc, "nocal": nocal}
+
+
+VIO_CASES = [  # (case id, argv after `vio eval`, key of the file the error must name, text it must contain)
+    ("gt-no-overlap", ["--bag", "{bag}", "--camera-topic", "/boson/thermal/image_raw", "--ground-truth", "{later}"],
+     "later", "but the camera frames cover"),
+    ("gt-unsorted", ["--bag", "{bag}", "--ground-truth", "{unsorted}"], "unsorted", "not strictly increasing"),
+    ("frames-duplicate", ["--dataset", "{dup}"], "dup", "duplicate frame stamps"),
+    ("dataset-no-calibration", ["--dataset", "{nocal}"], "nocal", "sensor.yaml"),
+    ("bag-no-such-topic", ["--bag", "{bag}", "--camera-topic", "/flir/image"], "bag", "no topic /flir/image"),
+    ("thermal-declared-16-bit-is-8-bit", ["--bag", "{bag}"], "bag", "carries mono8 frames but camera 'thermal' is "
+                                                                    "declared mono16"),
+    ("normalization-on-8-bit", ["--bag", "{bag}", "--camera-topic", "/boson/thermal/image_raw", "--normalization",
+                                "temporal"], "bag", "frames are 8-bit"),
+]
+
+
+def _vio_eval(argv: list[str], inputs: dict[str, Path], tmp_path: Path, capsys, subprocess: bool) -> tuple[int, str]:  # type: ignore[no-untyped-def]
+    args = ["vio", "eval", *[a.format(**{k: str(v) for k, v in inputs.items()}) for a in argv], "--runs", "1",
+            "--pace", "0", "--no-progress", "--vocab", str(tmp_path / "unused_vocab.txt")]
+    if subprocess:  # the real command, once
+        proc = run_rgbt(*args, check=False, timeout=120)
+        return proc.returncode, proc.stderr
+    from rgbt.cli import main  # the same entry point in-process: no interpreter start per case
+
+    code = main(args)
+    return code, capsys.readouterr().err
+
+
+@pytest.mark.parametrize("case", VIO_CASES, ids=[c[0] for c in VIO_CASES])
+def test_vio_eval_bad_sequence_exits_2_naming_the_file(case, vio_inputs: dict[str, Path], tmp_path: Path,  # type: ignore[no-untyped-def]
+                                                       capsys) -> None:
+    name, argv, key, text = case
+    # every case fails before the estimator starts: the vocabulary is never read
+    code, err = _vio_eval(argv, vio_inputs, tmp_path, capsys, subprocess=name == "gt-no-overlap")
+    assert "Traceback" not in err and code == 2, err
+    line = err.strip().splitlines()[-1]
+    assert line.startswith("rgbt vio: error: ") and vio_inputs[key].name in line and text in line, line

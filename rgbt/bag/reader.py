@@ -31,6 +31,9 @@ from rgbt.bag.ros1scan import header_fields
 from rgbt.errors import BagError
 
 _OFFSET_RE = re.compile(r"offset (\d+)")
+#: ROS 1 bags have no rosbag2 ``custom_data``; rgbt writes it as one YAML ``std_msgs/String`` here
+#: (:func:`rgbt.bag.convert.convert_bag` with ``to="ros1"``) and reads it back into ``metadata``.
+ROS1_METADATA_TOPIC = "/rgbt/bag_metadata"
 # Typestores built from a bag's definitions, keyed by those definitions (read-only once built).
 _STORES: OrderedDict[tuple, tuple[Typestore, frozenset[str]]] = OrderedDict()
 
@@ -127,11 +130,25 @@ class BagReader:
         try:
             self._build_typestore()
             self._summarize()
+            if self.kind == "ros1" and ROS1_METADATA_TOPIC in self.topics:
+                self._read_ros1_metadata()
         except Exception as exc:
             self.close()
             if isinstance(exc, BagError):
                 raise
             raise BagError(f"{path}: cannot summarize bag: {exc}") from exc
+
+    def _read_ros1_metadata(self) -> None:
+        import yaml
+
+        for rec in self.messages(topics=[ROS1_METADATA_TOPIC]):
+            try:
+                data = yaml.safe_load(rec.msg.data)
+            except yaml.YAMLError as exc:
+                raise BagError(f"{self.path}: topic {ROS1_METADATA_TOPIC}: expected YAML key: value text ({exc})") from exc
+            if isinstance(data, dict):
+                self.metadata = {str(k): str(v) for k, v in data.items()}
+            break
 
     def close(self) -> None:
         if self._reader is not None:

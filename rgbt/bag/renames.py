@@ -22,6 +22,15 @@ CART_RENAMES: dict[str, str] = {
     "/eo/colour/image_raw/compressed": "/eo/color/image_raw/compressed",  # CART topic_renamer.py
 }
 
+#: rgbt stack topic -> the topic CART's released ROS 1 bags carry it on (the ``image0_topic`` /
+#: ``image1_topic`` / ``imu_topic`` of CART's VINS-Fusion configs, ``vins_configs/*.yaml``: the ECCV
+#: dataset sequences carry ``/eo/color/image_color``, ``/eo/mono/image_mono``, ``/imu/imu``). The
+#: 16-bit thermal stream keeps ``/boson/thermal/image_raw`` in both.
+CART_ROS1_NAMES: dict[str, str] = {
+    "/eo/color/image_raw": "/eo/color/image_color",
+    "/eo/mono/image_raw": "/eo/mono/image_mono",
+}
+
 #: topics CART's renamer deleted ("useless")
 CART_DROP_TOPICS: frozenset[str] = frozenset({"/flir_cameras/cam_left/image"})
 

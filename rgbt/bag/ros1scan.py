@@ -212,11 +212,12 @@ def _record_messages(pos: int, fields: dict[str, bytes], data: bytes,
         yield _u32(fields, "conn"), _time(fields), data
 
 
-def reindex_ros1(src: str | Path, dst: str | Path) -> dict[str, Any]:
+def reindex_ros1(src: str | Path, dst: str | Path, *, compress: bool = True) -> dict[str, Any]:
     """Write every whole chunk of ROS 1 bag ``src`` into a new, indexed ROS 1 bag ``dst``.
 
     Returns ``{"messages", "connections", "chunks", "bytes_dropped", "problem"}``. Messages keep
-    their bytes, topics, types, definitions and log times; chunks are bz2-compressed.
+    their bytes, topics, types, definitions and log times; chunks are bz2-compressed (uncompressed
+    with ``compress=False``: a temporary copy that is read once, as ``rgbt bag extract`` makes).
     """
     from rosbags.rosbag1 import Writer as Writer1
 
@@ -230,7 +231,8 @@ def reindex_ros1(src: str | Path, dst: str | Path) -> dict[str, Any]:
             raise BagError(f"{src}: not a ROS 1 bag v2.0 (bad magic)")
     scan = Ros1Scan(src.stat().st_size)
     writer = Writer1(dst)
-    writer.set_compression(Writer1.CompressionFormat.BZ2)
+    if compress:
+        writer.set_compression(Writer1.CompressionFormat.BZ2)
     count = 0
     out: dict[int, Any] = {}
     try:

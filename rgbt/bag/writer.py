@@ -21,6 +21,8 @@ Crash safety (what survives what):
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 import threading
 import time
 from collections import defaultdict
@@ -178,20 +180,22 @@ class McapFile(McapWriter):
     """
 
     def __init__(self, path: Path, compression: CompressionMode) -> None:
-        # rosbags names its file after the directory; create it there, then give it our name.
-        stock = path.parent / f"{path.parent.name}.mcap"
-        if stock.exists():
-            stock.unlink()  # a header-only leftover of an interrupted start
+        # rosbags names its file after the directory it is given: let it write into a private folder
+        # beside ``path`` and move the file to our name (never touching another file of the bag: a bag
+        # folder ``X`` may well hold a recording named ``X.mcap``).
+        staging = Path(tempfile.mkdtemp(prefix=f".{path.name}.", dir=path.parent))
+        stock = staging / f"{staging.name}.mcap"
         try:
-            super().__init__(path.parent, compression)
+            super().__init__(staging, compression)
             self.bio.close()
             os.replace(stock, path)
         except BaseException:
             if getattr(self, "bio", None) is not None:
                 self.bio.close()
-            stock.unlink(missing_ok=True)
             path.unlink(missing_ok=True)
             raise
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
         self.path = path
         self.bio = _RawFile(path)  # type: ignore[assignment]
         self.committed: list[_ChunkRecord] = []
@@ -656,9 +660,6 @@ def measure_write_rate(duration_s: float = 2.0, out_dir: str | os.PathLike[str] 
     :func:`tune_allocator` is in effect in this process: it cannot be undone, so compare both
     settings in separate processes).
     """
-    import shutil
-    import tempfile
-
     import numpy as np
 
     from rgbt.bag.images import image_to_numpy, numpy_to_image_msg

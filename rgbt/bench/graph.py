@@ -1,17 +1,30 @@
-"""``rgbt bench graph``: the ROS 2 sensor graph at full rate - drops and latency per topic.
+"""``rgbt bench graph``: the ROS 2 sensor graph at full rate - drops, latency per hop and where it goes.
 
-Runs a profile (``bench-sim``: virtual stack -> trigger sync -> preprocess -> rectify ->
-segmentation, the recorder writing into a temporary folder) as real processes. The simulated run
-is generated first (``preload_s``) and then played at the real rate. Nothing extra subscribes to
-the images (a probe would load the 2 cores it measures): the numbers come from the graph itself.
+Runs a profile (``bench-sim``: virtual stack -> trigger sync -> preprocess -> rectify -> fusion,
+thermal segmentation, the recorder writing into a temporary folder) as real processes. The
+simulated run is generated first (``preload_s``) and then played at the real rate. Nothing extra
+subscribes to the images (a probe would load the 2 cores it measures): the numbers come from the
+graph itself (its ``/diagnostics``, the recorder's manifest, psutil on its processes).
 
-* driver topics (``/rgbt/raw/...``, stamped at publication): one hop, virtual stack -> trigger
-  sync; ``received`` and latency from the sync node's diagnostics.
+* driver topics (``/rgbt/raw/...``, stamped at publication): the first hop, virtual stack ->
+  trigger sync; ``received`` and latency from the sync node's diagnostics.
 * stack topics and pipeline outputs: ``received`` = messages in the recorder's bag, latency =
   arrival at the recorder - header stamp. Restamped topics carry the trigger time, so theirs is
-  trigger-to-recorder (the simulated transport latency, 8-12 ms, + two hops): ``"since": "trigger"``.
+  trigger-to-recorder (the simulated sensor-to-host latency, 8-12 ms, + two hops): ``"since": "trigger"``.
 * ``published``: the virtual stack's manifest; ``dropped`` = published - received.
+* ``recorder``: ``received`` / ``dropped`` summed over every stream the virtual stack published,
+  plus what the middleware reported lost and what exceeded the recorder's memory budget.
+* ``breakdown``: per processing node, p50 / p99 ms of ``arrival`` (stamp -> subscription callback:
+  upstream, transport and executor wait), ``wait`` (callback -> worker), ``work`` (processing),
+  ``serialize`` (array -> CDR) and ``publish`` (middleware write), with the frames dropped as stale;
+  ``virtual_stack.late`` (how far behind its schedule the source published each stream: part of
+  the first hop that is neither transport nor the sync node) and ``recorder.executor_lag`` (how
+  late the recorder's 4 Hz timer ran: the executor wait a message meets there).
+* ``cpu``: share of one core per process group (psutil, over the playback window), per processing
+  worker thread, the whole machine's busy share and load average (other users' load included).
 
+``--load N`` adds N busy processes (pure Python loops, bounded in time, ended by PID) to show the
+overload policy: the recorder keeps everything, processing drops stale frames with counts.
 ``segmentation_hz``: rate of the class-id masks in the bag while the graph ran at full rate.
 """
 
@@ -19,11 +32,21 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import random
 import shutil
+import subprocess
+import sys
 import tempfile
 import time
 from dataclasses import replace
 from pathlib import Path
+
+#: stages of a processing node's latest-frame mailbox (``rgbt.ros.mailbox``) in the breakdown
+STAGES = ("arrival", "wait", "work", "serialize", "publish")
+#: pipeline output topic prefix -> (node, diagnostics key of the messages it published)
+OUTPUTS = {"/rgbt/seg/": ("segmentation", "pipeline.processed"), "/rgbt/rectified/": ("rectify", "pairs.processed"),
+           "/rgbt/fusion/": ("fusion", "pairs.processed"), "/rgbt/thermal/": ("thermal_preprocess", "latest.processed")}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -31,16 +54,26 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="seconds of full-rate data (default 10; simulated first, kept in memory ~110 MB/s)")
     parser.add_argument("--profile", default="bench-sim", help="profile to run (default bench-sim)")
     parser.add_argument("--no-segmentation", action="store_true", help="leave the segmentation node out")
+    parser.add_argument("--no-fusion", action="store_true", help="leave the RGB-T fusion node out")
+    parser.add_argument("--load", type=int, default=0, metavar="N",
+                        help="N extra busy processes while the graph runs (overload; 0-8)")
     parser.add_argument("--single-process", action="store_true", help="all nodes in one process")
     parser.add_argument("--set", action="append", default=[], metavar="NODE.PARAM=VALUE")
 
 
 def run(args: argparse.Namespace) -> dict:
+    from rgbt.errors import ConfigError
     from rgbt.ros.launcher import clean_shm, ros_environment_defaults, shm_files, start_graph
     from rgbt.ros.profile import node_specs, parse_set, profile_env
     from rgbt.stack import load_stack
 
+    if not 0 <= args.load <= 8:
+        raise ConfigError("--load", "load", args.load, "0 to 8 busy processes")
+    if args.duration <= 0:
+        raise ConfigError("--duration", "duration", args.duration, "a positive number of seconds")
     ros_environment_defaults()
+    # a private DDS domain (unless one is set): another graph on this host must not join the measurement
+    os.environ.setdefault("ROS_DOMAIN_ID", str(random.SystemRandom().randint(30, 200)))
     work = Path(tempfile.mkdtemp(prefix="rgbt_bench_graph_"))
     manifest = work / "sources.json"
     overrides = parse_set(args.set)
@@ -54,25 +87,34 @@ def run(args: argparse.Namespace) -> dict:
             overrides.setdefault(s.name, {}).update({"out_dir": str(work / "bags"), "start": "always",
                                                      "min_free_mb": 100})
     specs = node_specs(args.profile, overrides)
-    if args.no_segmentation:
-        specs = [s for s in specs if s.executable != "segmentation"]
+    dropped_nodes = {"segmentation"} if args.no_segmentation else set()
+    dropped_nodes |= {"fusion"} if args.no_fusion else set()
+    specs = [s for s in specs if s.executable not in dropped_nodes]
     if args.single_process:
         specs = [replace(s, process="all") for s in specs]
 
     shm_before = shm_files()
     probe = _Probe()
+    # the run is simulated first (preload: ~2-10 s per simulated second, more on a loaded machine)
+    limit_s = args.duration * 20 + 120
+    load = _Load(args.load, limit_s + 30)
+    cpu = _CpuSampler()
     try:
-        graph = start_graph(specs, profile_env(args.profile), duration_s=args.duration * 6 + 90)
+        graph = start_graph(specs, profile_env(args.profile), duration_s=limit_s + 30)
+        cpu.procs = {g: p.pid for g, p in graph.procs.items()}
         t_start = time.monotonic()
         try:
-            while graph.alive() and time.monotonic() - t_start < args.duration * 6 + 60:
+            while graph.alive() and time.monotonic() - t_start < limit_s:
+                cpu.sample()
                 if manifest.exists() and json.loads(manifest.read_text()).get("done"):
-                    time.sleep(2.5)  # the last messages through the graph, one more diagnostics round
                     break
                 time.sleep(0.2)
+            cpu.sample()
+            _wait_for_recorder(probe, manifest, graph)
             status = dict(probe.status)
         finally:
             codes = graph.stop()
+            load.stop()
         sources = json.loads(manifest.read_text()) if manifest.exists() else {}
         bag_manifests = sorted((work / "bags").glob("*/rgbt_manifest.json"))
         recorded = json.loads(bag_manifests[-1].read_text()) if bag_manifests else {}
@@ -81,14 +123,35 @@ def run(args: argparse.Namespace) -> dict:
         raw_to_stack = {f"{prefix}/{name}/image": cam.topic for name, cam in stack.cameras.items()}
         raw_to_stack[f"{prefix}/imu"] = stack.imu.topic
         result = summarize(sources, recorded, status, raw_to_stack)
+        t0 = sources.get("t0_wall_ns")
+        result["cpu"] = cpu.shares(t0 / 1e9 if t0 else None, specs, status)
     finally:
+        load.stop()
         probe.close()
         clean_shm(shm_before)  # the probe's own Fast DDS files too
         shutil.rmtree(work, ignore_errors=True)
-    result.update({"profile": args.profile, "duration_s": args.duration, "exit_codes": codes,
+    result.update({"profile": args.profile, "duration_s": args.duration, "load": args.load, "exit_codes": codes,
+                   "ros_domain_id": int(os.environ["ROS_DOMAIN_ID"]),
                    "processes": sorted({s.process for s in specs}), "nodes": [s.name for s in specs],
-                   "synthetic": True, "note": "shared 2-core machine: numbers are noisy"})
+                   "synthetic": True, "note": "shared machine: see cpu.machine for the load during the run"})
     return result
+
+
+def _wait_for_recorder(probe: "_Probe", manifest: Path, graph, timeout_s: float = 15.0) -> None:  # type: ignore[no-untyped-def]
+    """After the last sample went out: wait until the recorder's received counts stop growing for
+    1.5 s (it has caught up; two diagnostics rounds) or ``timeout_s`` passes, so that a recorder
+    that is behind is measured as late, not as lossy."""
+    deadline = time.monotonic() + timeout_s
+    last, since = None, time.monotonic()
+    time.sleep(1.0)
+    while time.monotonic() < deadline and graph.alive():
+        rec = next((v for k, v in probe.status.items() if k.startswith("recorder")), {})
+        counts = tuple(sorted((k, v) for k, v in rec.items() if k.startswith("/") and k.endswith(".count")))
+        if counts != last:
+            last, since = counts, time.monotonic()
+        elif time.monotonic() - since >= 1.5:
+            return
+        time.sleep(0.1)
 
 
 class _Probe:
@@ -101,6 +164,7 @@ class _Probe:
         from rgbt.ros.spin import BackgroundNode
 
         self.status: dict[str, dict[str, str]] = {}
+        self.seen: dict[str, float] = {}  # node -> monotonic time of its last diagnostics
         self._bg = BackgroundNode("rgbt_bench_probe", period_s=0.1, handle_signals=False)
         self._bg.node.create_subscription(DiagnosticArray, "/diagnostics", self._on_diag,
                                           qos_profile("reliable", 100))
@@ -109,9 +173,74 @@ class _Probe:
     def _on_diag(self, msg) -> None:  # type: ignore[no-untyped-def]
         for st in msg.status:
             self.status[st.name] = {kv.key: kv.value for kv in st.values}
+            self.seen[st.name] = time.monotonic()
 
     def close(self) -> None:
         self._bg.close()
+
+
+class _Load:
+    """``n`` busy processes (a pure Python loop each, ending by itself after ``max_s``), ended by PID."""
+
+    def __init__(self, n: int, max_s: float) -> None:
+        code = f"import time\nd = time.monotonic() + {float(max_s)}\nwhile time.monotonic() < d: pass\n"
+        self.procs = [subprocess.Popen([sys.executable, "-c", code]) for _ in range(n)]
+
+    def stop(self) -> None:
+        for p in self.procs:
+            if p.poll() is None:
+                p.kill()
+            p.wait()
+        self.procs = []
+
+
+class _CpuSampler:
+    """CPU seconds of the graph's processes and of the whole machine, sampled a few times a second."""
+
+    def __init__(self) -> None:
+        self.procs: dict[str, int] = {}
+        self.samples: list[tuple[float, dict[str, float], object]] = []  # (wall s, group -> cpu s, machine)
+
+    def sample(self) -> None:
+        import psutil
+
+        per: dict[str, float] = {}
+        for group, pid in self.procs.items():
+            try:
+                t = psutil.Process(pid).cpu_times()
+                per[group] = t.user + t.system
+            except psutil.Error:
+                continue
+        self.samples.append((time.time(), per, psutil.cpu_times()))
+
+    def shares(self, t0_s: float | None, specs: list, status: dict[str, dict[str, str]]) -> dict:
+        """Share of one core (%) per process group over the playback window (from ``t0_s``), the
+        processing workers' share from their diagnostics, and the machine's busy / steal share."""
+        if not self.samples:
+            return {}
+        first = next((s for s in self.samples if t0_s is None or s[0] >= t0_s), self.samples[0])
+        last = self.samples[-1]
+        span = max(last[0] - first[0], 1e-9)
+        groups = {}
+        for group in self.procs:
+            if group in first[1] and group in last[1]:
+                groups[group] = {"cpu_pct": round(100 * (last[1][group] - first[1][group]) / span, 1),
+                                 "nodes": [s.name for s in specs if s.process == group]}
+        workers = {}
+        for name, values in status.items():
+            cpu_s = _num(values.get("latest.cpu_s") or values.get("pairs.cpu_s"))
+            if cpu_s is not None:
+                workers[name] = cpu_s
+        m0, m1 = first[2], last[2]
+        total = sum(m1) - sum(m0)  # type: ignore[arg-type]
+        idle = (m1.idle + getattr(m1, "iowait", 0)) - (m0.idle + getattr(m0, "iowait", 0))  # type: ignore[attr-defined]
+        steal = getattr(m1, "steal", 0) - getattr(m0, "steal", 0)
+        cores = os.cpu_count() or 1
+        return {"window_s": round(span, 1), "processes": groups,
+                "worker_cpu_s": workers,  # processing worker threads, whole run (not only the window)
+                "machine": {"busy_pct": round(100 * (total - idle) / total, 1) if total > 0 else None,
+                            "steal_pct": round(100 * steal / total, 1) if total > 0 else None,
+                            "cores": cores, "loadavg_1min": round(os.getloadavg()[0], 2)}}
 
 
 def _num(value: str | None) -> float | None:
@@ -121,6 +250,41 @@ def _num(value: str | None) -> float | None:
         return None
 
 
+def _count(value: str | None) -> int | None:
+    v = _num(value)
+    return None if v is None else int(v)
+
+
+def breakdown(status: dict[str, dict[str, str]]) -> dict:
+    """Per node with a latest-frame mailbox (``<box>.*`` keys in its diagnostics) or a segmentation
+    pipeline: p50 / p99 ms of each stage, frames processed and dropped as stale."""
+    out: dict[str, dict] = {}
+    for node, values in sorted(status.items()):
+        boxes = sorted({k.split(".")[0] for k in values if k.endswith(".dropped_stale")})
+        for box in boxes:
+            entry: dict = {"box": box, "processed": _count(values.get(f"{box}.processed")),
+                           "dropped_stale": _count(values.get(f"{box}.dropped_stale")),
+                           "submitted": _count(values.get(f"{box}.submitted"))}
+            for stage in STAGES:
+                p50, p99 = _num(values.get(f"{box}.{stage}_p50_ms")), _num(values.get(f"{box}.{stage}_p99_ms"))
+                if p50 is not None:
+                    entry[stage] = {"p50_ms": round(p50, 2), "p99_ms": round(p99 or p50, 2)}
+            if node.startswith("segmentation"):
+                entry["timing"] = {k.split(".", 1)[1]: v for k, v in values.items() if k.startswith("timing.")}
+            out[node if len(boxes) == 1 else f"{node}.{box}"] = entry
+    vs = next((v for k, v in status.items() if k.startswith("virtual_stack")), {})
+    late = {k[: -len(".p99_ms")]: {"p50_ms": round(_num(vs.get(k[:-7] + ".p50_ms")) or 0.0, 2),
+                                   "p99_ms": round(_num(v) or 0.0, 2)}
+            for k, v in vs.items() if k.startswith("/") and k.endswith(".p99_ms") and _num(v) is not None}
+    if late:  # the source publishing behind its schedule: part of the first hop, not transport
+        out["virtual_stack"] = {"late": late}
+    rec = next((v for k, v in status.items() if k.startswith("recorder")), {})
+    if _num(rec.get("executor_lag.p50_ms")) is not None:  # how late the recorder's 4 Hz timer ran
+        out["recorder"] = {"executor_lag": {"p50_ms": round(_num(rec["executor_lag.p50_ms"]), 2),  # type: ignore[arg-type]
+                                            "p99_ms": round(_num(rec["executor_lag.p99_ms"]) or 0.0, 2)}}
+    return out
+
+
 def summarize(sources: dict, recorded: dict, status: dict[str, dict[str, str]], raw_to_stack: dict[str, str]) -> dict:
     """The bench result from the virtual stack's manifest, the recorder's manifest and the nodes'
     last diagnostics (``status``: node -> key -> value)."""
@@ -128,36 +292,96 @@ def summarize(sources: dict, recorded: dict, status: dict[str, dict[str, str]], 
     sync = next((v for k, v in status.items() if k.startswith("trigger_sync")), {})
     published = sources.get("topics", {})
     restamped = sources.get("stack_topics", {})
+    recorded_topics = recorded.get("topics", {})
     for raw, stack_topic in raw_to_stack.items():  # hop: driver (virtual stack) -> trigger sync
-        received = _num(sync.get(f"{stack_topic}.count"))
+        # the sync node's last diagnostics may lag on a loaded machine: it received at least what it
+        # republished and the recorder wrote
+        received = _count(sync.get(f"{stack_topic}.count"))
+        in_bag = recorded_topics.get(stack_topic, {}).get("count")
+        if received is not None and in_bag is not None:
+            received = max(received, int(in_bag))
         pub = published.get(raw)
-        topics[raw] = {"published": pub, "received": None if received is None else int(received),
+        topics[raw] = {"published": pub, "received": received,
                        "dropped": None if pub is None or received is None else int(pub - received),
                        "p50_ms": _num(sync.get(f"{stack_topic}.p50_ms")),
                        "p99_ms": _num(sync.get(f"{stack_topic}.p99_ms")),
                        "since": "publish", "hop": "virtual_stack -> trigger_sync"}
     expected = {**published, **restamped}
-    for topic, rec in recorded.get("topics", {}).items():  # everything the recorder received
-        if not rec["count"] and topic not in expected:
+    rec_received = rec_dropped = lost = over_budget = 0
+    unstamped: dict[str, dict] = {}
+    rec_topics = recorded.get("topics", {})
+    # frames from before the sync lock arrive host-stamped on {raw}/unlocked (nodes/trigger_sync.py): counted
+    # with their stack topic
+    before_lock = {stack: raw.removesuffix("/image") + "/unlocked" for raw, stack in raw_to_stack.items()}
+    for topic, rec in rec_topics.items():  # everything the recorder received
+        if (not rec["count"] and topic not in expected) or topic in before_lock.values():
             continue
         pub = expected.get(topic)
-        since_trigger = topic in restamped or topic.startswith(("/rgbt/seg", "/rgbt/rectified", "/rgbt/thermal"))
-        topics[topic] = {"published": pub, "received": rec["count"],
-                         "dropped": None if pub is None else int(pub - rec["count"]),
+        received = int(rec["count"] + rec_topics.get(before_lock.get(topic, ""), {}).get("count", 0))
+        output = next((v for k, v in OUTPUTS.items() if topic.startswith(k)), None)
+        if output is not None:  # a pipeline output: published = what its node says it published
+            node = next((v for k, v in status.items() if k.startswith(output[0])), {})
+            pub = _count(node.get(output[1]))  # at its last diagnostics: a lower bound
+            pub = None if pub is None else max(pub, received)
+        if rec.get("latency_p50_ms") is None or pub is None:  # no header stamp (armed state), or written by
+            unstamped[topic] = {"published": pub, "received": received}  # the recorder itself (state)
+            if pub is not None:
+                rec_received += received
+                rec_dropped += max(0, int(pub - received))
+            continue
+        since_trigger = topic in restamped or topic.startswith(("/rgbt/seg", "/rgbt/rectified", "/rgbt/thermal",
+                                                                 "/rgbt/fusion"))
+        topics[topic] = {"published": pub, "received": received,
+                         "dropped": None if pub is None else max(0, int(pub - received)),
                          "p50_ms": rec.get("latency_p50_ms"), "p99_ms": rec.get("latency_p99_ms"),
                          "since": "trigger" if since_trigger else "publish", "hop": "-> recorder"}
+        lost += int(rec.get("lost", 0))
+        over_budget += int(rec.get("dropped_budget", 0))
+        if topic in expected:
+            rec_received += received
+            rec_dropped += max(0, int(pub - received))
+    for topic, pub in expected.items():  # published, never recorded at all
+        if topic not in topics and topic not in raw_to_stack and topic not in unstamped:
+            topics[topic] = {"published": pub, "received": 0, "dropped": pub, "p50_ms": None, "p99_ms": None,
+                             "since": "publish", "hop": "-> recorder"}
+            rec_dropped += pub
     seg = recorded.get("topics", {}).get("/rgbt/seg/class_ids")
-    seg_node = next((v for k, v in status.items() if k.startswith("segmentation")), {})
+    fused = recorded.get("topics", {}).get("/rgbt/fusion/class_ids")
+    recorder_diag = next((v for k, v in status.items() if k.startswith("recorder")), {})
     return {"topics": topics,
+            "recorder": {"received": rec_received, "dropped": rec_dropped, "lost_in_middleware": lost,
+                         "dropped_budget": over_budget, "bag_written": bool(recorded), "unstamped_topics": unstamped,
+                         "writer_budget_mb": _num(recorder_diag.get("writer_budget_mb"))},
             "segmentation_hz": seg["rate_hz"] if seg and seg["count"] > 1 else None,
-            "segmentation_timing": {k: v for k, v in seg_node.items() if k.startswith("timing.")}}
+            "fusion_hz": fused["rate_hz"] if fused and fused["count"] > 1 else None,
+            "first_hop_p99_ms": max((v["p99_ms"] for t, v in topics.items() if t in raw_to_stack
+                                     and v["p99_ms"] is not None), default=None),
+            "sensor_topic_p99_ms": max((v["p99_ms"] for t, v in topics.items() if t in raw_to_stack.values()
+                                        and v["p99_ms"] is not None), default=None),
+            "breakdown": breakdown(status)}
 
 
 def print_result(result: dict) -> None:
     from rgbt.cli.output import print_table
 
-    rows = [[t, v["published"], v["received"], v["dropped"], v["p50_ms"], v["p99_ms"], v["since"]]
+    rows = [[t, v["published"], v["received"], v["dropped"], _ms(v["p50_ms"]), _ms(v["p99_ms"]), v["since"]]
             for t, v in result["topics"].items()]
-    print_table(f"ROS 2 graph ({result['profile']}, {result['duration_s']} s, synthetic)",
+    print_table(f"ROS 2 graph ({result['profile']}, {result['duration_s']} s, load {result['load']}, synthetic)",
                 ["topic", "published", "received", "dropped", "p50_ms", "p99_ms", "from"], rows)
-    print(f"segmentation_hz: {result['segmentation_hz']}")
+    rows = []
+    for node, b in result["breakdown"].items():
+        if "box" not in b:
+            continue
+        rows.append([node, b["processed"], b["dropped_stale"]] +
+                    [f"{b[s]['p50_ms']:.1f} / {b[s]['p99_ms']:.1f}" if s in b else "" for s in STAGES])
+    print_table("where the latency goes (p50 / p99 ms)", ["node", "processed", "stale dropped", *STAGES], rows)
+    cpu = result.get("cpu", {})
+    rows = [[g, v["cpu_pct"], ", ".join(v["nodes"])] for g, v in cpu.get("processes", {}).items()]
+    print_table(f"CPU share of one core over {cpu.get('window_s')} s (machine: {cpu.get('machine')})",
+                ["process", "cpu_pct", "nodes"], rows)
+    print(f"recorder: {result['recorder']}")
+    print(f"segmentation_hz: {result['segmentation_hz']}  fusion_hz: {result['fusion_hz']}")
+
+
+def _ms(v: float | None) -> str:
+    return "" if v is None else f"{v:.1f}"

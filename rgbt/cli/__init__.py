@@ -44,6 +44,7 @@ VERBS: dict[str, str] = {
     "bag": "rgbt.cli.bag",
     "vio": "rgbt.cli.vio",
     "bench": "rgbt.cli.bench",
+    "campaign": "rgbt.cli.campaign",
 }
 
 EXIT_OK, EXIT_INTERNAL, EXIT_BAD_INPUT, EXIT_MISSING, EXIT_INTERRUPTED = 0, 1, 2, 3, 130

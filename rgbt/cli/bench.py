@@ -18,6 +18,8 @@ BENCHES: dict[str, str] = {
     "seg": "segmentation backends and stage: FPS and latency tiers",
     "sync": "trigger-grid restamping error, drops, mis-associations",
     "graph": "ROS 2 sensor graph at full rate: drops and hop latency",
+    "campaign": "a small VIO campaign with 1 and 2 local workers: speed-up, per-job cost",
+    "faults": "fault matrix: kill -9, source loss, CPU starvation, clock step, full disk vs the recording",
 }
 
 

@@ -32,8 +32,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=int, default=0, help="simulator seed (default 0)")
     p.add_argument("--runs", type=int, default=1, help="ORB-SLAM3 runs (default 1)")
     p.add_argument("--cameras", default="thermal",
-                   help="simulated cameras, comma-separated (default thermal; thermal,color,mono is the full "
-                        "stack and needs more than 2 cores to keep real time)")
+                   help="simulated cameras, comma-separated (default thermal; thermal,color also runs RGB-T "
+                        "fusion live and reports its FPS and mIoU beside thermal-only; thermal,color,mono is the "
+                        "full stack and needs more than 2 cores to keep real time)")
     p.add_argument("--altitude", type=float, default=15.0,
                    help="height of a TUM trajectory's lowest point above the simulated ground (m, default 15)")
     p.add_argument("--eval-frames", type=int, default=150,

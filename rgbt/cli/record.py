@@ -20,6 +20,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--start", choices=["always", "arm", "manual"], default="always",
                    help="when the recorder starts (default: always; arm = on the autopilot's arm)")
     p.add_argument("--set", action="append", default=[], metavar="NODE.PARAM=VALUE", help="override a parameter")
+    p.add_argument("--strict", action="store_true",
+                   help="stop the whole graph when any process fails (default: restart it with back-off)")
     p.add_argument("--json", action="store_true", help="print the bags' manifests as JSON")
     p.set_defaults(func=run)
 
@@ -30,6 +32,7 @@ def run(args: argparse.Namespace) -> int:
     from rgbt.ros.launcher import run_graph
     from rgbt.ros.profile import node_specs, parse_set, profile_env
     from rgbt.ros.recording import MANIFEST
+    from rgbt.ros.supervisor import SupervisorOptions
 
     overrides = parse_set(args.set)
     probe = node_specs(args.profile, overrides)
@@ -41,7 +44,8 @@ def run(args: argparse.Namespace) -> int:
         overrides.setdefault(name, {}).update({"out_dir": str(out.resolve()), "start": args.start})
     specs = node_specs(args.profile, overrides)
     before = set(out.glob("*/" + MANIFEST)) if out.exists() else set()
-    code = run_graph(specs, args.duration, profile_env(args.profile), log=lambda m: print(m, file=sys.stderr))
+    code = run_graph(specs, args.duration, profile_env(args.profile), log=lambda m: print(m, file=sys.stderr),
+                     supervision=SupervisorOptions(strict=args.strict))
     manifests = [json.loads(p.read_text()) for p in sorted(set(out.glob("*/" + MANIFEST)) - before)]
     if args.json:
         print_json({"bags": manifests, "exit_code": code})

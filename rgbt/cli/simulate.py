@@ -46,9 +46,12 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="label topics carry every n-th frame (0 = no label topics)")
     p.add_argument("--compression", choices=["none", "zstd"], default="none")
     p.add_argument("--dataset", action="store_true", help="write a CART-layout dataset instead of a bag")
-    p.add_argument("--format", dest="out_format", choices=["bag", "euroc", "kitti"], default="bag",
-                   help="bag: MCAP + ground_truth_imu.tum (default); euroc / kitti: that dataset layout of the "
-                        "first camera in DIR (the MCAP bag it was made from kept in DIR/bag)")
+    p.add_argument("--format", dest="out_format", choices=["bag", "euroc", "kitti", "tum", "cart-ros1"],
+                   default="bag",
+                   help="bag: MCAP + ground_truth_imu.tum (default); euroc / kitti / tum (TUM RGB-D): that dataset "
+                        "layout of the first camera in DIR, ground truth in its own convention; cart-ros1: CART's "
+                        "layout, DIR/NAME.bag (ROS 1, CART topic names) + ground_truth/NAME.txt (positions only) + "
+                        "SEQUENCES.md. The MCAP bag it was made from is kept in DIR/bag")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.set_defaults(func=run)
 
@@ -152,10 +155,15 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _export_dataset(fmt: str, bag_dir: Path, out: Path, camera: str, stack: str | None) -> dict:
-    """Write the simulated bag's ``camera`` sequence in the ``fmt`` dataset layout under ``out``."""
-    from rgbt.vio.datasets import write_asl, write_kitti
+    """Write the simulated bag's ``camera`` sequence in the ``fmt`` dataset layout under ``out``
+    (``cart-ros1``: the whole bag, every camera)."""
+    from rgbt.vio.datasets import write_asl, write_kitti, write_tum_rgbd
     from rgbt.vio.sequence import bag_sequence
 
+    if fmt == "cart-ros1":
+        from rgbt.vio.cart import write_cart_ros1
+
+        return {"format": fmt, "path": str(out), "synthetic": True, **write_cart_ros1(bag_dir, out)}
     seq = bag_sequence(bag_dir, stack_path=stack, camera=camera)
-    (write_asl if fmt == "euroc" else write_kitti)(seq, out)
+    {"euroc": write_asl, "kitti": write_kitti, "tum": write_tum_rgbd}[fmt](seq, out)
     return {"format": fmt, "camera": camera, "path": str(out), "synthetic": True}

@@ -12,6 +12,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--duration", type=float, default=None, help="stop after S seconds (default: until SIGINT)")
     p.add_argument("--set", action="append", default=[], metavar="NODE.PARAM=VALUE",
                    help="override a node parameter (repeatable), e.g. recorder.out_dir=/tmp/bags")
+    p.add_argument("--strict", action="store_true",
+                   help="stop the whole graph when any process fails (default: restart it with back-off)")
     p.add_argument("--single-process", action="store_true", help="run every node in one process")
     p.add_argument("--print", action="store_true", help="print the nodes and parameters and exit")
     p.add_argument("--skip-doctor", action="store_true",
@@ -25,6 +27,7 @@ def run(args: argparse.Namespace) -> int:
     from rgbt.cli.output import print_json
     from rgbt.ros.launcher import run_graph
     from rgbt.ros.profile import node_specs, parse_set, profile_env
+    from rgbt.ros.supervisor import SupervisorOptions
 
     specs = node_specs(args.profile, parse_set(args.set))
     if args.single_process:
@@ -42,7 +45,8 @@ def run(args: argparse.Namespace) -> int:
         from rgbt.ros_env import check_single_rclpy
 
         check_single_rclpy()  # two rclpy stacks: refuse before starting processes (exit 2)
-    return run_graph(specs, args.duration, profile_env(args.profile), log=lambda m: print(m, file=sys.stderr))
+    return run_graph(specs, args.duration, profile_env(args.profile), log=lambda m: print(m, file=sys.stderr),
+                     supervision=SupervisorOptions(strict=args.strict))
 
 
 def _is_flight(profile: str) -> bool:

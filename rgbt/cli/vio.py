@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 
 from rgbt.cli.output import print_json
+from rgbt.errors import EvaluationError
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -56,10 +57,14 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     p = vio_sub.add_parser("eval", help="run an estimator N times on a sequence and score it (ATE, RPE, tracking)")
     _add_sequence_args(p)
-    p.add_argument("--estimator", default="orbslam3", choices=["orbslam3", "vins", "openvins"])
+    p.add_argument("--estimator", default="orbslam3", type=_estimators, metavar="NAME[,NAME]",
+                   help="orbslam3, vins, openvins, comma-separated; one that cannot run here (not installed, "
+                        "no wheel) is a table cell saying so, not an error")
     p.add_argument("--runs", type=int, default=3, help="runs (mean / std / median over them)")
-    p.add_argument("--normalization", default="temporal",
-                   choices=["percentile", "fixed", "temporal", "temporal_clahe"], help="thermal -> mono8 mode")
+    p.add_argument("--normalization", default=None,
+                   choices=["percentile", "fixed", "temporal", "temporal_clahe"],
+                   help="16-bit thermal -> mono8 mode (default temporal); 8-bit frames go to the estimator "
+                        "unnormalized, and naming a mode for them is an error")
     p.add_argument("--inertial", action="store_true", help="monocular-inertial (default: monocular)")
     p.add_argument("--align", default=None, choices=["se3", "sim3", "posyaw"],
                    help="headline ATE alignment (default sim3 monocular, se3 inertial)")
@@ -120,19 +125,25 @@ def _cmd_export(args: argparse.Namespace) -> int:
 
 def _add_sequence_args(p: argparse.ArgumentParser) -> None:
     src = p.add_mutually_exclusive_group(required=True)
-    src.add_argument("--bag", action="append", help="simulated bag (rgbt simulate --out DIR), repeatable for ablation")
+    src.add_argument("--bag", action="append",
+                     help="any bag rgbt reads (ROS 1 .bag, ROS 2 sqlite3 / MCAP; rgbt simulate output, recordings, "
+                          "CART's bags), repeatable")
     src.add_argument("--dataset", action="append", metavar="DIR",
-                     help="dataset folder: EuRoC / TUM-VI (mav0/) or KITTI odometry (image_0/, times.txt, calib.txt); "
-                          "repeatable")
+                     help="dataset folder: EuRoC / TUM-VI (mav0/), KITTI odometry (image_0/, times.txt, calib.txt), "
+                          "TUM RGB-D (rgb.txt, groundtruth.txt) or CART (NAME.bag + ground_truth/); repeatable")
     src.add_argument("--synthetic", type=float, metavar="SECONDS",
                      help="the built-in SYNTHETIC loop sequence of this length (bring-up, tests)")
     src.add_argument("--trajectory", action="append", metavar="TUM",
                      help="SYNTHETIC thermal rendered along a real trajectory (e.g. CART ground truth), repeatable")
-    p.add_argument("--format", dest="dataset_format", default=None, choices=["euroc", "tumvi", "kitti"],
-                   help="--dataset: layout (default: detected from the folder)")
+    p.add_argument("--format", dest="dataset_format", default=None, choices=["euroc", "tumvi", "kitti", "tum", "cart"],
+                   help="--dataset: layout (default: detected from the folder); --bag X.bag --format cart: CART's "
+                        "ground_truth/ folder and SEQUENCES.md clip beside the bag")
     p.add_argument("--ground-truth", default=None, metavar="FILE",
-                   help="ground truth instead of the bag's / dataset's own (TUM for --bag; the dataset's format "
-                        "for --dataset)")
+                   help="ground truth instead of the bag's / dataset's own (TUM or CART's TUM for --bag; the "
+                        "dataset's format for --dataset)")
+    p.add_argument("--camera-topic", default=None, metavar="TOPIC",
+                   help="--bag: image topic to feed (default: the stack camera's, or its name in CART's bags)")
+    p.add_argument("--imu-topic", default=None, metavar="TOPIC", help="--bag: IMU topic (default: the stack's)")
     p.add_argument("--calib", default=None, metavar="FILE",
                    help="camera calibration instead of the stack's / dataset's: Kalibr camchain, ASL sensor.yaml, "
                         "KITTI calib.txt or a VINS-Fusion config (pinhole + radtan)")
@@ -140,11 +151,15 @@ def _add_sequence_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--ground-truth-topic", default=None, metavar="TOPIC",
                    help="--bag: ground truth from this topic of the bag (PoseStamped, Odometry, TransformStamped, "
                         "NavSatFix -> local ENU)")
-    p.add_argument("--gt-offset", type=float, default=0.0, metavar="S",
-                   help="seconds added to the ground-truth stamps to put them on the camera clock")
-    p.add_argument("--start", type=float, default=0.0, help="--trajectory / --dataset: start offset in s")
+    p.add_argument("--gt-offset", type=_offset, default=0.0, metavar="S|auto",
+                   help="seconds added to the ground-truth stamps to put them on the camera clock; auto: "
+                        "estimated from run 0 (grid search of the ATE over ±1 s) and reported")
+    p.add_argument("--start", type=float, default=None,
+                   help="start offset in s (--bag: from the bag's first message, like rosbag play -s; --dataset: "
+                        "from the first frame; CART: default its SEQUENCES.md bag_start)")
     p.add_argument("--duration", type=float, default=None,
-                   help="--trajectory: duration in s (default 45); --dataset: -1 = to the end (default)")
+                   help="--trajectory: duration in s (default 45); --bag / --dataset: -1 = to the end (default; "
+                        "CART: its SEQUENCES.md bag_durr)")
     p.add_argument("--altitude", type=float, default=35.0, help="--trajectory: metres above the trajectory's heights")
     p.add_argument("--stack", default=None, help="stack YAML (default calib/stack.yaml)")
     p.add_argument("--camera", default="thermal", help="camera of the stack to feed")
@@ -166,26 +181,67 @@ def _sequences(args: argparse.Namespace) -> list:
     return seqs
 
 
+def _estimators(text: str) -> list[str]:
+    from rgbt.vio.eval import ESTIMATORS
+
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    bad = [n for n in names if n not in ESTIMATORS]
+    if bad or not names:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected names from {', '.join(ESTIMATORS)}, comma-separated")
+    return names
+
+
+def _offset(text: str) -> float | str:
+    if text == "auto":
+        return text
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected seconds (a number) or auto") from None
+
+
 def _load_sequences(args: argparse.Namespace) -> list:
+    from rgbt.vio.datasets import clip_sequence
+    from rgbt.vio.ground_truth import shift_ground_truth
     from rgbt.vio.sequence import bag_sequence, synthetic_sequence
 
+    start = getattr(args, "start", None)
     if args.synthetic is not None:
         ffc = tuple(float(x) for x in args.ffc_at.split(",") if x.strip())
-        return [synthetic_sequence(args.synthetic, rate_hz=args.rate, seed=args.seed, ffc_at_s=ffc)]
-    if args.trajectory:
+        seqs = [synthetic_sequence(args.synthetic, rate_hz=args.rate, seed=args.seed, ffc_at_s=ffc)]
+    elif args.trajectory:
         from rgbt.vio.sequence import cart_trajectory_sequence
 
         duration = 45.0 if args.duration is None else args.duration
-        return [cart_trajectory_sequence(t, start_s=args.start, duration_s=duration, altitude_m=args.altitude,
+        seqs = [cart_trajectory_sequence(t, start_s=start or 0.0, duration_s=duration, altitude_m=args.altitude,
                                          rate_hz=args.rate, seed=args.seed) for t in args.trajectory]
-    if args.dataset:
-        from rgbt.vio.datasets import dataset_sequence
+    else:
+        bag_options = {"stack_path": args.stack, "camera": args.camera, "camera_topic": args.camera_topic,
+                       "imu_topic": args.imu_topic}
+        if args.dataset:
+            from rgbt.vio.datasets import dataset_sequence
 
-        duration = -1.0 if args.duration is None else args.duration
-        return [dataset_sequence(d, args.dataset_format, ground_truth=args.ground_truth, start_s=args.start,
-                                 duration_s=duration) for d in args.dataset]
-    return [bag_sequence(b, stack_path=args.stack, camera=args.camera, ground_truth=args.ground_truth,
-                         ground_truth_topic=args.ground_truth_topic, gt_offset_s=args.gt_offset) for b in args.bag]
+            seqs = [dataset_sequence(d, args.dataset_format, ground_truth=args.ground_truth, start_s=start,
+                                     duration_s=args.duration, calib=args.calib, bag_options=bag_options)
+                    for d in args.dataset]
+        elif args.dataset_format == "cart":
+            from rgbt.vio.cart import cart_sequence
+
+            seqs = [cart_sequence(b, ground_truth=args.ground_truth, start_s=start, duration_s=args.duration,
+                                  **bag_options) for b in args.bag]
+        else:
+            if args.dataset_format is not None:
+                raise EvaluationError(f"--format {args.dataset_format} with --bag: expected --dataset DIR (only "
+                                      "--format cart applies to a bag)")
+            seqs = [clip_sequence(bag_sequence(b, ground_truth=args.ground_truth,
+                                               ground_truth_topic=args.ground_truth_topic, **bag_options),
+                                  start or 0.0, -1.0 if args.duration is None else args.duration)
+                    for b in args.bag]
+    if isinstance(args.gt_offset, float) and args.gt_offset:
+        for seq in seqs:
+            seq.ground_truth = shift_ground_truth(seq.ground_truth, args.gt_offset)
+            seq.meta.update(gt_offset_s=args.gt_offset, gt_offset_method="given (--gt-offset)")
+    return seqs
 
 
 def _vocab_path(args: argparse.Namespace) -> str:
@@ -223,20 +279,28 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     from rgbt.vio.eval import EvalOptions, evaluate_sequence
     from rgbt.vio.report import csv_rows, markdown_table, plot_run
 
+    from rgbt.vio.ground_truth import shift_ground_truth
+
     seqs = _sequences(args)
-    opts = EvalOptions(estimator=args.estimator, inertial=args.inertial, runs=args.runs, rate_hz=args.rate,
-                       normalization=args.normalization, primary_align=args.align, pace=args.pace,
-                       vocab=_vocab_path(args) if args.estimator == "orbslam3" else None)
+    vocab = _vocab_path(args) if "orbslam3" in args.estimator else None
+    cells = [(seq, name) for seq in seqs for name in args.estimator]
     results = []
-    for seq in seqs:
-        out_dir = None if not args.out else (Path(args.out) if len(seqs) == 1 else Path(args.out) / seq.name)
+    for seq, name in cells:
+        opts = EvalOptions(estimator=name, inertial=args.inertial, runs=args.runs, rate_hz=args.rate,
+                           normalization=args.normalization, primary_align=args.align, pace=args.pace,
+                           vocab=vocab if name == "orbslam3" else None, gt_offset_auto=args.gt_offset == "auto")
+        out_dir = None if not args.out else (Path(args.out) if len(cells) == 1 else
+                                             Path(args.out) / (seq.name if len(args.estimator) == 1
+                                                               else f"{seq.name}-{name}"))
         result = evaluate_sequence(seq, opts, show_progress=args.progress, log_dir=out_dir)
         data = result.to_dict()
         data["modality"] = seq.camera.name if seq.camera.name in ("thermal", "color", "mono") else args.camera
+        data["command"] = _cell_command(args, seq, name)
         results.append(data)
         if out_dir is not None:
             _write_outputs(str(out_dir), data, markdown_table([data]))
             gt = seq.ground_truth if seq.ground_truth.position_only else seq.ground_truth_camera()
+            gt = shift_ground_truth(gt, data["ground_truth"].get("offset_estimate", {}).get("offset_s", 0.0))
             for k, frames in enumerate(result.frames_per_run):
                 rf = [RunFrame(f.t_ns, f.tracked, f.pose, f.map, ffc=f.ffc_truth or f.state == "SKIPPED_FROZEN")
                       for f in frames]
@@ -254,6 +318,34 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     else:
         print(table)
     return 0
+
+
+def _cell_command(args: argparse.Namespace, seq, estimator: str) -> str:  # type: ignore[no-untyped-def]
+    """The ``rgbt vio eval`` command that reproduces one cell of the table."""
+    import shlex
+
+    src = seq.meta.get("dataset") or seq.meta.get("bag")
+    if src:
+        parts = ["--dataset" if Path(src).is_dir() and seq.meta.get("dataset") else "--bag", src]
+        parts += ["--format", seq.meta["format"]] if seq.meta.get("format") else []
+    elif args.synthetic is not None:
+        parts = ["--synthetic", f"{args.synthetic:g}", "--seed", str(args.seed)]
+    else:
+        parts = ["--trajectory", str(seq.meta.get("trajectory", seq.name))]
+    for flag, value in (("--ground-truth", args.ground_truth), ("--ground-truth-topic", args.ground_truth_topic),
+                        ("--camera-topic", args.camera_topic), ("--imu-topic", args.imu_topic),
+                        ("--calib", args.calib), ("--stack", args.stack), ("--start", args.start),
+                        ("--duration", args.duration), ("--normalization", args.normalization),
+                        ("--align", args.align)):
+        if value is not None:
+            parts += [flag, str(value)]
+    if args.gt_offset:
+        parts += ["--gt-offset", str(args.gt_offset)]
+    if args.inertial:
+        parts.append("--inertial")
+    parts += ["--camera", args.camera, "--estimator", estimator, "--runs", str(args.runs), "--rate",
+              f"{args.rate:g}", "--pace", f"{args.pace:g}"]
+    return "rgbt vio eval " + " ".join(shlex.quote(str(p)) for p in parts)
 
 
 def _cmd_ablation(args: argparse.Namespace) -> int:

@@ -191,3 +191,52 @@ def vio(bag: Path, runs: int, stack_path: str | None = None, show_progress: bool
         "rpe": rpe, "fps": d["fps"], "feed_frames": d["meta"].get("feed_frames"),
     }
     return json.loads(json.dumps(summary, default=float)), result, seq
+
+
+def fusion(scan: Scan, truth: Any | None, thermal_seq: dict[int, int], stack: Any, model: Path) -> dict:
+    """FPS, latency percentiles and mIoU of the live RGB-T fusion (recorded ``/rgbt/fusion/class_ids``).
+
+    FPS and latency as for :func:`segmentation` (recorder arrival span; arrival - header stamp, the
+    trigger time). mIoU: each sampled fused map against the simulator's label map of the colour
+    frame taken at the same trigger, rectified onto the fusion canvas with nearest-neighbour
+    interpolation (pixels outside the colour image become Unknown and are ignored); ``thermal_seq``
+    maps a recorded thermal stamp to its simulator frame (pairs share the trigger stamp).
+    """
+    from rgbt.image.rectify import RectifyOptions, RgbtRectifier
+    from rgbt.seg.metrics import confusion, iou_from_confusion
+    from rgbt.seg.sidecar import load_sidecar
+
+    out: dict[str, Any] = {"model": str(model), "source": "live graph (recorded /rgbt/fusion/class_ids)"}
+    n = int(scan.fusion_stamp.size)
+    if n == 0:
+        return {**out, "fps": None, "miou": None, "frames_fused": 0,
+                "miou_reason": "no fused class maps in the bag (fly with --cameras thermal,color)"}
+    span = (scan.fusion_log.max() - scan.fusion_log.min()) / 1e9 if n > 1 else 0.0
+    out["fps"] = float((n - 1) / span) if span > 0 else None
+    out["frames_fused"] = n
+    s = summarize_ms((scan.fusion_log - scan.fusion_stamp).astype(np.float64))
+    out.update(p50_ms=s["median_ms"], p90_ms=s["p90_ms"], p99_ms=s["p99_ms"], max_ms=s["max_ms"], latency_n=s["n"])
+    if truth is None:
+        return {**out, "miou": None, "miou_reason": "no simulator truth for this recording"}
+    sc = load_sidecar(model)
+    k = sc.num_classes
+    rectifier = RgbtRectifier.from_stack(stack, "color_thermal", RectifyOptions(interpolation="nearest"))
+    color_t, thermal_t = truth.sim.frame_times("color"), truth.sim.frame_times("thermal")
+    cm, scored = np.zeros((k, k), np.int64), 0
+    for stamp, fused in sorted(scan.fusion_masks.items()):
+        seq = thermal_seq.get(stamp, -1)
+        if seq < 0:
+            continue
+        cseq = int(np.argmin(np.abs(color_t - thermal_t[seq])))
+        if abs(int(color_t[cseq]) - int(thermal_t[seq])) > 1_000_000:  # no colour frame at this trigger
+            continue
+        label = rectifier.rectify_image(truth.label("color", cseq), side=0)
+        cm += confusion(label, fused, k, sc.ignore_ids)
+        scored += 1
+    if not scored:
+        return {**out, "miou": None, "miou_reason": "no fused map matched a simulator frame"}
+    res = iou_from_confusion(cm, [c.name for c in sc.classes], sc.ignore_ids, sc.object_ids, scored)
+    out.update(miou=res.miou["all"], miou_stuff=res.miou["stuff"], miou_object=res.miou["object"],
+               per_class=res.per_class, n_eval_frames=scored, model_weights=sc.weights,
+               model_synthetic=bool(sc.synthetic))
+    return out

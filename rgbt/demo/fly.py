@@ -38,6 +38,7 @@ class FlightResult:
     wall_s: dict = field(default_factory=dict)
     exit_codes: dict = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
+    restarts: dict = field(default_factory=dict)  # process group -> restarts by the supervisor
 
 
 def is_simulated(specs: list[Any]) -> bool:
@@ -114,7 +115,7 @@ def fly(profile: str, overrides: dict[str, dict[str, Any]], run_dir: Path, expec
     (default: 6 x ``expected_s`` + 120 s, for slow machines); on timeout what was recorded is kept.
     With a virtual stack, the graph is also stopped :data:`DRAIN_S` after its last sample went out
     if the recorder has not closed the bag by then (an overloaded machine); that is reported."""
-    from rgbt.ros.launcher import start_graph
+    from rgbt.ros.launcher import start_graph, supervise
     from rgbt.ros.profile import node_specs, profile_env
 
     specs = node_specs(profile, overrides)
@@ -128,6 +129,7 @@ def fly(profile: str, overrides: dict[str, dict[str, Any]], run_dir: Path, expec
     t0 = time.monotonic()
     with open(log, "wb") as fh:
         graph = start_graph(specs, profile_env(profile), duration_s=timeout_s, stdout=fh, stderr=fh)
+        sup = supervise(graph, specs, log=lambda m: (fh.write(m.encode() + b"\n"), fh.flush()))
         t_arm = t_disarm = t_done = None
         vs_path = run_dir / VS_MANIFEST
         try:
@@ -141,7 +143,12 @@ def fly(profile: str, overrides: dict[str, dict[str, Any]], run_dir: Path, expec
                 if bags and (bags[-1] / BAG_MANIFEST).is_file():
                     t_disarm = now
                     break
-                dead = {g: p.returncode for g, p in graph.procs.items() if p.poll() is not None}
+                reason = sup.poll()  # a failed group is restarted; the recorder's exit ends the flight
+                if reason:
+                    result.problems.append(reason)
+                    break
+                dead = {g: p.returncode for g, p in graph.procs.items()
+                        if p.poll() is not None and sup.state[g].due is None}
                 if any(code not in (0, None) for code in dead.values()) and t_arm is None:
                     result.problems.append(f"node processes exited before the recording started: {dead}")
                     break
@@ -162,6 +169,7 @@ def fly(profile: str, overrides: dict[str, dict[str, Any]], run_dir: Path, expec
             status("stopping", 0.0)
             t_stop = time.monotonic()
             result.exit_codes = graph.stop()
+            result.restarts = {g: n for g, n in sup.counts().items() if n}
             result.wall_s = {"startup": (t_arm or t_stop) - t0,
                              "recording": ((t_disarm or t_stop) - t_arm) if t_arm is not None else 0.0,
                              "shutdown": time.monotonic() - t_stop}

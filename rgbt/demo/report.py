@@ -132,6 +132,20 @@ def write_report(summary: dict, path: Path) -> Path:
     if seg.get("per_class"):
         L += ["", "| class | IoU |", "|---|---|"]
         L += [f"| {k} | {_fmt(v)} |" for k, v in seg["per_class"].items()]
+    fused = summary.get("fusion")
+    if fused:
+        L += ["", "## RGB-T fusion beside thermal-only", ""]
+        L += [f"Fusion model `{rel(fused['model'])}` ({fused.get('model_weights', '-')}); {fused['source']}. "
+              "Thermal-only: the segmentation above, scored on thermal frames; fusion: scored on the rectified "
+              "colour canvas against the colour camera's label maps at the same trigger.", ""]
+        L += ["| | FPS | latency p50 (ms) | latency p99 (ms) | frames | mIoU (all) | mIoU (stuff) | mIoU (object) |",
+              "|---|---|---|---|---|---|---|---|"]
+        for name, r, n_key in (("thermal-only", seg, "frames_segmented"), ("RGB-T fusion", fused, "frames_fused")):
+            L.append(f"| {name} | {_fmt(r.get('fps'))} | {_fmt(r.get('p50_ms'))} | {_fmt(r.get('p99_ms'))} | "
+                     f"{_fmt(r.get(n_key))} | {_fmt(r.get('miou'))} | {_fmt(r.get('miou_stuff'))} | "
+                     f"{_fmt(r.get('miou_object'))} |")
+        if fused.get("miou_reason"):
+            L += ["", f"Fusion mIoU: {fused['miou_reason']}."]
     L += ["", "## VIO", ""]
     if vio.get("skipped"):
         L.append(f"Not run: {vio['skipped']}")

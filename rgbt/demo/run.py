@@ -80,6 +80,7 @@ def run_demo(options: DemoOptions, console: Any = None) -> dict:
     if not scan.thermal_stamp.size:
         raise EvaluationError(f"{bag}: no thermal frames on {thermal_topic} (topics: {sorted(scan.topics)})")
     truth = clock = restamp_err = None
+    by_stamp: dict[int, int] = {}  # recorded thermal stamp -> simulator frame
     vs_manifest = None
     if vs_path is not None:
         with con.status("recovering the simulator's truth (ground truth, labels)"):
@@ -110,6 +111,10 @@ def run_demo(options: DemoOptions, console: Any = None) -> dict:
         _, items = evaluate.write_labels(scan, labels_root, bag.stem)
         seg = evaluate.segmentation(scan, engine)
         seg["labels_dir"] = str(labels_root) if items else None
+    fused = None
+    if scan.fusion_stamp.size or "color" in options.cameras:
+        with con.status("scoring RGB-T fusion"):
+            fused = evaluate.fusion(scan, truth, by_stamp, stack, _fusion_model(options.profile))
     wall["evaluation: health + segmentation"] = time.perf_counter() - t0
 
     plots_dir = run_dir / PLOTS_DIR
@@ -150,6 +155,7 @@ def run_demo(options: DemoOptions, console: Any = None) -> dict:
         "bag": str(bag),
         "health": health,
         "segmentation": seg,
+        "fusion": fused,
         "vio": vio_summary,
         "plots": [str(p) for p in plot_paths],
         "run": run,
@@ -208,3 +214,15 @@ def _fly_with_progress(con, options: DemoOptions, overrides: dict, run_dir: Path
                 bar.update(task, description=f"armed: recording ({mb:,.0f} MB so far)")
 
         return fly(options.profile, overrides, run_dir, options.sim_duration_s(), on_status=on_status)
+
+
+def _fusion_model(profile: str) -> Path:
+    """The ONNX the profile's fusion node runs (its default when the profile has none)."""
+    from rgbt.paths import REPO_ROOT
+    from rgbt.ros.options import FusionOptions
+    from rgbt.ros.profile import node_specs
+
+    fusion = next((s.parameters["fusion"] for s in node_specs(profile) if s.executable == "fusion"),
+                  FusionOptions().fusion)
+    model = Path(fusion.get("model") or fusion.get("thermal") or FusionOptions().fusion["model"])
+    return model if model.is_absolute() else REPO_ROOT / model

@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 
 SEG_TOPIC = "/rgbt/seg/class_ids"
+FUSION_TOPIC = "/rgbt/fusion/class_ids"  # RGB-T fusion, on the rectified colour canvas
 LABEL_TOPIC = "/rgbt/sim/labels/thermal"
 
 
@@ -48,6 +49,9 @@ class Scan:
     mask_stamp: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     mask_log: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     frames: list[EvalFrame] = field(default_factory=list)
+    fusion_stamp: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    fusion_log: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    fusion_masks: dict[int, np.ndarray] = field(default_factory=dict)  # stamp -> fused class ids (evenly spread)
 
     @property
     def has_masks(self) -> bool:
@@ -83,8 +87,10 @@ def scan_bag(path: str | Path, thermal_topic: str, max_pairs: int = 150) -> Scan
         key = SEG_TOPIC if n_mask else LABEL_TOPIC if n_label else thermal_topic
         n_key = n_mask or n_label or n_thermal
         stride = max(1, math.ceil(n_key / max_pairs)) if max_pairs > 0 else 0
-        wanted = [t for t in (thermal_topic, SEG_TOPIC, LABEL_TOPIC) if t in topics]
-        th_stamp, th_log, th_crc, m_stamp, m_log = [], [], [], [], []
+        wanted = [t for t in (thermal_topic, SEG_TOPIC, LABEL_TOPIC, FUSION_TOPIC) if t in topics]
+        n_fused = topics.get(FUSION_TOPIC, {}).get("count", 0)
+        fused_stride = max(1, math.ceil(n_fused / max_pairs)) if max_pairs > 0 else 0
+        th_stamp, th_log, th_crc, m_stamp, m_log, f_stamp, f_log = [], [], [], [], [], [], []
         recent: dict[int, np.ndarray] = {}  # stamp -> thermal frame (bounded)
         parts: dict[int, dict] = {}  # stamp -> parts of a selected evaluation frame
         selected: set[int] = set()
@@ -103,6 +109,12 @@ def scan_bag(path: str | Path, thermal_topic: str, max_pairs: int = 150) -> Scan
             elif rec.topic == SEG_TOPIC:
                 m_stamp.append(stamp)
                 m_log.append(rec.t_ns)
+            elif rec.topic == FUSION_TOPIC:
+                if fused_stride and len(f_stamp) % fused_stride == 0:
+                    scan.fusion_masks[stamp] = image_to_numpy(msg).copy()
+                f_stamp.append(stamp)
+                f_log.append(rec.t_ns)
+                continue
             if rec.topic == key:
                 if stride and n_seen % stride == 0:
                     selected.add(stamp)
@@ -122,6 +134,8 @@ def scan_bag(path: str | Path, thermal_topic: str, max_pairs: int = 150) -> Scan
     scan.thermal_crc = np.array(th_crc, np.int64)
     scan.mask_stamp = np.array(m_stamp, np.int64)
     scan.mask_log = np.array(m_log, np.int64)
+    scan.fusion_stamp = np.array(f_stamp, np.int64)
+    scan.fusion_log = np.array(f_log, np.int64)
     for stamp in sorted(parts):
         p = parts[stamp]
         if "thermal" in p and (key == thermal_topic or (key == SEG_TOPIC and "mask" in p)

@@ -102,11 +102,12 @@ class Trajectory:
         """Write TUM: ``t[s] tx ty tz qx qy qz qw`` (stamps printed exactly from int ns)."""
         with open(path, "w") as fh:
             for t, p, q in zip(self.t_ns, self.positions, self.quat_wxyz):
-                fh.write(f"{_ns_to_seconds_str(int(t))} {p[0]:.9f} {p[1]:.9f} {p[2]:.9f} "
+                fh.write(f"{ns_to_seconds_str(int(t))} {p[0]:.9f} {p[1]:.9f} {p[2]:.9f} "
                          f"{q[1]:.9f} {q[2]:.9f} {q[3]:.9f} {q[0]:.9f}\n")
 
 
-def _ns_to_seconds_str(t_ns: int) -> str:
+def ns_to_seconds_str(t_ns: int) -> str:
+    """Int ns -> ``"S.NNNNNNNNN"`` exactly (the inverse of :func:`seconds_str_to_ns`)."""
     sign = "-" if t_ns < 0 else ""
     s, ns = divmod(abs(t_ns), 1_000_000_000)
     return f"{sign}{s}.{ns:09d}"

@@ -2,8 +2,10 @@
 
 Drivers publish what the trigger sync node consumes (see ``nodes/trigger_sync.py``): frames on
 ``{raw_prefix}/<camera>/image`` with their device counters on ``.../frame_info``, IMU samples on
-``{raw_prefix}/imu`` with SyncIn data on ``.../imu/sync_info``. Host times from the drivers
-(``time.monotonic_ns``) are moved onto the ROS clock (system time) before stamping.
+``{raw_prefix}/imu`` with SyncIn data on ``.../imu/sync_info`` (``source`` text: ``rgbt.timeref``).
+Host times from the drivers (``time.monotonic_ns``) are moved onto the ROS clock (system time) by
+one offset per driver (``self.clock``, :class:`rgbt.hostclock.WallClockOffset`): a wall-clock step
+is logged, counted in diagnostics (``clock.steps``) and held or followed (``on_clock_step``).
 """
 
 from __future__ import annotations
@@ -14,15 +16,11 @@ from typing import Any
 
 from sensor_msgs.msg import Image, Imu, TimeReference
 
+from rgbt.hostclock import WallClockOffset
 from rgbt.ros.image import numpy_to_image
+from rgbt.ros.messages import frame_info, imu, imu_sync_info
 from rgbt.ros.node import RgbtNode
 from rgbt.ros.options import DriverOptions
-from rgbt.ros.stamps import ns_to_stamp
-
-
-def monotonic_to_wall(t_monotonic_ns: int) -> int:
-    """A ``time.monotonic_ns`` reading on the system clock (ROS time)."""
-    return int(t_monotonic_ns) + (time.time_ns() - time.monotonic_ns())
 
 
 class DriverNode(RgbtNode):
@@ -31,12 +29,23 @@ class DriverNode(RgbtNode):
     def __init__(self, name: str | None = None, **kwargs: Any) -> None:
         super().__init__(name, **kwargs)
         self.stack_model = self.stack()
+        o = self.options
+        self.clock = WallClockOffset(step_threshold_ms=o.clock_step_threshold_ms, on_step=o.on_clock_step,
+                                     log=self.get_logger().warn)
         self._stop = threading.Event()
         self.device: Any = None
         self._thread = threading.Thread(target=self._loop, name=self.get_name(), daemon=True)
 
     def start(self) -> None:
         self._thread.start()
+
+    def to_wall(self, t_monotonic_ns: int) -> int:
+        """A ``time.monotonic_ns`` reading of this driver on the ROS clock (system time)."""
+        return self.clock.to_wall(t_monotonic_ns)
+
+    def publish_diagnostics(self) -> None:
+        self.diag.set_values("clock", self.clock.counters())
+        super().publish_diagnostics()
 
     def open_device(self) -> Any:
         raise NotImplementedError
@@ -63,12 +72,7 @@ class DriverNode(RgbtNode):
     def publish_frame(self, pubs: tuple[Any, Any], camera: str, image: Any, counter: int, t_host_ns: int,
                       ffc: bool = False) -> None:
         cam = self.stack_model.cameras[camera]
-        info = TimeReference()
-        ns_to_stamp(t_host_ns, info.header.stamp)
-        info.header.frame_id = cam.frame_id
-        ns_to_stamp(t_host_ns, info.time_ref)
-        info.source = f"{int(counter)}" + (";ffc" if ffc else "")
-        pubs[1].publish(info)
+        pubs[1].publish(frame_info(t_host_ns, cam.frame_id, counter, ffc))
         pubs[0].publish(numpy_to_image(image, t_host_ns, cam.frame_id, cam.encoding))
         self.diag.topic(cam.topic).tick(time.time_ns() - t_host_ns)
 
@@ -97,20 +101,5 @@ class CameraDriverNode(DriverNode):
 
 def imu_messages(sample: Any, t_host_ns: int, frame_id: str) -> tuple[Imu, TimeReference]:
     """(Imu, sync info) for one VN-100 sample (``rgbt.sensors.vn100.ImuSample``) stamped ``t_host_ns``."""
-    msg = Imu()
-    ns_to_stamp(t_host_ns, msg.header.stamp)
-    msg.header.frame_id = frame_id
-    if sample.gyro_rad_s is not None:
-        msg.angular_velocity.x, msg.angular_velocity.y, msg.angular_velocity.z = map(float, sample.gyro_rad_s)
-    if sample.accel_m_s2 is not None:
-        msg.linear_acceleration.x, msg.linear_acceleration.y, msg.linear_acceleration.z = map(float, sample.accel_m_s2)
-    if sample.quat_xyzw is not None:
-        o = msg.orientation
-        o.x, o.y, o.z, o.w = map(float, sample.quat_xyzw)
-    else:
-        msg.orientation_covariance[0] = -1.0
-    info = TimeReference()
-    info.header.stamp = msg.header.stamp
-    ns_to_stamp(int(sample.t_sensor_ns), info.time_ref)
-    info.source = f"{int(sample.syncin_count or 0)};{int(sample.t_since_sync_ns or 0)}"
-    return msg, info
+    return (imu(t_host_ns, frame_id, sample.gyro_rad_s, sample.accel_m_s2, sample.quat_xyzw),
+            imu_sync_info(t_host_ns, int(sample.t_sensor_ns), sample.syncin_count, sample.t_since_sync_ns))

@@ -85,3 +85,38 @@ class HealthProbe:
             self._tegra.wait(timeout=5)
         if self._jtop is not None:
             self._jtop.close()
+
+
+#: above these a health status is WARN (level 1); ERROR (2) when the disk is nearly full
+MEM_WARN_PERCENT = 90.0
+TEMP_WARN_C = 85.0
+DISK_ERROR_PERCENT = 98.0
+
+
+def health_statuses(report: dict) -> list[tuple[str, int, str, dict[str, str]]]:
+    """A :meth:`HealthProbe.sample` report as ``diagnostic_msgs/DiagnosticStatus`` fields:
+    ``(name, level, message, key -> value)`` for ``health/cpu``, ``health/memory``, ``health/disk``,
+    ``health/temperatures`` and (on a Jetson) ``health/jetson``. Levels: 0 OK, 1 WARN, 2 ERROR."""
+    cpu = {"cpu_percent": report["cpu_percent"], "load_1m": report["load_1m"],
+           **{f"core{i}_percent": v for i, v in enumerate(report["cpu_percent_per_core"])}}
+    if "gpu_percent" in report:
+        cpu["gpu_percent"] = report["gpu_percent"]
+    mem_warn = report["mem_used_percent"] >= MEM_WARN_PERCENT
+    disk_level = 2 if report["disk_used_percent"] >= DISK_ERROR_PERCENT else 0
+    temps = report["temperatures_c"]
+    hot = {k: v for k, v in temps.items() if v >= TEMP_WARN_C}
+    out = [
+        ("health/cpu", 0, f"{report['cpu_percent']:.0f} %", cpu),
+        ("health/memory", int(mem_warn), f"{report['mem_used_percent']:.0f} % used" + (" (high)" if mem_warn else ""),
+         {"mem_used_percent": report["mem_used_percent"], "mem_available_mb": report["mem_available_mb"]}),
+        ("health/disk", disk_level, f"{report['disk_free_mb']:.0f} MB free" + (" (nearly full)" if disk_level else ""),
+         {"disk_free_mb": report["disk_free_mb"], "disk_used_percent": report["disk_used_percent"]}),
+        ("health/temperatures", int(bool(hot)), (f"hot: {', '.join(sorted(hot))}" if hot else
+                                                 f"{len(temps)} sensors" if temps else "no sensors"), temps),
+    ]
+    jetson = {k: v for k, v in (report.get("jtop") or {}).items()}
+    if "tegrastats" in report:
+        jetson["tegrastats"] = report["tegrastats"]
+    if jetson:
+        out.append(("health/jetson", 0, "+".join(report["sources"]), jetson))
+    return [(name, level, message, {k: str(v) for k, v in values.items()}) for name, level, message, values in out]

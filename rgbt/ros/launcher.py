@@ -2,8 +2,10 @@
 
 One child process per profile process group (``python -m rgbt.ros.spin``), a ROS ``--params-file``
 written from the validated profile, loopback-only discovery and the shipped Fast DDS profile unless
-the caller's environment says otherwise. Children are ended by PID (SIGINT, then SIGKILL after a
-grace period) and the ``/dev/shm`` Fast DDS files they leave behind are removed.
+the caller's environment says otherwise. A failed group is restarted with back-off by
+:class:`rgbt.ros.supervisor.Supervisor` (``--strict``: the graph stops instead). Children are ended
+by PID (SIGINT, then SIGKILL after a grace period) and the ``/dev/shm`` Fast DDS files they leave
+behind are removed.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ import yaml
 
 from rgbt.paths import LAUNCH_DIR, REPO_ROOT
 from rgbt.ros.profile import NodeSpec, params_file_data, processes
+from rgbt.ros.supervisor import STATUS_ENV, STATUS_FILE, Supervisor, SupervisorOptions
 
 SHM_DIR = Path("/dev/shm")
 SHM_PREFIXES = ("fastrtps_", "sem.fastrtps_", "fastdds_", "sem.fastdds_")
@@ -88,6 +91,19 @@ class Graph:
     procs: dict[str, subprocess.Popen] = field(default_factory=dict)
     workdir: Path | None = None
     shm_before: set[str] = field(default_factory=set)
+    commands: dict[str, list[str]] = field(default_factory=dict)
+    popen_kw: dict = field(default_factory=dict)  # env, stdout, stderr of every child
+
+    @property
+    def status_path(self) -> Path | None:
+        """The supervisor's status file (named in every child's environment)."""
+        return None if self.workdir is None else self.workdir / STATUS_FILE
+
+    def start_group(self, group: str) -> subprocess.Popen:
+        """Start (or start again) one process group's child."""
+        # own session: a terminal Ctrl-C reaches the launcher only, which stops children in order
+        self.procs[group] = subprocess.Popen(self.commands[group], start_new_session=True, **self.popen_kw)
+        return self.procs[group]
 
     def alive(self) -> list[str]:
         return [n for n, p in self.procs.items() if p.poll() is None]
@@ -144,21 +160,35 @@ def start_graph(specs: list[NodeSpec], env_extra: dict[str, str] | None = None, 
     graph = Graph(shm_before=shm_files())
     params = write_params_file(specs)
     graph.workdir = params.parent
-    env = ros_environment(extra=env_extra)
+    env = ros_environment(extra={STATUS_ENV: str(graph.status_path), **(env_extra or {})})
+    graph.popen_kw = {"env": env, "stdout": stdout, "stderr": stderr}
     backstop = duration_s + 5.0 if duration_s else None  # the launcher stops them first
-    for group, cmd in group_commands(specs, params, backstop).items():
-        # own session: a terminal Ctrl-C reaches the launcher only, which stops children in order
-        graph.procs[group] = subprocess.Popen(cmd, env=env, stdout=stdout, stderr=stderr, start_new_session=True)
+    graph.commands = group_commands(specs, params, backstop)
+    for group in graph.commands:
+        graph.start_group(group)
     return graph
 
 
-def run_graph(specs: list[NodeSpec], duration_s: float | None = None, env_extra: dict[str, str] | None = None,
-              log=print) -> int:  # type: ignore[no-untyped-def]
-    """Start the graph, wait for ``duration_s`` (or SIGINT/SIGTERM, every child exiting, or one
-    failing), stop it.
+def recorder_groups(specs: list[NodeSpec]) -> set[str]:
+    """Process groups that run a recorder (never restarted; their exit ends the flight)."""
+    return {s.process for s in specs if s.executable == "recorder"}
 
-    Returns 0 when every child exited cleanly, 1 otherwise.
+
+def supervise(graph: Graph, specs: list[NodeSpec], options: SupervisorOptions | None = None,
+              log=print) -> Supervisor:  # type: ignore[no-untyped-def]
+    """A :class:`Supervisor` over ``graph`` writing the status file its children read."""
+    return Supervisor(graph, options, recorder_groups(specs), log, graph.status_path)
+
+
+def run_graph(specs: list[NodeSpec], duration_s: float | None = None, env_extra: dict[str, str] | None = None,
+              log=print, supervision: SupervisorOptions | None = None) -> int:  # type: ignore[no-untyped-def]
+    """Start the graph and supervise it (``supervision``, default :class:`SupervisorOptions`) until
+    ``duration_s`` passes, SIGINT/SIGTERM, every child has exited, or the supervisor ends the flight
+    (the recorder exited; with ``strict``: any failure); stop it.
+
+    Returns 0 when every child exited cleanly and no group was left down, 1 otherwise.
     """
+    options = supervision or SupervisorOptions()
     stop = {"signal": 0}
 
     def on_signal(signum: int, _frame: object) -> None:
@@ -168,14 +198,16 @@ def run_graph(specs: list[NodeSpec], duration_s: float | None = None, env_extra:
     graph = start_graph(specs, env_extra, duration_s)
     log(f"rgbt up: {len(graph.procs)} process(es): " +
         ", ".join(f"{g}[{p.pid}]" for g, p in graph.procs.items()))
+    log(f"rgbt up: supervision: {options.describe()}")
+    sup = supervise(graph, specs, options, log)
     try:
         deadline = None if duration_s is None else time.monotonic() + duration_s
-        while not stop["signal"] and graph.alive():
+        while not stop["signal"] and (graph.alive() or sup.pending()):
             if deadline is not None and time.monotonic() >= deadline:
                 break
-            failed = {g: p.returncode for g, p in graph.procs.items() if p.poll() not in (None, 0)}
-            if failed:  # a broken graph does not pretend to run: stop the rest
-                log(f"rgbt up: process(es) failed {failed}; stopping the graph")
+            reason = sup.poll()
+            if reason:
+                log(f"rgbt up: {reason}")
                 break
             time.sleep(0.1)
     finally:
@@ -185,7 +217,10 @@ def run_graph(specs: list[NodeSpec], duration_s: float | None = None, env_extra:
     bad = {g: c for g, c in codes.items() if c not in (0, -signal.SIGINT)}
     if bad:
         log(f"rgbt up: processes exited with errors: {bad}")
-    return 1 if bad else 0
+    counts = {g: n for g, n in sup.counts().items() if n}
+    if counts or sup.gave_up():
+        log(f"rgbt up: restarts {counts}; left down: {sup.gave_up()}")
+    return 1 if bad or sup.gave_up() else 0
 
 
 def ros_environment_defaults() -> None:

@@ -1,7 +1,10 @@
 """``RgbtNode``: the base of every node in ``nodes/``.
 
 It reads the node's ROS parameters, validates them with the node's options model (printed at
-start-up), publishes ``diagnostic_msgs/DiagnosticArray`` on ``/diagnostics`` every
+start-up), declares every option as a ROS parameter with a descriptor (``rgbt.ros.params``: live
+ones change through ``ros2 param set`` via :meth:`RgbtNode.apply_options`, the others are
+read-only), counts every publisher / subscription that meets an incompatible QoS on its topic
+(diagnostics ``qos_incompatible``, an error naming the topic and the policy), publishes ``diagnostic_msgs/DiagnosticArray`` on ``/diagnostics`` every
 ``diagnostics_period_s``, and wraps callbacks so an exception is logged and counted, never fatal.
 """
 
@@ -16,12 +19,16 @@ from typing import Any, Callable, ClassVar
 
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from pydantic import ValidationError
+from rcl_interfaces.msg import SetParametersResult
+from rclpy.event_handler import PublisherEventCallbacks, SubscriptionEventCallbacks
 from rclpy.node import Node
+from rclpy.qos import qos_policy_name_from_kind
 
-from rgbt.errors import ConfigError
+from rgbt.errors import ConfigError, RgbtError
 from rgbt.ros.diagnostics import NodeDiagnostics
-from rgbt.ros.options import NodeOptions, unflatten
-from rgbt.ros.qos import qos_profile
+from rgbt.ros.options import NodeOptions, changed_options, unflatten
+from rgbt.ros.params import declare_options
+from rgbt.ros.qos import qos_profile, topic_qos
 from rgbt.ros.stamps import ns_to_stamp
 
 
@@ -36,9 +43,9 @@ class RgbtNode(Node):
     default_name: ClassVar[str] = "rgbt_node"
 
     def __init__(self, name: str | None = None, **kwargs: Any) -> None:
-        super().__init__(name or self.default_name, allow_undeclared_parameters=True,
-                         automatically_declare_parameters_from_overrides=True, **kwargs)
-        params = {n: p.value for n, p in self._parameters.items() if n.split(".")[0] not in ROS_BUILTIN_PARAMETERS}
+        super().__init__(name or self.default_name, **kwargs)
+        params = {n: p.value for n, p in self._parameter_overrides.items()
+                  if n.split(".")[0] not in ROS_BUILTIN_PARAMETERS}
         try:
             self.options = self.options_model.model_validate(unflatten(params))
         except ValidationError as exc:
@@ -46,12 +53,69 @@ class RgbtNode(Node):
             raise ConfigError(f"node {self.get_name()}", ".".join(map(str, err["loc"])), err.get("input"),
                               err["msg"]) from None
         self.get_logger().info(f"{type(self.options).__name__}: {self.options.model_dump_json()}")
-        if self.options.nice > os.nice(0):  # e.g. segmentation yields the CPU to sync and recorder
-            os.nice(self.options.nice - os.nice(0))
+        self.option_parameters = declare_options(self, self.options)
+        self.add_on_set_parameters_callback(self._on_set_parameters)
+        nice, current = self.options.nice, os.getpriority(os.PRIO_PROCESS, 0)
+        # e.g. segmentation yields the CPU to sync and recorder (nice > 0, wins in a shared process);
+        # drivers, sync and recorder ask for more (nice < 0; needs CAP_SYS_NICE, else logged)
+        if nice > current or (nice < 0 and current <= 0 and nice < current):
+            from rgbt.ros.priority import set_process_nice
+
+            self.get_logger().info(f"process priority: {set_process_nice(nice)}")
         self.diag = NodeDiagnostics(self.get_name())
+        self.diag.values["qos_incompatible"] = "0"
         self.finished = False  # set by a node whose work is done (spin loop then exits)
-        self._diag_pub = self.create_publisher(DiagnosticArray, "/diagnostics", qos_profile("reliable"))
-        self.create_timer(self.options.diagnostics_period_s, self.guard(self.publish_diagnostics))
+        self._diag_pub = self.create_publisher(DiagnosticArray, "/diagnostics", topic_qos("/diagnostics"))
+        self._diag_timer = self.create_timer(self.options.diagnostics_period_s, self.guard(self.publish_diagnostics))
+
+    # -- QoS incompatibilities: counted, never silent -----------------------------------------------
+    def create_subscription(self, msg_type, topic, callback, qos_profile, **kwargs):  # type: ignore[no-untyped-def,override]
+        events = kwargs.get("event_callbacks") or SubscriptionEventCallbacks()
+        if events.incompatible_qos is None:
+            events.incompatible_qos = lambda info, t=topic: self._qos_incompatible(t, "subscription", info)
+        kwargs["event_callbacks"] = events
+        return super().create_subscription(msg_type, topic, callback, qos_profile, **kwargs)
+
+    def create_publisher(self, msg_type, topic, qos_profile, **kwargs):  # type: ignore[no-untyped-def,override]
+        events = kwargs.get("event_callbacks") or PublisherEventCallbacks()
+        if events.incompatible_qos is None:
+            events.incompatible_qos = lambda info, t=topic: self._qos_incompatible(t, "publisher", info)
+        kwargs["event_callbacks"] = events
+        return super().create_publisher(msg_type, topic, qos_profile, **kwargs)
+
+    def _qos_incompatible(self, topic: str, side: str, info) -> None:  # type: ignore[no-untyped-def]
+        """A peer on ``topic`` cannot be matched with this endpoint's QoS (``info``: rclpy's event)."""
+        policy = qos_policy_name_from_kind(info.last_policy_kind)
+        self.diag.values["qos_incompatible"] = str(int(self.diag.values.get("qos_incompatible", "0"))
+                                                   + int(info.total_count_change))
+        self.diag.error(f"incompatible QoS ({policy}) between this {side} and a peer on {topic}", topic)
+        self.get_logger().error(f"{topic}: a peer's QoS is incompatible with this {side}'s ({policy})")
+
+    # -- live parameters -----------------------------------------------------------------------
+    def _on_set_parameters(self, params: list) -> SetParametersResult:  # type: ignore[type-arg]
+        """A change through the parameter service: validated by the options model, applied by
+        :meth:`apply_options`, or refused with the reason (read-only ones never get here)."""
+        changes = {p.name: p.value for p in params if p.name in self.option_parameters}
+        if not changes:
+            return SetParametersResult(successful=True)
+        try:
+            new = changed_options(self.options, changes)
+            self.apply_options(new, set(changes))
+        except (RgbtError, ValueError) as exc:
+            self.get_logger().warn(f"parameter change refused: {exc}")
+            return SetParametersResult(successful=False, reason=str(exc))
+        self.options = new
+        self.get_logger().info(f"parameters changed: {changes}")
+        return SetParametersResult(successful=True)
+
+    def apply_options(self, new: NodeOptions, changed: set[str]) -> None:
+        """Make the ``changed`` live options of ``new`` take effect (before ``self.options`` becomes
+        ``new``); raise :class:`RgbtError` or ``ValueError`` to refuse the change with its message.
+        Subclasses with more live options extend this and call ``super()``."""
+        if "diagnostics_period_s" in changed:
+            self._diag_timer.cancel()
+            self.destroy_timer(self._diag_timer)
+            self._diag_timer = self.create_timer(new.diagnostics_period_s, self.guard(self.publish_diagnostics))
 
     # -- helpers -------------------------------------------------------------------------------
     @property

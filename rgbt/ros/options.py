@@ -8,9 +8,11 @@ folded back by :func:`unflatten`.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from rgbt.errors import ConfigError
 
 QosName = Literal["sensor_data", "reliable", "latched"]
 
@@ -21,16 +23,46 @@ ARMED_TOPIC = "/rgbt/armed"  # std_msgs/Bool, latched: the autopilot's armed sta
 TRIGGER_TOPIC = "/rgbt/trigger"
 
 
+def time_reference_topic(fix_topic: str) -> str:
+    """The GNSS driver's ``sensor_msgs/TimeReference`` topic (the fix's UTC) beside its fix topic:
+    the sibling ``time_reference`` (``/gps/fix`` -> ``/gps/time_reference``, as nmea_navsat_driver)."""
+    return fix_topic.rsplit("/", 1)[0] + "/time_reference"
+
+
+def unlocked_topic(kind: str, raw_prefix: str = RAW_PREFIX) -> str:
+    """Where the trigger sync node puts a stream's frames (IMU samples) from before its lock,
+    host-stamped: never on the restamped stack topics."""
+    return f"{raw_prefix}/{kind}/unlocked"
+
+
 class NodeOptions(BaseModel):
-    """Options every node takes."""
+    """Options every node takes.
+
+    Every field is a declared ROS parameter of the node (``rgbt.ros.params``). Fields named in
+    ``live`` may be changed while the node runs (``ros2 param set``) and take effect at once; the
+    others are read-only: a change needs a restart and is refused with that reason.
+    """
 
     model_config = ConfigDict(extra="forbid")
+    live: ClassVar[frozenset[str]] = frozenset({"diagnostics_period_s"})
     input_qos: QosName = "sensor_data"
     output_qos: QosName = "sensor_data"
     input_depth: int = Field(5, ge=1)  # subscription queue (keep last N)
     diagnostics_period_s: float = Field(1.0, gt=0)
     stack_path: str = ""  # calib/stack.yaml of the repository when empty
-    nice: int = Field(0, ge=0, le=19)  # raise the process's niceness to this (never lowers it)
+    # the process's niceness (all its threads, rgbt.ros.priority): > 0 yields the CPU (processing),
+    # < 0 takes it first (drivers, sync, recorder; needs CAP_SYS_NICE, else logged and kept)
+    nice: int = Field(0, ge=-20, le=19)
+
+
+class ProcessingOptions(NodeOptions):
+    """A processing node (preprocess, rectify, fusion, VIO bridge): the newest frame is processed on a
+    worker thread, stale ones are dropped and counted (``rgbt.ros.mailbox``); never a growing queue."""
+
+    input_depth: int = Field(2, ge=1)  # the mailbox holds the newest frame; DDS needs no backlog
+    # CPU priority of the worker thread: low (nice 19: drivers, sync and recorder first), idle
+    # (SCHED_IDLE: only otherwise idle cores; may starve beside segmentation) or normal
+    worker_priority: Literal["idle", "low", "normal"] = "low"
 
 
 class VirtualStackOptions(NodeOptions):
@@ -55,10 +87,12 @@ class TriggerSyncOptions(NodeOptions):
     cameras: list[str] = Field(default_factory=lambda: ["thermal", "color", "mono"])
     restamper: dict[str, Any] = Field(default_factory=dict)  # rgbt.sync.RestamperOptions fields
     camera_latency_ms: dict[str, float] = Field(default_factory=dict)  # nominal host-arrival latency per camera
-    publish_unlocked: bool = True  # before lock: forward with the host stamp (counted)
+    # before lock (no trigger time yet): "separate" publishes host-stamped on unlocked_topic(kind),
+    # "drop" does not publish; both are counted (``unlocked``). Never on the restamped stack topics.
+    unlocked: Literal["separate", "drop"] = "separate"
 
 
-class PreprocessOptions(NodeOptions):
+class PreprocessOptions(ProcessingOptions):
     """Thermal normalization (percentiles + CLAHE) to 32FC1, mono8 and a colormapped view."""
 
     input_topic: str = ""  # the stack's thermal topic when empty
@@ -70,9 +104,11 @@ class PreprocessOptions(NodeOptions):
     publish_float: bool = True
     publish_mono8: bool = True
     publish_colormap: bool = True
+    live: ClassVar[frozenset[str]] = NodeOptions.live | {"low", "high", "clahe", "colormap", "publish_float",
+                                                         "publish_mono8", "publish_colormap"}
 
 
-class RectifyOptions(NodeOptions):
+class RectifyOptions(ProcessingOptions):
     """Stereo-rectifies a stack pair's images (same restamped trigger time) onto its canvas."""
 
     pair: str = "color_thermal"
@@ -94,22 +130,33 @@ class SegmentationOptions(NodeOptions):
     publish_color: bool = True
 
 
-class FusionOptions(NodeOptions):
+class FusionOptions(ProcessingOptions):
     """RGB-T fusion on rectified pairs (``rgbt.seg.fusion``)."""
 
     color_topic: str = "/rgbt/rectified/color"
     thermal_topic: str = "/rgbt/rectified/thermal"
     output_prefix: str = "/rgbt/fusion"
-    fusion: dict[str, Any] = Field(default_factory=dict)
+    # rgbt.seg.fusion.FusionOptions fields; default: the tiny two-input late-fusion demo model
+    # (trained on synthetic pairs, 192x120 input)
+    fusion: dict[str, Any] = Field(default_factory=lambda: {"mode": "graph",
+                                                            "model": "engines/fusion_late_tiny.onnx"})
+    publish_color: bool = True
 
 
 class RecorderOptions(NodeOptions):
     """Records raw CDR to MCAP (``rgbt.bag.writer.BagWriter``), arm-to-disarm by default."""
 
     input_qos: QosName = "sensor_data"
-    # the component that never loses data: 5 s of thermal queued (the middleware keeps receiving while
-    # this Python process is starved of CPU; memory is used only while it is behind)
-    input_depth: int = Field(300, ge=1)
+    # the component that never loses data, within an explicit memory budget. Messages wait in two
+    # places while the recorder is behind: the middleware's reader queue (``dds_window_s`` of each
+    # stream: depth = rate x window, bridging a starved executor) and the writer queue (bridging a
+    # slow disk). ``memory_budget_mb`` bounds both together; 0: ``buffer_s`` seconds of every recorded
+    # stream at its nominal rate (~110 MB/s for the CART stack). Beyond it messages are dropped and
+    # counted (``dropped_budget`` in diagnostics and the manifest), never lost silently.
+    input_depth: int = Field(30, ge=1)  # reader queue of topics without a nominal rate (extra topics)
+    buffer_s: float = Field(4.0, gt=0)
+    memory_budget_mb: float = Field(0, ge=0)
+    dds_window_s: float = Field(1.0, gt=0)
     out_dir: str = "bags"
     topics: list[str] = Field(default_factory=list)  # the stack topics when empty
     extra_topics: list[str] = Field(default_factory=list)
@@ -129,6 +176,8 @@ class RecorderOptions(NodeOptions):
     require_sync_lock: bool = False
     sync_lock_timeout_s: float = Field(30.0, ge=0)  # armed this long without lock: record anyway (0: wait)
     synthetic: bool = False  # labels the bag rgbt.synthetic=true
+    live: ClassVar[frozenset[str]] = NodeOptions.live | {"debounce_s", "max_total_mb", "min_free_mb", "prearm_minutes",
+                                                         "require_sync_lock", "sync_lock_timeout_s"}
 
 
 class ReplayOptions(NodeOptions):
@@ -149,7 +198,7 @@ class ReplayOptions(NodeOptions):
     start_delay_s: float = Field(1.0, ge=0)
 
 
-class VioBridgeOptions(NodeOptions):
+class VioBridgeOptions(ProcessingOptions):
     """The estimator feed (``rgbt.vio.feed.StreamFeed``): one camera -> mono8 on the trigger grid,
     FFC-frozen frames dropped, plus the IMU relayed with strictly increasing stamps; published reliable.
 
@@ -184,6 +233,7 @@ class HealthOptions(NodeOptions):
     period_s: float = Field(1.0, gt=0)
     disk_path: str = "bags"
     topic: str = "/rgbt/health"
+    live: ClassVar[frozenset[str]] = NodeOptions.live | {"period_s"}
 
 
 class MavlinkBridgeOptions(NodeOptions):
@@ -214,6 +264,11 @@ class DriverOptions(NodeOptions):
     camera: str = "thermal"
     raw_prefix: str = RAW_PREFIX
     driver: dict[str, Any] = Field(default_factory=dict)
+    # host arrival (monotonic) -> ROS time: one offset per driver (rgbt.hostclock.WallClockOffset);
+    # a wall-clock step larger than the threshold is logged and counted, and held (stamps stay
+    # continuous) or followed
+    clock_step_threshold_ms: float = Field(20.0, gt=0)
+    on_clock_step: Literal["hold", "follow"] = "hold"
 
 
 #: executable (``nodes/<executable>.py``) -> its options model
@@ -236,6 +291,23 @@ OPTIONS: dict[str, type[NodeOptions]] = {
     "thermal_camera": DriverOptions,
     "color_camera": DriverOptions,
 }
+
+
+def changed_options(options: NodeOptions, changes: dict[str, Any]) -> NodeOptions:
+    """``options`` with ``changes`` (field -> new value) applied and validated; a
+    :class:`ConfigError` naming the field and the reason when a change is refused (not ``live``,
+    unknown, or invalid)."""
+    where = f"{type(options).__name__} (live change)"
+    for name, value in changes.items():
+        if name not in type(options).model_fields:
+            raise ConfigError(where, name, value, f"one of the fields of {type(options).__name__}")
+        if name not in options.live:
+            raise ConfigError(where, name, value, "no change while the node runs (read-only: restart the node)")
+    try:
+        return type(options).model_validate({**options.model_dump(), **changes})
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        raise ConfigError(where, ".".join(map(str, err["loc"])), err.get("input"), err["msg"]) from None
 
 
 def unflatten(params: dict[str, Any]) -> dict[str, Any]:

@@ -12,6 +12,7 @@ Profile YAML::
         executable: recorder      # nodes/<executable>.py (default: name)
         process: io               # nodes sharing a process share one executor (default: name)
         parameters: {...}         # validated by rgbt.ros.options.OPTIONS[executable]
+        requires_camera: color    # optional: run only when the trigger sync streams this camera
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ class ProfileNode(BaseModel):
     executable: str = ""
     process: str = ""
     parameters: dict[str, Any] = Field(default_factory=dict)
+    requires_camera: str = ""  # e.g. fusion: dropped when no trigger_sync node lists this camera
 
 
 class Profile(BaseModel):
@@ -111,7 +113,9 @@ def node_specs(name_or_path: str | Path, overrides: dict[str, dict[str, Any]] | 
         specs.append(NodeSpec(node.name, exe, node.process or node.name, options.model_dump()))
     if overrides:
         raise ConfigError(str(path), "--set", sorted(overrides), f"node names of the profile: {sorted(seen)}")
-    return specs
+    streamed = {cam for s in specs if s.executable == "trigger_sync" for cam in s.parameters["cameras"]}
+    required = {node.name: node.requires_camera for node in profile.nodes if node.requires_camera}
+    return [s for s in specs if required.get(s.name, "") in streamed | {""}]
 
 
 def profile_env(name_or_path: str | Path) -> dict[str, str]:

@@ -10,10 +10,12 @@ and writing ``rgbt_manifest.json`` beside the MCAP files. Times are integer ns (
 from __future__ import annotations
 
 import json
+import math
 import queue
 import shutil
 import threading
 import time
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
@@ -21,6 +23,7 @@ from typing import Any, Callable
 from rgbt.ros.diagnostics import TopicStats
 from rgbt.ros.options import ARMED_TOPIC, TRIGGER_TOPIC, RecorderOptions
 from rgbt.ros.stamps import cdr_stamp_ns
+from rgbt.ros.supervisor import read_status
 
 MANIFEST = "rgbt_manifest.json"
 
@@ -43,6 +46,47 @@ def stack_rates(stack: Any) -> dict[str, float]:
     return rates
 
 
+#: bytes of a serialized image message beyond its pixels (header, encoding, sizes), and of small messages
+IMAGE_OVERHEAD_BYTES = 100
+SMALL_MESSAGE_BYTES = {"sensor_msgs/msg/Imu": 340, "sensor_msgs/msg/NavSatFix": 150,
+                       "geometry_msgs/msg/PoseStamped": 100, "sensor_msgs/msg/TimeReference": 60}
+_BYTES_PER_PIXEL = {"mono16": 2, "mono8": 1, "rgb8": 3, "bgr8": 3}
+
+
+def stack_message_bytes(stack: Any) -> dict[str, int]:
+    """Topic -> serialized size (bytes) of one message of each stack stream (images from their size)."""
+    out = {cam.topic: cam.width * cam.height * _BYTES_PER_PIXEL[cam.encoding] + IMAGE_OVERHEAD_BYTES
+           for cam in stack.cameras.values()}
+    for topic, msgtype in stack_topic_types(stack).items():
+        out.setdefault(topic, SMALL_MESSAGE_BYTES.get(msgtype, 64))
+    return out
+
+
+@dataclass(frozen=True)
+class BufferPlan:
+    """Where the recorder may hold messages while it is behind, within ``budget_bytes`` in all:
+    ``depths`` (topic -> middleware reader queue depth, ``dds_window_s`` of the stream) and the
+    writer queue (``writer_bytes``: the budget less what the reader queues can hold)."""
+
+    budget_bytes: int
+    depths: dict[str, int]
+    writer_bytes: int
+
+
+def plan_buffers(options: RecorderOptions, rates: dict[str, float], sizes: dict[str, int]) -> BufferPlan:
+    """The recorder's memory plan from its options and each recorded stream's nominal rate (Hz) and
+    message size (bytes): budget = ``memory_budget_mb`` or ``buffer_s`` x the streams' data rate;
+    reader queues hold ``dds_window_s`` of each stream (at least 5 messages; ``input_depth`` for
+    streams without a nominal rate); the writer queue gets the rest (at least 2 of the largest
+    message)."""
+    data_rate = sum(rates[t] * sizes.get(t, 64) for t in rates)
+    budget = int(options.memory_budget_mb * 1e6) if options.memory_budget_mb else int(options.buffer_s * data_rate)
+    depths = {t: max(5, math.ceil(hz * options.dds_window_s)) for t, hz in rates.items()}
+    reserve = sum(depths[t] * sizes.get(t, 64) for t in depths)
+    largest = max(sizes.values(), default=0)
+    return BufferPlan(budget, depths, max(budget - reserve, 2 * largest))
+
+
 def stack_topic_types(stack: Any) -> dict[str, str]:
     """Topic -> ROS 2 message type of everything the stack publishes (what the recorder records)."""
     types = {cam.topic: "sensor_msgs/msg/Image" for cam in stack.cameras.values()}
@@ -52,6 +96,18 @@ def stack_topic_types(stack: Any) -> dict[str, str]:
     types[stack.autopilot.global_topic] = "sensor_msgs/msg/NavSatFix"
     types[ARMED_TOPIC] = "std_msgs/msg/Bool"
     types[TRIGGER_TOPIC] = "sensor_msgs/msg/TimeReference"
+    return types
+
+
+def driver_extra_topic_types(stack: Any) -> dict[str, str]:
+    """Topic -> type of what the recorder also records by default beside :func:`stack_topic_types`
+    (when present): the trigger sync node's before-lock streams (host-stamped) and the GNSS fix's UTC
+    time reference."""
+    from rgbt.ros.options import time_reference_topic, unlocked_topic
+
+    types = {unlocked_topic(name): "sensor_msgs/msg/Image" for name in stack.cameras}
+    types[unlocked_topic("imu")] = "sensor_msgs/msg/Imu"
+    types[time_reference_topic(stack.gnss.topic)] = "sensor_msgs/msg/TimeReference"
     return types
 
 
@@ -83,6 +139,7 @@ class Recording:
         self.waiting_for_sync_since: int | None = None  # armed, start deferred until the sync locks
         self.sync_deferrals = 0  # arm starts deferred for the sync lock
         self.sync_timeouts = 0  # deferred starts that gave up waiting (recorded unlocked)
+        self.writer_budget_bytes = 0  # writer queue bound (0: unbounded); set from plan_buffers()
 
     # -- topics and messages -----------------------------------------------------------------
     def add_topic(self, name: str, msgtype: str, qos_yaml: str = "") -> None:
@@ -101,7 +158,8 @@ class Recording:
             sink = self.sink
             if sink is None:
                 return
-            sink.put(topic, t_ns, raw)
+            if not sink.put(topic, t_ns, raw):
+                stats.drops += 1  # over the memory budget: counted, the manifest says so
             capped = bool(self.o.max_total_mb) and sink.queued_bytes >= self.o.max_total_mb * 1e6
         if capped:
             self.stop("size cap reached", state="stopped")
@@ -222,7 +280,8 @@ class Recording:
                     "counts": {}, "first_ns": {}, "last_ns": {}, "bytes": 0, "lost": {},
                     "disk_free_mb_start": round(self._free_mb(), 1),
                     "drops_at_start": {t: s.drops for t, s in self.topic_stats.items()}}
-            self.sink = _BagSink(writer, info, self._on_write_error)
+            info["dropped_budget"] = {}
+            self.sink = _BagSink(writer, info, self._on_write_error, self.writer_budget_bytes)
             for name, (msgtype, qos) in self.topics.items():
                 self.sink.add_topic(name, msgtype, qos)
             self.bag_path, self.state, self.started_by = path, "recording", reason
@@ -300,7 +359,10 @@ class Recording:
                 "write_errors": str(self.write_errors),
                 "bags_closed": str(len(self.bags)), "last_stop_reason": self.last_stop_reason,
                 "bytes": str(self.sink.info["bytes"] if self.sink is not None else 0),
-                "queued_mb": f"{self.sink.backlog_bytes / 1e6:.1f}" if self.sink is not None else "0"}
+                "queued_mb": f"{self.sink.backlog_bytes / 1e6:.1f}" if self.sink is not None else "0",
+                "writer_budget_mb": f"{self.writer_budget_bytes / 1e6:.1f}",
+                "dropped_budget": str(sum(self.sink.info["dropped_budget"].values()) if self.sink is not None else 0),
+                **supervisor_values(read_status())}
 
     # -- internals -------------------------------------------------------------------------
     def _data_rate_bytes_s(self) -> float:
@@ -333,6 +395,7 @@ class Recording:
             topics[name] = {"msgtype": msgtype, "count": count, "rate_hz": round(rate, 3),
                             "latency_p50_ms": p50, "latency_p99_ms": p99,
                             "lost": b["lost"].get(name, 0),
+                            "dropped_budget": b.get("dropped_budget", {}).get(name, 0),
                             "drops": stats.drops - b["drops_at_start"].get(name, 0)}
         sync = {name: {k: v for k, v in vals.items() if k.startswith("sync.") or "ffc" in k}
                 for name, vals in self.peers.items()}
@@ -341,12 +404,33 @@ class Recording:
             "start_wall_ns": b["start_wall_ns"], "end_wall_ns": end, "bytes": b["bytes"], "topics": topics,
             "sync": {k: v for k, v in sync.items() if v},
             "disk": {"free_mb_start": b["disk_free_mb_start"], "free_mb_end": round(self._free_mb(), 1)},
+            **supervisor_section(read_status(), b["start_wall_ns"], end),
         }
         path = Path(b["path"])
         path.mkdir(parents=True, exist_ok=True)
         tmp = path / (MANIFEST + ".tmp")
         tmp.write_text(json.dumps(manifest, indent=2))
         tmp.replace(path / MANIFEST)
+
+
+def supervisor_section(status: dict | None, start_ns: int, end_ns: int) -> dict:
+    """Manifest keys from the supervisor's status: ``restarts`` (process groups restarted while this
+    bag was open, wall-clock ns) and ``supervisor`` (counts over the whole run, groups left down)."""
+    if status is None:
+        return {"restarts": [], "supervisor": None}
+    during = [r for r in status.get("restarts", []) if start_ns <= r["exit_wall_ns"] <= end_ns]
+    return {"restarts": during, "supervisor": {"restarts": status.get("counts", {}), "gave_up": status.get("gave_up", []),
+                                               "options": status.get("options", {})}}
+
+
+def supervisor_values(status: dict | None) -> dict[str, str]:
+    """Diagnostics values from the supervisor's status (restart counts per process group)."""
+    if status is None:
+        return {}
+    out = {f"supervisor.restarts.{g}": str(n) for g, n in status.get("counts", {}).items()}
+    out["supervisor.restarts"] = str(sum(status.get("counts", {}).values()))
+    out["supervisor.gave_up"] = ",".join(status.get("gave_up", []))
+    return out
 
 
 def mavros_state_cdr(armed: bool, t_ns: int, mode: str = "") -> bytes:
@@ -367,8 +451,11 @@ class _BagSink:
     """One open bag and the thread that writes it: the executor only queues messages, so a slow disk
     (fsync, a busy SSD) never stalls the subscriptions. ``info`` holds what was written."""
 
-    def __init__(self, writer: Any, info: dict, on_error: Callable[["_BagSink", BaseException], None]) -> None:
+    def __init__(self, writer: Any, info: dict, on_error: Callable[["_BagSink", BaseException], None],
+                 budget_bytes: int = 0) -> None:
         self.writer, self.info, self.on_error = writer, info, on_error
+        self.budget_bytes = budget_bytes  # bound of backlog_bytes (0: none)
+        self._count_lock = threading.Lock()  # backlog_bytes changes on two threads
         self.queue: queue.SimpleQueue = queue.SimpleQueue()
         self.queued_bytes = 0  # everything queued so far (the size cap counts these)
         self.backlog_bytes = 0  # queued, not yet written
@@ -379,11 +466,20 @@ class _BagSink:
     def add_topic(self, name: str, msgtype: str, qos: str) -> None:
         self.queue.put(("topic", name, msgtype, qos))
 
-    def put(self, topic: str, t_ns: int, raw: bytes) -> None:
-        if self.error is None:
+    def put(self, topic: str, t_ns: int, raw: bytes) -> bool:
+        """Queue one message; False (and counted in ``info["dropped_budget"]``) when the backlog
+        would exceed the budget."""
+        if self.error is not None:
+            return True  # the bag is closed; the recorder restarts one (write_errors counts it)
+        with self._count_lock:
+            if self.budget_bytes and self.backlog_bytes + len(raw) > self.budget_bytes:
+                dropped = self.info.setdefault("dropped_budget", {})
+                dropped[topic] = dropped.get(topic, 0) + 1
+                return False
             self.queued_bytes += len(raw)
             self.backlog_bytes += len(raw)
-            self.queue.put(("msg", topic, t_ns, raw))
+        self.queue.put(("msg", topic, t_ns, raw))
+        return True
 
     def _run(self) -> None:
         info = self.info
@@ -398,8 +494,9 @@ class _BagSink:
                     self.writer.add_topic(item[1], item[2], item[3])
                     continue
                 _, topic, t_ns, raw = item
-                self.backlog_bytes -= len(raw)
                 self.writer.write(topic, t_ns, raw)
+                with self._count_lock:
+                    self.backlog_bytes -= len(raw)
             except Exception as exc:  # noqa: BLE001 - close what we have, never corrupt
                 self.error = f"{type(exc).__name__}: {exc}"
                 try:

@@ -7,6 +7,7 @@ Optional ``rgb/`` (colour) with ``masks_rgb/``; split files (``ROOT/train.txt`` 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Sequence
 
 import cv2
 import numpy as np
@@ -90,3 +91,21 @@ def write_item(root: str | Path, item: str, thermal: np.ndarray, mask: np.ndarra
         out = cv2.cvtColor(img, cv2.COLOR_RGB2BGR) if img.ndim == 3 else img
         if not cv2.imwrite(str(p), out):
             raise ImageError(f"{p}: cannot write PNG")
+
+
+SPLITS = ("train", "val", "test")
+
+
+def write_splits(root: str | Path, lines: dict[str, list[str]]) -> None:
+    """``ROOT/train.txt``, ``val.txt``, ``test.txt`` listing ``PLACE/TRAJ/NNNNNN`` items (missing splits empty)."""
+    for k in SPLITS:
+        (Path(root) / f"{k}.txt").write_text("".join(line + "\n" for line in lines.get(k, [])))
+
+
+def temporal_split(ids: Sequence[str], fractions: tuple[float, float, float] = (0.7, 0.15, 0.15)
+                   ) -> dict[str, list[str]]:
+    """Contiguous blocks (train first, then val, then test): neighbouring frames stay in one split."""
+    n = len(ids)
+    a = int(round(n * fractions[0]))
+    b = int(round(n * (fractions[0] + fractions[1])))
+    return {"train": list(ids[:a]), "val": list(ids[a:b]), "test": list(ids[b:])}

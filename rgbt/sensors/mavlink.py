@@ -10,7 +10,7 @@ Connections are pymavlink connection strings: ``udpin:127.0.0.1:14550``,
 - :class:`LocalPose` like ``geometry_msgs/PoseStamped`` on ``local_position/pose``:
   position in ENU (x east, y north, z up) and orientation of the FLU body (x forward,
   y left, z up) in ENU, converted from LOCAL_POSITION_NED and ATTITUDE (NED / FRD) the way
-  mavros does.
+  mavros does (ATTITUDE_QUATERNION when the vehicle sends it).
 
 The armed state comes only from the *vehicle's* HEARTBEAT: heartbeats from ground stations
 (``MAV_TYPE_GCS``) and from components that are not an autopilot
@@ -19,7 +19,6 @@ The armed state comes only from the *vehicle's* HEARTBEAT: heartbeats from groun
 
 from __future__ import annotations
 
-import math
 import mmap
 import os
 import struct
@@ -29,9 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator
 
-import numpy as np
-
 from rgbt.errors import DecodeError
+from rgbt.geometry import ned_frd_to_enu_flu, quat_from_euler_zyx
 from rgbt.sensors.stats import DecodeStats
 
 MAV_TYPE_GCS = 6
@@ -193,48 +191,14 @@ def decode_tlog(path: str | Path, stats: DecodeStats | None = None) -> dict:
 
 # ----------------------------------------------------------------------------- frames
 
-R_ENU_NED = np.array([[0.0, 1.0, 0.0], [1.0, 0.0, 0.0], [0.0, 0.0, -1.0]])
-R_FRD_FLU = np.diag([1.0, -1.0, -1.0])
-
-
-def rot_zyx(roll: float, pitch: float, yaw: float) -> np.ndarray:
-    """R = Rz(yaw) Ry(pitch) Rx(roll) (aerospace Euler angles, rad)."""
-    cr, sr, cp, sp, cy, sy = math.cos(roll), math.sin(roll), math.cos(pitch), math.sin(pitch), math.cos(yaw), math.sin(yaw)
-    return np.array([
-        [cy * cp, cy * sp * sr - sy * cr, cy * sp * cr + sy * sr],
-        [sy * cp, sy * sp * sr + cy * cr, sy * sp * cr - cy * sr],
-        [-sp, cp * sr, cp * cr],
-    ])
-
-
-def quat_xyzw(R: np.ndarray) -> tuple[float, float, float, float]:
-    """Unit quaternion (x, y, z, w), w >= 0, of a rotation matrix."""
-    m = R
-    tr = m[0, 0] + m[1, 1] + m[2, 2]
-    if tr > 0:
-        s = math.sqrt(tr + 1.0) * 2
-        w, x, y, z = 0.25 * s, (m[2, 1] - m[1, 2]) / s, (m[0, 2] - m[2, 0]) / s, (m[1, 0] - m[0, 1]) / s
-    elif m[0, 0] > m[1, 1] and m[0, 0] > m[2, 2]:
-        s = math.sqrt(1.0 + m[0, 0] - m[1, 1] - m[2, 2]) * 2
-        w, x, y, z = (m[2, 1] - m[1, 2]) / s, 0.25 * s, (m[0, 1] + m[1, 0]) / s, (m[0, 2] + m[2, 0]) / s
-    elif m[1, 1] > m[2, 2]:
-        s = math.sqrt(1.0 + m[1, 1] - m[0, 0] - m[2, 2]) * 2
-        w, x, y, z = (m[0, 2] - m[2, 0]) / s, (m[0, 1] + m[1, 0]) / s, 0.25 * s, (m[1, 2] + m[2, 1]) / s
-    else:
-        s = math.sqrt(1.0 + m[2, 2] - m[0, 0] - m[1, 1]) * 2
-        w, x, y, z = (m[1, 0] - m[0, 1]) / s, (m[0, 2] + m[2, 0]) / s, (m[1, 2] + m[2, 1]) / s, 0.25 * s
-    if w < 0:
-        w, x, y, z = -w, -x, -y, -z
-    return (x, y, z, w)
-
-
 def ned_to_enu(x: float, y: float, z: float) -> tuple[float, float, float]:
     return (y, x, -z)
 
 
-def attitude_ned_frd_to_enu_flu(roll: float, pitch: float, yaw: float) -> np.ndarray:
-    """R_enu_flu from MAVLink ATTITUDE (FRD body in NED, rad), as mavros publishes it."""
-    return R_ENU_NED @ rot_zyx(roll, pitch, yaw) @ R_FRD_FLU
+def attitude_enu_flu(roll: float, pitch: float, yaw: float) -> tuple[float, float, float, float]:
+    """The FLU body's orientation in ENU ``(x, y, z, w)`` from MAVLink ATTITUDE (FRD body in NED,
+    rad), as mavros publishes it (``rgbt.geometry``: numpy only, no scipy onboard)."""
+    return ned_frd_to_enu_flu(*quat_from_euler_zyx(yaw, pitch, roll))
 
 
 # ----------------------------------------------------------------------------- outputs
@@ -313,7 +277,7 @@ class Autopilot:
         self.fix: GlobalFix | None = None
         self.pose: LocalPose | None = None
         self.camera_events: list[CameraEvent] = []
-        self._attitude: tuple[float, float, float] | None = None
+        self._attitude: tuple[float, float, float, float] | None = None  # ENU/FLU (x, y, z, w)
         self._last_hb_ns: int | None = None
         self._streams_requested = False
 
@@ -351,10 +315,11 @@ class Autopilot:
             self.fix = GlobalFix(t, msg.lat * 1e-7, msg.lon * 1e-7, msg.alt * 1e-3)
             out.append(self.fix)
         elif kind == "ATTITUDE":
-            self._attitude = (msg.roll, msg.pitch, msg.yaw)
+            self._attitude = attitude_enu_flu(msg.roll, msg.pitch, msg.yaw)
+        elif kind == "ATTITUDE_QUATERNION":
+            self._attitude = ned_frd_to_enu_flu(msg.q1, msg.q2, msg.q3, msg.q4)
         elif kind == "LOCAL_POSITION_NED" and self._attitude is not None:
-            R = attitude_ned_frd_to_enu_flu(*self._attitude)
-            self.pose = LocalPose(t, ned_to_enu(msg.x, msg.y, msg.z), quat_xyzw(R))
+            self.pose = LocalPose(t, ned_to_enu(msg.x, msg.y, msg.z), self._attitude)
             out.append(self.pose)
         elif kind == "CAMERA_FEEDBACK":
             ev2 = CameraEvent(t, int(msg.time_usec), int(msg.img_idx), kind)
@@ -367,9 +332,9 @@ class Autopilot:
         return out
 
     def poll(self, timeout: float = 0.05) -> list[object]:
-        """Handle every message that arrives within ``timeout`` s."""
+        """Handle every message that arrives within ``timeout`` s (0: only those already received)."""
         out: list[object] = []
-        msg = self.conn.recv_match(blocking=True, timeout=timeout)
+        msg = self.conn.recv_match(blocking=timeout > 0, timeout=timeout or None)
         while msg is not None:
             if msg.get_type() != "BAD_DATA":
                 out.extend(self.handle(msg))

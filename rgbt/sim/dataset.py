@@ -22,10 +22,10 @@ from typing import Callable, Iterable, Optional, Sequence
 import cv2
 import numpy as np
 
+from rgbt.seg.dataset import SPLITS, temporal_split, write_splits  # noqa: F401 - re-exported
 from rgbt.sim.options import SimOptions
 from rgbt.sim.simstack import SimStack
 
-SPLITS = ("train", "val", "test")
 _PNG = [cv2.IMWRITE_PNG_COMPRESSION, 1]
 
 
@@ -112,20 +112,10 @@ def write_sequence(sim: SimStack, root: Path, stride: int, *, with_rgb: bool = T
 
 
 def write_split_files(root: Path, lines: dict[str, list[str]]) -> None:
-    for k in SPLITS:
-        (Path(root) / f"{k}.txt").write_text("".join(line + "\n" for line in lines.get(k, [])))
+    write_splits(root, lines)
     (Path(root) / "SYNTHETIC.md").write_text(
         "# Synthetic data\n\nRendered by rgbt.sim (procedural world, CART class ids, simulated FLIR Boson "
         "thermal counts: T-linear 0.01 K/count). Not real CART imagery.\n")
-
-
-def temporal_split(ids: Sequence[str], fractions: tuple[float, float, float] = (0.7, 0.15, 0.15)
-                   ) -> dict[str, list[str]]:
-    """Contiguous blocks (train first, then val, then test): neighbouring frames stay in one split."""
-    n = len(ids)
-    a = int(round(n * fractions[0]))
-    b = int(round(n * (fractions[0] + fractions[1])))
-    return {"train": list(ids[:a]), "val": list(ids[a:b]), "test": list(ids[b:])}
 
 
 def write_cart_dataset(root: str | Path, options_list: Iterable[SimOptions], stride: int = 10, *,

@@ -52,17 +52,7 @@ def paced(samples: Iterable[SimSample], *, speed: float = 1.0, skip_dropped: boo
     are skipped unless ``skip_dropped`` is False (a publisher must not publish them). If generation
     falls behind, samples are yielded as soon as they are ready (never dropped); ``sleep`` may return
     early (e.g. a stop event's ``wait``)."""
-    if speed <= 0:
-        raise ValueError(f"speed must be > 0, got {speed}")
-    origin_sim = None
-    origin_wall = 0
-    for s in host_order(samples):
-        if skip_dropped and s.dropped:
-            continue
-        if origin_sim is None:
-            origin_sim, origin_wall = s.t_host_ns, clock() if start_ns is None else start_ns
-        due = origin_wall + int((s.t_host_ns - origin_sim) / speed)
-        wait = due - clock()
-        if wait > 0:
-            sleep(wait * 1e-9)
-        yield s, due
+    from rgbt.pacing import pace
+
+    arriving = (s for s in host_order(samples) if not (skip_dropped and s.dropped))
+    return pace(arriving, lambda s: s.t_host_ns, speed=speed, clock=clock, sleep=sleep, start_ns=start_ns)

@@ -10,6 +10,11 @@ Layouts read (detected from the folder, or named):
 - ``kitti`` (odometry): ``image_0/NNNNNN.png``, ``times.txt`` (s), ``calib.txt`` (``P0: 3x4``),
   ground truth ``poses/XX.txt`` or ``poses.txt`` beside (``T_world_cam0`` 3x4 per line). KITTI has
   no IMU: the sequence's IMU is empty and the camera is its own body (``T_imu_cam = I``).
+- ``tum`` (TUM RGB-D): ``rgb.txt`` (``timestamp filename`` per line, s), colour images converted to
+  grayscale for the estimator (8-bit), ``groundtruth.txt`` (TUM: ``t tx ty tz qx qy qz qw``, the
+  colour camera's optical centre in the world, ``T_world_cam``). The folder carries no calibration:
+  ``sensor.yaml`` (ASL format, which rgbt's writer puts there) or ``--calib FILE``. Its accelerometer
+  is no IMU (no gyroscope): monocular only, like KITTI.
 
 Every reader checks what it needs and raises :class:`EvaluationError` naming the file and what was
 expected. The writers exist so that a simulated sequence can be exported to each layout and read
@@ -24,11 +29,12 @@ from typing import Iterator
 import numpy as np
 
 from rgbt.errors import EvaluationError
-from rgbt.eval.trajectory import Row, Trajectory, check_rows, data_rows, load_trajectory, row_numbers, row_stamp_ns
+from rgbt.eval.trajectory import (Row, Trajectory, check_rows, data_rows, load_trajectory, ns_to_seconds_str,
+                                  row_numbers, row_stamp_ns)
 from rgbt.vio.feed import ImuData
-from rgbt.vio.sequence import CameraModel, Sequence
+from rgbt.vio.sequence import CameraModel, Sequence, require_increasing
 
-FORMATS = ("euroc", "tumvi", "kitti")
+FORMATS = ("euroc", "tumvi", "kitti", "tum", "cart")
 _GT_ASL = ("state_groundtruth_estimate0", "mocap0", "leica0", "vicon0")
 
 
@@ -42,19 +48,37 @@ def detect_format(root: str | Path) -> str:
         return "tumvi" if (mav / "mocap0").is_dir() and not (mav / "state_groundtruth_estimate0").is_dir() else "euroc"
     if (root / "image_0").is_dir() or (root / "times.txt").is_file():
         return "kitti"
-    raise EvaluationError(f"{root}: no known dataset layout: expected mav0/cam0 (EuRoC, TUM-VI) or image_0/ + "
-                          "times.txt + calib.txt (KITTI)")
+    if (root / "rgb.txt").is_file():
+        return "tum"
+    if (root / "ground_truth").is_dir() and (any(root.glob("*.bag")) or any(root.glob("*/*.bag"))):
+        return "cart"
+    raise EvaluationError(f"{root}: no known dataset layout: expected mav0/cam0 (EuRoC, TUM-VI), image_0/ + "
+                          "times.txt + calib.txt (KITTI), rgb.txt + groundtruth.txt (TUM RGB-D) or NAME.bag + "
+                          "ground_truth/ (CART)")
 
 
 def dataset_sequence(root: str | Path, fmt: str | None = None, *, ground_truth: str | Path | None = None,
-                     start_s: float = 0.0, duration_s: float = -1.0) -> Sequence:
+                     start_s: float | None = None, duration_s: float | None = None, calib: str | Path | None = None,
+                     bag_options: dict | None = None) -> Sequence:
     """The sequence in dataset folder ``root``, clipped to ``[start_s, start_s + duration_s)`` of its
-    frames (``duration_s < 0``: to the end). ``ground_truth`` overrides the folder's own file."""
+    frames (``duration_s < 0``: to the end; CART: of the bag, default its ``SEQUENCES.md`` row).
+    ``ground_truth`` overrides the folder's own file; ``calib`` is the calibration of a layout that
+    carries none (TUM RGB-D); ``bag_options`` go to the bag reader of a CART folder (stack, camera,
+    topics)."""
     fmt = fmt or detect_format(root)
+    if fmt == "cart":
+        from rgbt.vio.cart import cart_sequence
+
+        return cart_sequence(root, ground_truth=ground_truth, start_s=start_s, duration_s=duration_s,
+                             **(bag_options or {}))
+    start_s = 0.0 if start_s is None else start_s
+    duration_s = -1.0 if duration_s is None else duration_s
     if fmt in ("euroc", "tumvi"):
         seq = asl_sequence(root, ground_truth=ground_truth)
     elif fmt == "kitti":
         seq = kitti_sequence(root, ground_truth=ground_truth)
+    elif fmt == "tum":
+        seq = tum_rgbd_sequence(root, ground_truth=ground_truth, calib=calib)
     else:
         raise EvaluationError(f"{root}: unknown dataset format {fmt!r}: expected one of {FORMATS}")
     seq.meta["format"] = fmt
@@ -62,14 +86,19 @@ def dataset_sequence(root: str | Path, fmt: str | None = None, *, ground_truth: 
 
 
 def clip_sequence(seq: Sequence, start_s: float, duration_s: float) -> Sequence:
-    """``seq`` limited to frames in ``[t0 + start_s, t0 + start_s + duration_s)`` (t0: first frame;
+    """``seq`` limited to frames in ``[t0 + start_s, t0 + start_s + duration_s)`` (t0: the bag's first
+    message for bags, ``meta["clip_origin_ns"]``, like ``rosbag play -s``; else the first frame;
     ``duration_s < 0``: to the end); the IMU and ground truth keep a 1 s margin either side."""
     if start_s <= 0 and duration_s < 0:
         return seq
-    first = next(iter(seq.frames()), None)
-    if first is None:
-        raise EvaluationError(f"{seq.name}: no frames to clip")
-    lo = first[0] + int(round(max(start_s, 0.0) * 1e9))
+    if "clip_origin_ns" in seq.meta:
+        t0 = int(seq.meta["clip_origin_ns"])
+    else:
+        first = next(iter(seq.frames()), None)
+        if first is None:
+            raise EvaluationError(f"{seq.name}: no frames to clip")
+        t0 = first[0]
+    lo = t0 + int(round(max(start_s, 0.0) * 1e9))
     hi = lo + int(round(duration_s * 1e9)) if duration_s >= 0 else np.iinfo(np.int64).max
     frames_all = seq.frames
 
@@ -161,16 +190,14 @@ def asl_sequence(root: str | Path, *, ground_truth: str | Path | None = None) ->
     cam_csv = mav / "cam0" / "data.csv"
     rows = _csv_rows(cam_csv, 2, "#timestamp [ns],filename")
     images = [(row_stamp_ns(cam_csv, r, r.cells[0], "ns"), mav / "cam0" / "data" / r.cells[1]) for r in rows]
-    stamps = np.array([t for t, _ in images], dtype=np.int64)
-    if len(stamps) > 1 and np.any(np.diff(stamps) <= 0):
-        i = int(np.flatnonzero(np.diff(stamps) <= 0)[0])
-        raise EvaluationError(f"{mav / 'cam0' / 'data.csv'}: frame stamps not increasing at row {i + 2}")
+    require_increasing(cam_csv, np.array([t for t, _ in images], dtype=np.int64), "frame stamps")
     imu_path = mav / "imu0" / "data.csv"
     imu_expected = "#timestamp [ns],w_x,w_y,w_z,a_x,a_y,a_z"
     imu_rows = _csv_rows(imu_path, 7, imu_expected)
     values = np.array([row_numbers(imu_path, r, slice(1, 7), imu_expected) for r in imu_rows])
     imu = ImuData(np.array([row_stamp_ns(imu_path, r, r.cells[0], "ns") for r in imu_rows]), values[:, 0:3],
                   values[:, 3:6])
+    require_increasing(imu_path, imu.t_ns, "IMU stamps")
     gt_path = Path(ground_truth) if ground_truth else next(
         (mav / d / "data.csv" for d in _GT_ASL if (mav / d / "data.csv").is_file()), None)
     if gt_path is None:
@@ -196,7 +223,6 @@ def write_asl(seq: Sequence, root: str | Path) -> Path:
     the sequence is synthetic, so the data stays labelled wherever it lands.
     """
     import cv2
-    import yaml
 
     root = Path(root)
     cam_dir = root / "mav0" / "cam0"
@@ -207,15 +233,7 @@ def write_asl(seq: Sequence, root: str | Path) -> Path:
             name = f"{t}.png"
             cv2.imwrite(str(cam_dir / "data" / name), img)
             fh.write(f"{t},{name}\n")
-    c = seq.camera
-    sensor = {"sensor_type": "camera", "comment": f"rgbt export of {seq.name}",
-              "T_BS": {"cols": 4, "rows": 4, "data": [float(x) for x in np.asarray(c.T_imu_cam).ravel()]},
-              "rate_hz": float(seq.meta.get("rate_hz", 20.0)), "resolution": [int(c.width), int(c.height)],
-              "camera_model": "pinhole",
-              "intrinsics": [float(c.K[0, 0]), float(c.K[1, 1]), float(c.K[0, 2]), float(c.K[1, 2])],
-              "distortion_model": "radial-tangential",
-              "distortion_coefficients": [float(x) for x in c.dist[:4]]}
-    (cam_dir / "sensor.yaml").write_text(yaml.safe_dump(sensor, sort_keys=False))
+    _write_sensor_yaml(cam_dir / "sensor.yaml", seq, seq.camera.T_imu_cam)
     imu_dir = root / "mav0" / "imu0"
     imu_dir.mkdir(parents=True, exist_ok=True)
     with open(imu_dir / "data.csv", "w") as fh:
@@ -232,6 +250,21 @@ def write_asl(seq: Sequence, root: str | Path) -> Path:
             fh.write(f"{int(t)}," + ",".join(repr(float(x)) for x in (*p, *q)) + "\n")
     _mark_synthetic(root, seq)
     return root
+
+
+def _write_sensor_yaml(path: Path, seq: Sequence, T_BS: np.ndarray) -> None:
+    """The camera of ``seq`` as an ASL ``sensor.yaml`` (``T_BS`` = ``T_imu_cam``)."""
+    import yaml
+
+    c = seq.camera
+    sensor = {"sensor_type": "camera", "comment": f"rgbt export of {seq.name}",
+              "T_BS": {"cols": 4, "rows": 4, "data": [float(x) for x in np.asarray(T_BS).ravel()]},
+              "rate_hz": float(seq.meta.get("rate_hz", 20.0)), "resolution": [int(c.width), int(c.height)],
+              "camera_model": "pinhole",
+              "intrinsics": [float(c.K[0, 0]), float(c.K[1, 1]), float(c.K[0, 2]), float(c.K[1, 2])],
+              "distortion_model": "radial-tangential",
+              "distortion_coefficients": [float(x) for x in c.dist[:4]]}
+    path.write_text(yaml.safe_dump(sensor, sort_keys=False))
 
 
 # --- KITTI odometry ----------------------------------------------------------------------------------
@@ -296,25 +329,32 @@ def kitti_sequence(root: str | Path, *, ground_truth: str | Path | None = None) 
                 raise EvaluationError(f"{path}: image missing or unreadable")
             yield int(t), img, False
 
-    empty = ImuData(np.zeros(0, dtype=np.int64), np.zeros((0, 3)), np.zeros((0, 3)))
-    return Sequence(root.name, cam, frames, empty, gt, synthetic=_synthetic_flag(root),
+    return Sequence(root.name, cam, frames, _no_imu(), gt, synthetic=_synthetic_flag(root),
                     meta={"dataset": str(root), "frames": len(images), "ground_truth": str(gt_path),
                           "imu": False})
 
 
+def _no_imu() -> ImuData:
+    return ImuData(np.zeros(0, dtype=np.int64), np.zeros((0, 3)), np.zeros((0, 3)))
+
+
 def write_kitti(seq: Sequence, root: str | Path) -> Path:
-    """Write ``seq`` as a KITTI odometry folder (camera 0 only; ground truth of the camera)."""
+    """Write ``seq`` as a KITTI odometry folder (camera 0 only; ground truth of the camera).
+
+    KITTI's images are rectified and ``calib.txt`` has no distortion: frames of a camera with
+    radtan distortion are undistorted here (same ``K``, bilinear, :class:`rgbt.image.rectify.RemapTable`).
+    """
     import cv2
 
     root = Path(root)
     (root / "image_0").mkdir(parents=True, exist_ok=True)
     stamps = []
+    undistort = _undistorter(seq.camera)
     for k, (t, img, _) in enumerate(seq.frames()):
-        cv2.imwrite(str(root / "image_0" / f"{k:06d}.png"), img)
+        cv2.imwrite(str(root / "image_0" / f"{k:06d}.png"), undistort(img))
         stamps.append(int(t))
     t0 = stamps[0]
-    (root / "times.txt").write_text("".join(f"{(t - t0) // 1_000_000_000}.{(t - t0) % 1_000_000_000:09d}\n"
-                                            for t in stamps))
+    (root / "times.txt").write_text("".join(f"{ns_to_seconds_str(t - t0)}\n" for t in stamps))
     P0 = np.c_[seq.camera.K, np.zeros(3)]
     (root / "calib.txt").write_text("P0: " + " ".join(repr(float(x)) for x in P0.ravel()) + "\n")
     from rgbt.eval.tracking import interpolate
@@ -325,6 +365,87 @@ def write_kitti(seq: Sequence, root: str | Path) -> Path:
     mats = interpolate(gt_cam, held).matrices()[which]
     (root / "poses.txt").write_text("".join(" ".join(repr(float(x)) for x in m[:3, :].ravel()) + "\n" for m in mats))
     (root / "rgbt_t0_ns.txt").write_text(f"{t0}\n")  # KITTI stamps start at 0: the original epoch
+    _mark_synthetic(root, seq)
+    return root
+
+
+def _undistorter(cam: CameraModel):  # type: ignore[no-untyped-def]
+    """Frame -> the same frame undistorted with ``K`` kept (identity when ``cam`` has no distortion)."""
+    if not np.any(cam.dist):
+        return lambda img: img
+    import cv2
+
+    from rgbt.image.rectify import PinholeCamera, RemapTable
+
+    size = (int(cam.width), int(cam.height))
+    pin = PinholeCamera(np.asarray(cam.K, dtype=np.float64), np.asarray(cam.dist, dtype=np.float64), "radtan", size)
+    return RemapTable(*pin.maps(np.eye(3), pin.K, size), cv2.INTER_LINEAR)
+
+
+# --- TUM RGB-D ---------------------------------------------------------------------------------------
+
+def tum_rgbd_sequence(root: str | Path, *, ground_truth: str | Path | None = None,
+                      calib: str | Path | None = None) -> Sequence:
+    """TUM RGB-D folder ``root`` (``rgb.txt``, ``groundtruth.txt``) as a monocular sequence of the
+    colour camera, frames converted to 8-bit grayscale (16-bit mono frames, which rgbt's writer keeps
+    for thermal, pass unchanged); no IMU, the camera is its own body (``T_imu_cam = I``)."""
+    import cv2
+
+    from rgbt.vio.calibration import camera_from_file
+
+    root = Path(root)
+    rgb_txt = root / "rgb.txt"
+    expected = "timestamp[s] filename (TUM RGB-D rgb.txt)"
+    if not rgb_txt.is_file():
+        raise EvaluationError(f"{rgb_txt}: not found: expected {expected}")
+    rows = data_rows(rgb_txt, None)
+    check_rows(rgb_txt, rows, 2, expected)
+    images = [(row_stamp_ns(rgb_txt, r, r.cells[0], "s"), root / r.cells[1]) for r in rows]
+    require_increasing(rgb_txt, np.array([t for t, _ in images], dtype=np.int64), "frame stamps")
+    cal = Path(calib) if calib else root / "sensor.yaml"
+    if not cal.is_file():
+        raise EvaluationError(f"{cal}: camera calibration not found: a TUM RGB-D folder carries none; expected "
+                              "sensor.yaml (ASL format) beside rgb.txt, or --calib FILE (Kalibr / ASL / VINS)")
+    cam = camera_from_file(cal)
+    gt_path = Path(ground_truth) if ground_truth else root / "groundtruth.txt"
+    if not gt_path.is_file():
+        raise EvaluationError(f"{gt_path}: ground truth not found: expected TUM groundtruth.txt "
+                              "(t tx ty tz qx qy qz qw) or --ground-truth FILE")
+    gt = load_trajectory(gt_path, "tum")
+
+    def frames() -> Iterator[tuple[int, np.ndarray, bool]]:
+        for t, path in images:
+            img = cv2.imread(str(path), cv2.IMREAD_UNCHANGED)
+            if img is None:
+                raise EvaluationError(f"{path}: image missing or unreadable (listed in {rgb_txt})")
+            if img.ndim == 3:
+                img = cv2.cvtColor(img, cv2.COLOR_BGRA2GRAY if img.shape[2] == 4 else cv2.COLOR_BGR2GRAY)
+            yield t, img, False
+
+    cam.T_imu_cam, cam.td_s = np.eye(4), 0.0
+    return Sequence(root.name, cam, frames, _no_imu(), gt, synthetic=_synthetic_flag(root),
+                    meta={"dataset": str(root), "frames": len(images), "ground_truth": str(gt_path),
+                          "calibration": str(cal), "imu": False})
+
+
+def write_tum_rgbd(seq: Sequence, root: str | Path) -> Path:
+    """Write ``seq`` as a TUM RGB-D folder: ``rgb/<t>.png`` (RGB frames as colour PNG, mono as is,
+    16-bit kept 16-bit), ``rgb.txt`` and ``groundtruth.txt`` (TUM, ``T_world_cam`` at the ground
+    truth's own stamps) with stamps printed exactly from int ns, and ``sensor.yaml`` (ASL format,
+    ``T_BS = I``: TUM RGB-D has no IMU)."""
+    import cv2
+
+    root = Path(root)
+    (root / "rgb").mkdir(parents=True, exist_ok=True)
+    lines = ["# color images (rgbt export)", "# timestamp filename"]
+    for t, img, _ in seq.frames():
+        stamp = ns_to_seconds_str(int(t))
+        name = f"rgb/{stamp}.png"
+        cv2.imwrite(str(root / name), cv2.cvtColor(img, cv2.COLOR_RGB2BGR) if img.ndim == 3 else img)
+        lines.append(f"{stamp} {name}")
+    (root / "rgb.txt").write_text("\n".join(lines) + "\n")
+    seq.ground_truth_camera().save_tum(root / "groundtruth.txt")
+    _write_sensor_yaml(root / "sensor.yaml", seq, np.eye(4))
     _mark_synthetic(root, seq)
     return root
 

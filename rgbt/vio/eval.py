@@ -29,24 +29,30 @@ class EvalOptions:
     ``normalization`` in :data:`rgbt.vio.feed.NORMALIZATIONS`; ``drop_frozen`` (None: per mode);
     ``primary_align``: alignment of the headline ``ate_rmse`` (None: sim3 for monocular, se3 with
     IMU); ``rpe_delta_m``; ``vocab`` path; ``features`` ORB per frame; ``pace``: 1 = feed in real
-    time (default, like a live camera), 0 = as fast as possible."""
+    time (default, like a live camera), 0 = as fast as possible; ``gt_offset_auto``: estimate the
+    ground-truth clock offset from run 0 (:func:`rgbt.vio.ground_truth.estimate_time_offset`) and
+    score every run with it.
+
+    ``normalization`` ``None`` (default) goes by bit depth: 16-bit thermal through ``temporal``,
+    8-bit frames to the estimator unnormalized. A mode named for an 8-bit stream is an error."""
 
     estimator: str = "orbslam3"
     inertial: bool = False
     runs: int = 3
     rate_hz: float = 20.0
-    normalization: str = "temporal"
+    normalization: str | None = None
     drop_frozen: bool | None = None
     primary_align: str | None = None
     rpe_delta_m: float = 10.0
     vocab: str | None = None
     features: int = 1500
     pace: float = 1.0
+    gt_offset_auto: bool = False
 
     def __post_init__(self) -> None:
         if self.estimator not in ESTIMATORS:
             raise EvaluationError(f"estimator {self.estimator!r}: expected one of {ESTIMATORS}")
-        if self.normalization not in NORMALIZATIONS:
+        if self.normalization is not None and self.normalization not in NORMALIZATIONS:
             raise EvaluationError(f"normalization {self.normalization!r}: expected one of {NORMALIZATIONS}")
         if self.runs < 1:
             raise EvaluationError(f"runs {self.runs}: expected >= 1")
@@ -95,6 +101,7 @@ class VioEvalResult:
             "align": align,
             "input": self.meta.get("dataset") or self.meta.get("bag") or self.meta.get("trajectory") or self.sequence,
             "ground_truth": self.meta.get("ground_truth"),
+            "status": self.meta.get("status", "ran"),
             "initialised": [bool("metrics" in r and r["metrics"].get("time_to_init_s") is not None)
                             for r in self.runs],
             "runs": self.runs,
@@ -116,10 +123,30 @@ class VioEvalResult:
         return out
 
 
+def feed_normalization(seq: Sequence, requested: str | None) -> tuple[str, int]:
+    """``(mode, bits)`` for ``seq``'s frames: 16-bit thermal goes through ``requested`` (default
+    ``temporal``); 8-bit frames go to the estimator unnormalized, and a mode requested for them is an
+    error naming the source (its normalization would do nothing: the data is already 8-bit)."""
+    first = next(iter(seq.frames()), None)
+    if first is None:
+        raise EvaluationError(f"{seq.name}: no camera frames")
+    bits = 8 * first[1].dtype.itemsize
+    if bits == 16:
+        return requested or "temporal", 16
+    if requested is not None:
+        source = seq.meta.get("camera_topic") or seq.meta.get("dataset") or seq.name
+        where = f"{seq.meta.get('bag')}: topic {source}" if seq.meta.get("bag") else str(source)
+        raise EvaluationError(f"{where}: frames are {bits}-bit ({first[1].dtype}) but --normalization {requested} "
+                              "was asked for: normalization is for 16-bit thermal counts; expected no "
+                              "--normalization (8-bit frames go to the estimator unnormalized) or a 16-bit stream")
+    return "temporal", bits  # the mode is never applied to 8-bit frames (ThermalToMono8 passes them)
+
+
 def build_feed(seq: Sequence, opts: EvalOptions, progress: Any = None) -> list[FeedFrame]:
     """The normalized, rate-selected feed of ``seq`` (kept in memory so every run sees the same)."""
     feed = []
-    for f in prepare_feed(seq.frames(), opts.normalization, opts.rate_hz, opts.drop_frozen):
+    mode, _ = feed_normalization(seq, opts.normalization)
+    for f in prepare_feed(seq.frames(), mode, opts.rate_hz, opts.drop_frozen):
         feed.append(f)
         if progress is not None:
             progress()
@@ -196,30 +223,52 @@ def _imu_rate(seq: Sequence) -> float:
     return float(1e9 / np.median(np.diff(t))) if len(t) > 1 else 200.0
 
 
+def estimator_unavailable(name: str) -> str | None:
+    """Why ``name`` cannot run here (not installed / not replayable yet), or ``None`` when it can."""
+    if name == "orbslam3":
+        return None
+    from rgbt.vio.runners import detect
+
+    info = detect(name)
+    if not info.installed:
+        return f"not installed: {info.reason}"
+    return ("not replayable yet: installed, but replaying a sequence into it needs the ROS 2 VIO bridge, which "
+            "`rgbt vio eval` does not start yet (`rgbt vio estimators` gives its command line)")
+
+
 def evaluate_sequence(seq: Sequence, opts: EvalOptions, show_progress: bool = False,
                       log_dir: str | Path | None = None) -> VioEvalResult:
     """Run ``opts.runs`` times and score each run; a run that fails keeps the others. With
-    ``log_dir`` each run's ORB-SLAM3 log is kept as ``log_dir/run<k>/orbslam3.log``."""
+    ``log_dir`` each run's ORB-SLAM3 log is kept as ``log_dir/run<k>/orbslam3.log``.
+
+    An estimator that cannot run here (not installed, no wheel for the platform) gives a result
+    with no runs and ``status`` saying why (a table cell, not an error). ``opts.gt_offset_auto``:
+    the ground-truth clock offset is estimated from run 0's poses and every run scored with it."""
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-    from rgbt.bench.timing import summarize_ms
-
     if opts.inertial and len(seq.imu) < 2:
         raise EvaluationError(f"{seq.name}: --inertial needs IMU samples and this sequence has none "
-                              "(KITTI odometry has no IMU): expected a monocular run")
-    if opts.estimator != "orbslam3":  # fail before any work: VINS / OpenVINS need ROS 2 + the bridge
-        from rgbt.vio.runners import require_installed
-
-        require_installed(opts.estimator)
-        raise EvaluationError(f"{opts.estimator} is installed, but replaying a bag into it needs the ROS 2 VIO "
-                              "bridge (rgbt.ros), which this command does not start yet; use "
-                              "`rgbt vio estimators` for the exact command line")
+                              f"({seq.meta.get('format', 'this layout')} has no IMU): expected a monocular run")
+    mode, bits = feed_normalization(seq, opts.normalization)
+    result = VioEvalResult(seq.name, seq.synthetic,
+                           {**asdict(opts), "align": opts.align,
+                            "normalization": mode if bits == 16 else f"none ({bits}-bit frames)"},
+                           meta=dict(seq.meta))
     position_only = seq.ground_truth.position_only
+    result.meta["ground_truth"] = {
+        "source": str(seq.meta.get("ground_truth", seq.ground_truth.name)), "position_only": position_only,
+        "poses": len(seq.ground_truth), "offset_s": float(seq.meta.get("gt_offset_s") or 0.0),
+        "offset_method": seq.meta.get("gt_offset_method", "none given (0 s; --gt-offset S or auto)"),
+        **({"note": "positions only (identity orientations): RPE rotation not scored; camera scored at the "
+                    "IMU position (lever arm not applied)"} if position_only else {})}
+    unavailable = estimator_unavailable(opts.estimator)
+    if unavailable is not None:  # fail before any work, as a result: the other cells of the table still run
+        result.meta["status"] = unavailable
+        return result
     # Positions-only ground truth has no orientation to carry the IMU->camera lever arm: score the
     # camera against the body positions (the lever arm, centimetres, is left in the error; said so).
     gt_cam = seq.ground_truth if position_only else seq.ground_truth_camera()
-    result = VioEvalResult(seq.name, seq.synthetic, {**asdict(opts), "align": opts.align}, meta=dict(seq.meta))
     import os
 
     # ORB-SLAM3 writes to fds 1 and 2 (captured into its log while it runs); the bars keep their own fd
@@ -227,42 +276,85 @@ def evaluate_sequence(seq: Sequence, opts: EvalOptions, show_progress: bool = Fa
     with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
                   console=Console(file=bar_stream, stderr=bar_stream is None), disable=not show_progress,
                   transient=True) as bar:
-        task = bar.add_task(f"feed {seq.name} ({opts.normalization})", total=None)
+        task = bar.add_task(f"feed {seq.name} ({result.options['normalization']})", total=None)
         feed = build_feed(seq, opts, progress=lambda: bar.advance(task))
         result.meta.update(feed_frames=len(feed), skipped_frozen=sum(f.frozen for f in feed),
                            ffc_truth_frames=sum(f.ffc_truth for f in feed))
-        result.meta["ground_truth"] = {
-            "source": str(seq.meta.get("ground_truth", seq.ground_truth.name)), "position_only": position_only,
-            "poses": len(gt_cam),
-            **({"note": "positions only (identity orientations): RPE rotation not scored; camera scored at the "
-                        "IMU position (lever arm not applied)"} if position_only else {})}
         _require_overlap(seq.name, feed[0].t_ns, feed[-1].t_ns, gt_cam)
+        done: list[tuple[int, Any, float]] = []  # (run, run output or error text, wall s)
         for k in range(opts.runs):
             task = bar.add_task(f"{opts.estimator} run {k + 1}/{opts.runs}", total=len(feed))
             t0 = time.perf_counter()
+            log = None
+            if log_dir is not None:
+                (Path(log_dir) / f"run{k}").mkdir(parents=True, exist_ok=True)
+                log = str(Path(log_dir) / f"run{k}" / "orbslam3.log")
             try:
-                log = None
-                if log_dir is not None:
-                    (Path(log_dir) / f"run{k}").mkdir(parents=True, exist_ok=True)
-                    log = str(Path(log_dir) / f"run{k}" / "orbslam3.log")
-                run = _run_once(seq, feed, opts, advance=lambda: bar.advance(task), log_path=log)
-                frames = [RunFrame(f.t_ns, f.tracked, f.pose, f.map) for f in run.frames]
-                metrics = score_run(frames, gt_cam, rpe_delta_m=opts.rpe_delta_m)
+                done.append((k, _run_once(seq, feed, opts, advance=lambda: bar.advance(task), log_path=log),
+                             time.perf_counter() - t0))
             except EvaluationError as exc:  # keep the other runs: report this one as failed
-                result.runs.append({"run": k, "error": str(exc), "wall_s": time.perf_counter() - t0})
-                result.frames_per_run.append([])
-                continue
-            lat = [f.latency_ns for f in run.frames if f.state != "SKIPPED_FROZEN"]
-            fed = len(lat)
-            result.runs.append({
-                "run": k, "sensor": run.sensor, "metrics": metrics, "resets": run.resets,
-                "map_changes": run.map_changes,
-                "frames_fed": fed, "fps": float(fed / (sum(lat) / 1e9)) if sum(lat) else None,
-                "latency_ms": summarize_ms(lat), "wall_s": time.perf_counter() - t0,
-                "imu_initialized_s": _first_imu_ready(run), "stopped": run.stopped, "log": run.log_path,
-            })
-            result.frames_per_run.append(run.frames)
+                done.append((k, str(exc), time.perf_counter() - t0))
+    if opts.gt_offset_auto:
+        gt_cam = _apply_estimated_offset(result, done, gt_cam, opts.align)
+    for k, run, wall in done:
+        _score_into(result, k, run, wall, gt_cam, opts)
     return result
+
+
+def _apply_estimated_offset(result: VioEvalResult, done: list, gt_cam: Trajectory, align: str) -> Trajectory:
+    """Estimate the ground-truth clock offset from the first run with a tracked segment; record it in
+    ``result.meta["ground_truth"]`` and return the shifted ground truth (unchanged if none can be)."""
+    from rgbt.vio.ground_truth import estimate_time_offset, shift_ground_truth
+
+    info = result.meta["ground_truth"]
+    for k, run, _ in done:
+        if isinstance(run, str):
+            continue
+        tracked = [f for f in run.frames if f.tracked and f.pose is not None]
+        if not tracked:
+            continue
+        maps = [f.map for f in tracked]
+        longest = max(set(maps), key=maps.count)
+        seg = [f for f in tracked if f.map == longest]
+        try:
+            est = estimate_time_offset(np.array([f.t_ns for f in seg]), np.stack([f.pose[:3, 3] for f in seg]),
+                                       gt_cam, align=align)
+        except EvaluationError as exc:
+            info.update(offset_method=f"estimation failed: {exc}")
+            return gt_cam
+        est["method"] = est["method"].replace("run 0", f"run {k}")
+        total = info["offset_s"] + est["offset_s"]
+        info.update(offset_s=total, offset_method=est["method"], offset_estimate=est)
+        return shift_ground_truth(gt_cam, est["offset_s"])
+    info.update(offset_method="estimation failed: no run tracked a pose")
+    return gt_cam
+
+
+def _score_into(result: VioEvalResult, k: int, run: Any, wall: float, gt_cam: Trajectory, opts: EvalOptions) -> None:
+    """Score one finished run (or record its error) into ``result``."""
+    from rgbt.bench.timing import summarize_ms
+
+    if isinstance(run, str):
+        result.runs.append({"run": k, "error": run, "wall_s": wall})
+        result.frames_per_run.append([])
+        return
+    frames = [RunFrame(f.t_ns, f.tracked, f.pose, f.map) for f in run.frames]
+    try:
+        metrics = score_run(frames, gt_cam, rpe_delta_m=opts.rpe_delta_m)
+    except EvaluationError as exc:
+        result.runs.append({"run": k, "error": str(exc), "wall_s": wall})
+        result.frames_per_run.append([])
+        return
+    lat = [f.latency_ns for f in run.frames if f.state != "SKIPPED_FROZEN"]
+    fed = len(lat)
+    result.runs.append({
+        "run": k, "sensor": run.sensor, "metrics": metrics, "resets": run.resets,
+        "map_changes": run.map_changes,
+        "frames_fed": fed, "fps": float(fed / (sum(lat) / 1e9)) if sum(lat) else None,
+        "latency_ms": summarize_ms(lat), "wall_s": wall,
+        "imu_initialized_s": _first_imu_ready(run), "stopped": run.stopped, "log": run.log_path,
+    })
+    result.frames_per_run.append(run.frames)
 
 
 def _require_overlap(name: str, first_ns: int, last_ns: int, gt: Trajectory) -> None:

@@ -157,6 +157,16 @@ class ThermalToMono8:
         return _to_u8((frame.astype(np.float32) - np.float32(lo)) * np.float32(scale)), False
 
 
+def to_mono(image: np.ndarray) -> np.ndarray:
+    """HxWx3 RGB (``rgb8``, as a debayered colour camera gives) -> HxW mono of the same dtype; a mono
+    image is returned as is."""
+    if image.ndim == 3:
+        import cv2
+
+        return cv2.cvtColor(image, cv2.COLOR_RGB2GRAY)
+    return image
+
+
 @dataclass
 class FeedFrame:
     """One frame for the estimator: ``t_ns`` (camera trigger time), ``image`` mono8 HxW, ``index``
@@ -192,7 +202,7 @@ class FeedBridge:
         if not self.selector.keep(int(t_ns)):
             self.counters["thinned"] += 1
             return None
-        img, frozen = self.conv(frame, int(t_ns))
+        img, frozen = self.conv(to_mono(frame), int(t_ns))
         drop = bool(frozen and self.drop_frozen)
         self.counters["frozen_dropped" if drop else "out"] += 1
         return FeedFrame(int(t_ns), img, self._index, frozen=drop, ffc_truth=bool(ffc_truth))
@@ -304,11 +314,7 @@ class StreamFeed:
             self.counters["stale"] += 1
             return None
         self._last_in = t_ns
-        if image.ndim == 3:
-            import cv2
-
-            image = cv2.cvtColor(image, cv2.COLOR_RGB2GRAY)
-        mono8, frozen = self.conv(image, t_ns)
+        mono8, frozen = self.conv(to_mono(image), t_ns)
         if not self.grid.on_grid(t_ns):
             self.counters["thinned"] += 1
             return None

@@ -44,7 +44,9 @@ def markdown_table(results: list[dict]) -> str:
         for e, m in cols:
             match = [r for r in results if r["sequence"] == s and f"{r['estimator']} {r['sensor']}" == e
                      and r.get("modality", "thermal") == m]
-            if match:
+            if match and match[0].get("status", "ran") != "ran":
+                cells.append(match[0]["status"].split(":")[0])  # e.g. "not installed" (reason in the JSON)
+            elif match:
                 r = match[0]
                 cells.append(_cell(r["ate_rmse"], r["tracked_fraction_stats"], r["ate_full_rmse"],
                                    [ok for ok, run in zip(r.get("initialised", []), r["runs"]) if "error" not in run]))
@@ -57,6 +59,8 @@ def markdown_table(results: list[dict]) -> str:
                      f"| {label} | " + " | ".join(cells) + " | — |")
     align = ", ".join(sorted({r["align"] for r in results}))
     lines.append("")
+    for est, status in sorted({(r["estimator"], r["status"]) for r in results if r.get("status", "ran") != "ran"}):
+        lines.append(f"{est}: {status}.")
     lines.append(f"ATE: RMSE in metres, {align} alignment per map segment, mean ± std over runs; "
                  "full: the full-sequence score (untracked frames hold the last estimate); [tracked fraction].")
     return "\n".join(lines)
@@ -121,7 +125,8 @@ def plot_run(frames, gt_camera, out_dir: str | Path, align: str = "sim3", title:
 
 def csv_rows(results: list[dict]) -> str:
     """One CSV row per (sequence, estimator, sensor, modality): ATE over runs, tracked fraction,
-    runs initialised / failed, FPS (the same numbers as the Markdown table, for spreadsheets)."""
+    runs initialised / failed, FPS, status (ran / not installed ...) and the command that reproduces
+    the cell (the same numbers as the Markdown table, for spreadsheets)."""
     import csv
     import io
 
@@ -129,10 +134,10 @@ def csv_rows(results: list[dict]) -> str:
     w = csv.writer(buf)
     w.writerow(["sequence", "synthetic", "estimator", "sensor", "modality", "align", "ate_rmse_mean_m",
                 "ate_rmse_std_m", "ate_full_rmse_mean_m", "tracked_fraction", "runs", "runs_initialised",
-                "runs_failed", "fps"])
+                "runs_failed", "fps", "status", "command"])
     for r in results:
         w.writerow([r["sequence"], r["synthetic"], r["estimator"], r["sensor"], r.get("modality", "thermal"),
                     r["align"], r["ate_rmse"]["mean"], r["ate_rmse"]["std"], r["ate_full_rmse"]["mean"],
                     r["tracked_fraction"], len(r["runs"]), sum(r.get("initialised", [])), r["failed_runs"],
-                    r.get("fps")])
+                    r.get("fps"), r.get("status", "ran"), r.get("command", "")])
     return buf.getvalue()

@@ -162,17 +162,26 @@ def _render_sequence(name: str, flight, duration_s: float, rate_hz: float, imu_r
 
 def bag_sequence(bag_path: str | Path, stack_path: str | Path | None = None, camera: str = "thermal",
                  ground_truth: str | Path | None = None, td_s: float | None = None,
-                 ground_truth_topic: str | None = None, gt_offset_s: float = 0.0) -> Sequence:
-    """A sequence from a bag written by ``rgbt simulate`` (or a recording with a ground truth file).
+                 ground_truth_topic: str | None = None, gt_offset_s: float = 0.0, *,
+                 camera_topic: str | None = None, imu_topic: str | None = None) -> Sequence:
+    """A sequence from a bag (ROS 1 or ROS 2): ``rgbt simulate`` output, our recordings, or a foreign
+    bag such as CART's ROS 1 bags.
 
-    Frames: the stack camera's topic (stamps: ``header.stamp``, the trigger time); IMU: the stack IMU
-    topic (``header.stamp``); ground truth: ``ground_truth_imu.tum`` beside the bag (TUM, world <- IMU)
-    unless given (``ground_truth`` a TUM file, or ``ground_truth_topic`` a pose / odometry / NavSatFix
-    topic of the bag itself, see :mod:`rgbt.vio.ground_truth`; ``gt_offset_s`` is added to the
-    ground-truth stamps). ``td_s`` defaults to the stack's (the simulator renders frame content at
-    ``t_trigger + td_s``, like the real offset). Calibration: the camera's own intrinsics and distortion
-    for simulated bags (what the simulator rendered with), the stack's ``vio`` override for real ones.
+    Frames: ``camera_topic``, else the stack camera's topic, else its name in CART's released bags
+    (:data:`rgbt.bag.renames.CART_ROS1_NAMES`) (stamps: ``header.stamp``, the trigger time); IMU:
+    ``imu_topic``, else the stack IMU topic (``header.stamp``); ground truth: ``ground_truth_imu.tum``
+    beside the bag (TUM, world <- IMU) unless given (``ground_truth`` a TUM file, or
+    ``ground_truth_topic`` a pose / odometry / NavSatFix topic of the bag itself, see
+    :mod:`rgbt.vio.ground_truth`; ``gt_offset_s`` is added to the ground-truth stamps). ``td_s``
+    defaults to the stack's (the simulator renders frame content at ``t_trigger + td_s``, like the
+    real offset). Calibration: the camera's own intrinsics and distortion for simulated bags (what
+    the simulator rendered with), the stack's ``vio`` override for real ones.
+
+    Bit depth: a stack camera declared 16-bit (``mono16``, thermal counts) whose topic carries 8-bit
+    frames is an error unless ``camera_topic`` names that topic explicitly (8-bit frames then go to
+    the estimator unnormalized).
     """
+    from rgbt.bag.renames import CART_ROS1_NAMES
     from rgbt.eval.trajectory import load_trajectory
     from rgbt.stack import load_stack
 
@@ -189,7 +198,11 @@ def bag_sequence(bag_path: str | Path, stack_path: str | Path | None = None, cam
     spec = stack.cameras[camera]
     t, g, a = [], [], []
     with open_bag(bag_path) as reader:
-        synthetic = reader.metadata.get("rgbt.synthetic", "false").lower() == "true"
+        synthetic = reader.synthetic
+        cam_topic = _pick_topic(bag_path, reader.topics, camera_topic, [spec.topic, CART_ROS1_NAMES.get(spec.topic)],
+                                "--camera-topic", f"camera {camera!r}", "sensor_msgs/msg/Image")
+        imu_name = _pick_topic(bag_path, reader.topics, imu_topic, [stack.imu.topic], "--imu-topic", "IMU",
+                               "sensor_msgs/msg/Imu")
         if ground_truth_topic:
             from rgbt.vio.ground_truth import ground_truth_from_bag
 
@@ -204,15 +217,21 @@ def bag_sequence(bag_path: str | Path, stack_path: str | Path | None = None, cam
             if gt_offset_s:
                 gt = Trajectory(gt.t_ns + int(round(gt_offset_s * 1e9)), gt.positions, gt.quat_wxyz, name=gt.name)
             gt_source = str(gt_path)
-        for topic in (spec.topic, stack.imu.topic):
-            if topic not in reader.topics:
-                raise EvaluationError(f"{bag_path}: topic {topic} missing (has {sorted(reader.topics)})")
-        for rec in reader.messages(topics=[stack.imu.topic]):
+        for rec in reader.messages(topics=[imu_name]):
             m = rec.msg
             t.append(stamp_to_ns(m.header.stamp))
             g.append((m.angular_velocity.x, m.angular_velocity.y, m.angular_velocity.z))
             a.append((m.linear_acceleration.x, m.linear_acceleration.y, m.linear_acceleration.z))
-    imu = ImuData(np.array(t), np.array(g), np.array(a))
+        first = next(reader.messages(topics=[cam_topic]), None)
+        encoding = str(first.msg.encoding) if first is not None else None
+        bag_start_ns = reader.start_ns
+    if encoding is not None and camera_topic is None and spec.encoding == "mono16" and encoding != "mono16":
+        raise EvaluationError(f"{bag_path}: topic {cam_topic} carries {encoding} frames but camera {camera!r} is "
+                              f"declared mono16 (16-bit thermal counts, normalized for the estimator): expected "
+                              f"mono16, or name the 8-bit stream with --camera-topic {cam_topic} to feed it "
+                              "unnormalized")
+    imu = ImuData(np.array(t, dtype=np.int64), np.array(g).reshape(-1, 3), np.array(a).reshape(-1, 3))
+    require_increasing(f"{bag_path}:{imu_name}", imu.t_ns, "IMU header stamps")
     calib = spec if synthetic else spec.vio_calibration()
     if calib.distortion.model not in ("radtan", "none"):
         raise EvaluationError(f"camera {camera}: distortion model {calib.distortion.model!r}: expected radtan or none")
@@ -225,15 +244,54 @@ def bag_sequence(bag_path: str | Path, stack_path: str | Path | None = None, cam
     def frames() -> Iterator[tuple[int, np.ndarray, bool]]:
         from rgbt.bag.images import image_to_numpy
 
+        last = None
         with open_bag(bag_path) as r:
-            for rec in r.messages(topics=[spec.topic]):
+            for rec in r.messages(topics=[cam_topic]):
                 m = rec.msg
                 stamp = stamp_to_ns(m.header.stamp)
+                if last is not None and stamp <= last:
+                    raise EvaluationError(f"{bag_path}: topic {cam_topic}: header stamp {stamp} ns "
+                                          f"{'repeats' if stamp == last else 'goes back from'} {last} ns: "
+                                          "expected strictly increasing frame stamps")
+                last = stamp
                 yield stamp, image_to_numpy(m), False
 
     n = stack.imu.vio_noise_or_noise()  # tuned VIO values (datasheet ones make ORB-SLAM3's IMU init collapse)
     return Sequence(bag_path.name, cam, frames, imu, gt, synthetic=synthetic,
                     stack_yaml=str(stack_path) if stack_path else None,
                     imu_noise=(n.gyr_n, n.acc_n, n.gyr_w, n.acc_w),
-                    meta={"bag": str(bag_path), "synthetic": synthetic, "camera_topic": spec.topic,
+                    meta={"bag": str(bag_path), "synthetic": synthetic, "camera_topic": cam_topic,
+                          "imu_topic": imu_name, "encoding": encoding, "clip_origin_ns": bag_start_ns,
                           "ground_truth": gt_source, "gt_offset_s": gt_offset_s})
+
+
+def _pick_topic(bag_path: Path, topics: dict, given: str | None, candidates: list[str | None], option: str,
+                what: str, msgtype: str) -> str:
+    """``given`` if the bag has it, else the first candidate it has; an error naming the bag, the
+    topics it has of ``msgtype`` and the option to pass otherwise."""
+    have = sorted(n for n, info in topics.items() if info.msgtype == msgtype)
+    if given is not None:
+        if given not in topics:
+            raise EvaluationError(f"{bag_path}: no topic {given} ({option}): expected one of its {msgtype} topics "
+                                  f"{have}")
+        if topics[given].msgtype != msgtype:
+            raise EvaluationError(f"{bag_path}: topic {given} ({option}) is {topics[given].msgtype}: expected "
+                                  f"{msgtype}")
+        return given
+    for name in candidates:
+        if name and name in topics:
+            return name
+    raise EvaluationError(f"{bag_path}: {what} topic {candidates[0]} missing (its {msgtype} topics: {have}): "
+                          f"expected the stack's topic, or name one with {option}")
+
+
+def require_increasing(source: str | Path, t_ns: np.ndarray, what: str) -> None:
+    """An error naming ``source`` and the first offending index if ``t_ns`` repeats or goes back."""
+    t_ns = np.asarray(t_ns)
+    if len(t_ns) > 1:
+        bad = np.flatnonzero(np.diff(t_ns) <= 0)
+        if bad.size:
+            i = int(bad[0])
+            kind = "duplicate" if t_ns[i + 1] == t_ns[i] else "unsorted"
+            raise EvaluationError(f"{source}: {kind} {what}: entry {i + 1} ({int(t_ns[i + 1])} ns) after "
+                                  f"{int(t_ns[i])} ns: expected strictly increasing stamps")

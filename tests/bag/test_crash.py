@@ -147,3 +147,28 @@ def test_close_from_a_signal_handler_mid_stream(tmp_path: Path) -> None:
     assert w.closed and n > 0
     assert all(scan_mcap(f).finished for f in (tmp_path / "alarm").glob("*.mcap"))
     assert _numbers(tmp_path / "alarm") == list(range(n))
+
+
+def test_recover_keeps_a_file_named_after_its_folder(tmp_path: Path) -> None:
+    """A bag folder ``X`` holding an unfinished ``X.mcap`` (the name ``ros2 bag record`` tools and
+    users give): recovery salvages it in place. It used to delete it (the MCAP writer created its
+    file under the folder's name and removed what was there)."""
+    from rgbt.bag import BagWriter
+    from rgbt.bag.types import ros2_typestore
+
+    String = ros2_typestore().types["std_msgs/msg/String"]
+    src = tmp_path / "src"
+    w = BagWriter(src, chunk_size_bytes=1000, fsync=False)
+    w.add_topic("/n", "std_msgs/msg/String")
+    for i in range(200):
+        w.write_msg("/n", 1_000 + i, String(f"{i:08d}" + "y" * 100))
+    w.close()
+    bag = tmp_path / "X"
+    bag.mkdir()
+    data = next(src.glob("*.mcap")).read_bytes()
+    (bag / "X.mcap").write_bytes(data[: len(data) * 2 // 3])  # cut: no summary, a partial chunk
+    result = recover_bag(bag)
+    assert (bag / "X.mcap").exists() and scan_mcap(bag / "X.mcap").finished
+    kept = result["recovered"]["X.mcap"]
+    assert 0 < kept < 200 and _numbers(bag) == list(range(kept))
+    assert sorted(p.name for p in bag.iterdir()) == ["X.mcap", "metadata.yaml"]

@@ -135,3 +135,46 @@ def test_replay_of_a_simulated_bag(tmp_path: Path) -> None:
         pairs.append((gt, stage.process(thermal).class_ids))
     assert len(pairs) == 10
     assert independent_miou(pairs)[0] == pytest.approx(seg["miou"], abs=1e-6)
+
+
+def test_fusion_score_pairs_fused_maps_with_the_colour_labels_of_their_trigger() -> None:
+    """``rgbt.demo.evaluate.fusion``: a fused map is scored against the colour camera's label map at
+    the same trigger, rectified onto the fusion canvas. SYNTHETIC labels: random class blocks."""
+    from types import SimpleNamespace
+
+    from rgbt.demo.evaluate import fusion
+    from rgbt.demo.scan import Scan
+    from rgbt.image.rectify import RectifyOptions, RgbtRectifier
+    from rgbt.paths import REPO_ROOT
+    from rgbt.stack import load_stack
+
+    stack = load_stack()
+    color = stack.cameras["color"]
+    thermal_t = np.arange(0, 20, dtype=np.int64) * 16_666_667  # 60 Hz triggers
+    color_t = thermal_t[::2]  # colour at every second trigger
+
+    def label(camera: str, seq: int) -> np.ndarray:  # blocks of classes 2..9, different per frame
+        assert camera == "color"
+        blocks = np.random.default_rng(seq).integers(2, 10, (6, 10), dtype=np.uint8)
+        return np.kron(blocks, np.ones((color.height // 6, color.width // 10), np.uint8))
+
+    truth = SimpleNamespace(sim=SimpleNamespace(frame_times=lambda cam: color_t if cam == "color" else thermal_t),
+                            label=label)
+    rect = RgbtRectifier.from_stack(stack, "color_thermal", RectifyOptions(interpolation="nearest"))
+    offset = 10**18
+    stamps = [offset + int(t) for t in color_t[:5]]  # fused at colour triggers
+    thermal_seq = {offset + int(t): k for k, t in enumerate(thermal_t)}
+    perfect = {s: rect.rectify_image(label("color", k), 0) for k, s in enumerate(stamps)}
+    scan = Scan(Path("x"), True, offset, 1.0, {}, stack.cameras["thermal"].topic)
+    scan.fusion_stamp = np.array(stamps, np.int64)
+    scan.fusion_log = scan.fusion_stamp + 30_000_000  # 30 ms trigger -> recorder
+    scan.fusion_masks = perfect
+    model = REPO_ROOT / "engines" / "fusion_late_tiny.onnx"
+    good = fusion(scan, truth, thermal_seq, stack, model)
+    assert good["miou"] == pytest.approx(1.0) and good["n_eval_frames"] == 5 and good["frames_fused"] == 5
+    assert good["p50_ms"] == pytest.approx(30.0) and good["fps"] == pytest.approx(30.0, rel=1e-3)
+    # the maps of the wrong trigger (shifted by one colour frame) score lower
+    scan.fusion_masks = {s: perfect[stamps[(i + 1) % 5]] for i, s in enumerate(stamps)}
+    assert fusion(scan, truth, thermal_seq, stack, model)["miou"] < 0.5
+    empty = Scan(Path("x"), True, offset, 1.0, {}, stack.cameras["thermal"].topic)
+    assert fusion(empty, truth, thermal_seq, stack, model)["fps"] is None

@@ -21,8 +21,9 @@ OFFLINE = ("evo", "matplotlib", "scipy", "pyorbslam3")
 ONBOARD_MODULES = (
     "rgbt.cli", "rgbt.stack", "rgbt.sync", "rgbt.geometry", "rgbt.paths", "rgbt.image", "rgbt.calib",
     "rgbt.sensors.boson", "rgbt.sensors.mavlink", "rgbt.sensors.ubx", "rgbt.sensors.vn100",
-    "rgbt.sensors.trigger", "rgbt.bag", "rgbt.seg.stage", "rgbt.seg.backend", "rgbt.ros.mavlink_io",
-    "rgbt.ros.profile",
+    "rgbt.sensors.trigger", "rgbt.bag", "rgbt.seg.stage", "rgbt.seg.backend", "rgbt.hostclock",
+    "rgbt.timeref", "rgbt.ros.profile", "rgbt.bag.extract", "rgbt.bag.video", "rgbt.bag.annotate",
+    "rgbt.bag.pairs",
 )
 
 _BLOCKER = textwrap.dedent("""
@@ -62,8 +63,8 @@ def test_onboard_modules_import_without_offline_extras(tmp_path: Path) -> None:
 
 def test_attitude_without_scipy(tmp_path: Path) -> None:
     proc = _python("""
-        from rgbt.ros.mavlink_io import _ned_frd_to_enu_flu
-        print(_ned_frd_to_enu_flu(1.0, 0.0, 0.0, 0.0))
+        from rgbt.sensors.mavlink import attitude_enu_flu
+        print(attitude_enu_flu(0.0, 0.0, 0.0))
     """, OFFLINE, tmp_path)
     assert proc.returncode == 0, proc.stderr
     x, y, z, w = eval(proc.stdout.strip())  # noqa: S307 - our own subprocess prints a tuple
@@ -96,4 +97,5 @@ def test_missing_module_message() -> None:
     assert missing_module("onnxruntime").extra == "cpu"
     unknown = missing_module("somethingelse")
     assert unknown.extra is None and "pip install somethingelse" in str(unknown)
-    assert set(EXTRA_OF_MODULE.values()) <= {"cpu", "gpu", "eval", "sim", "ros-wheels", "train"}
+    assert set(EXTRA_OF_MODULE.values()) <= {"cpu", "gpu", "eval", "sim", "ros-wheels", "train", "parquet",
+                                             "scale"}

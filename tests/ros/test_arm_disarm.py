@@ -80,7 +80,7 @@ def _tlog_messages(path: Path) -> list[tuple[float, bytes, object]]:
 
 def test_tlog_arm_and_disarm_start_and_stop_recording(ros_env: dict, tmp_path: Path, fixtures_dir: Path,
                                                        read_bag) -> None:
-    from rgbt.ros.mavlink_io import heartbeat_armed
+    from rgbt.sensors.mavlink import ArmTracker
 
     tlog = fixtures_dir / "mavlink" / "ardusub_small.tlog"
     if not tlog.exists():
@@ -104,15 +104,14 @@ def test_tlog_arm_and_disarm_start_and_stop_recording(ros_env: dict, tmp_path: P
         time.sleep(1.0)  # and the armed topic matched
         with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
             wall0, t_first = time.monotonic(), messages[0][0]
-            armed = None
+            tracker = ArmTracker()  # the sender's own view of the vehicle's transitions
             for t, buf, msg in messages:
                 delay = wall0 + (t - t_first) / SPEED - time.monotonic()
                 if delay > 0:
                     time.sleep(delay)
                 sock.sendto(buf, ("127.0.0.1", port))
-                if msg.get_type() == "HEARTBEAT" and (a := heartbeat_armed(msg)) is not None and a != armed:
-                    armed = a
-                    sent["arm" if a else "disarm"] = time.time_ns()
+                if (event := tracker.update(msg, t)) is not None:
+                    sent["arm" if event[1] else "disarm"] = time.time_ns()
         time.sleep(DEBOUNCE_S + 1.0)  # the debounced stop
         up.send_signal(signal.SIGINT)
         log, _ = up.communicate(timeout=60)

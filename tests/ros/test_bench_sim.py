@@ -1,7 +1,8 @@
 """Acceptance: ``rgbt up bench-sim`` - the virtual stack at full rate through sync -> preprocess ->
-rectify -> segmentation -> recorder, as real processes on loopback. The bag must hold every frame
-and IMU sample the sources published (counts compared with the virtual stack's manifest),
-bit-exact images (CRC32 of every published frame) and restamped header times."""
+rectify -> fusion, segmentation -> recorder, as real processes on loopback. The bag must hold every
+frame and IMU sample the sources published (counts compared with the virtual stack's manifest),
+bit-exact images (CRC32 of every published frame) and restamped header times; the RGB-T fusion
+node (live in bench-sim, whose virtual stack streams the colour camera) publishes fused class maps."""
 
 from __future__ import annotations
 
@@ -68,17 +69,26 @@ def test_bench_sim_records_everything_bit_exact(ros_env: dict, tmp_path: Path, r
     rec_manifest = json.loads((bags[0] / "rgbt_manifest.json").read_text())
     assert rec_manifest["stop_reason"] == "shutdown" and rec_manifest["synthetic"] is True
 
-    # every restamped frame / IMU sample the sources published is in the bag
+    # every frame / IMU sample the sources published is in the bag: restamped on its stack topic, or
+    # host-stamped on the trigger sync's before-lock topic (never mixed into the stack topic)
+    from rgbt.ros.options import unlocked_topic
+    from rgbt.stack import load_stack
+
+    stack = load_stack()
+    before_lock = {cam.topic: unlocked_topic(name) for name, cam in stack.cameras.items()}
+    before_lock[stack.imu.topic] = unlocked_topic("imu")
     for topic, count in sources["stack_topics"].items():
         assert count > 0, topic
-        assert len(recorded.get(topic, [])) == count, (topic, len(recorded.get(topic, [])), count)
+        got = len(recorded.get(topic, [])) + len(recorded.get(before_lock[topic], []))
+        assert got == count, (topic, len(recorded.get(topic, [])), len(recorded.get(before_lock[topic], [])), count)
     # the other source topics too (GNSS, autopilot pose, trigger)
     for topic in ("/gps/fix", "/uav1/mavros/local_position/pose", "/rgbt/trigger"):
         assert len(recorded[topic]) == sources["topics"][topic], topic
 
     for topic, frames in sources["frames"].items():
         got = [zlib.crc32(bytes(msg.data)) for _, msg, _ in recorded[topic]]
-        assert sorted(got) == sorted(frames["crc32"]), f"{topic}: images differ from what was published"
+        early = [zlib.crc32(bytes(msg.data)) for _, msg, _ in recorded.get(before_lock[topic], [])]
+        assert sorted(got + early) == sorted(frames["crc32"]), f"{topic}: images differ from what was published"
         # restamped: header stamps are trigger times (the sources' true times), not host arrival
         truth = dict(zip(frames["crc32"], frames["t_true_ns"]))
         stamps = np.array([stamp_ns(msg) for _, msg, _ in recorded[topic]], dtype=np.int64)
@@ -95,3 +105,10 @@ def test_bench_sim_records_everything_bit_exact(ros_env: dict, tmp_path: Path, r
     assert all(m.encoding == "mono8" and m.height == 512 and m.width == 640 for _, m, _ in seg)
     rect = recorded.get("/rgbt/rectified/thermal", [])
     assert rect and {stamp_ns(m) for _, m, _ in rect} <= thermal
+    # RGB-T fusion live (the colour camera streams): fused class maps on the rectified colour canvas,
+    # stamped with the triggers of recorded colour frames, CART ids of the fusion model's table
+    color = {stamp_ns(m) for _, m, _ in recorded["/eo/color/image_raw"]}
+    fused = recorded.get("/rgbt/fusion/class_ids", [])
+    assert fused and {stamp_ns(m) for _, m, _ in fused} <= color & thermal
+    assert all(m.encoding == "mono8" and (m.height, m.width) == (600, 960) for _, m, _ in fused)
+    assert max(int(np.asarray(m.data).max()) for _, m, _ in fused) <= 11

@@ -75,7 +75,7 @@ def test_package_xml_declares_every_imported_ros_package() -> None:
             names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
                 [node.module] if isinstance(node, ast.ImportFrom) and node.module and not node.level else []
             imported |= {n.split(".")[0] for n in names}
-    ros = {m for m in imported if m.endswith("_msgs") or m in ("rclpy", "std_srvs")}
+    ros = {m for m in imported if m.endswith(("_msgs", "_interfaces")) or m in ("rclpy", "std_srvs")}
     assert "nav_msgs" in ros and ros <= declared, sorted(ros - declared)
 
 

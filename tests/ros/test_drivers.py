@@ -93,6 +93,8 @@ def test_vn100_node_publishes_imu_and_syncin_from_the_sensor_protocol(ros_env: d
         deadline = time.monotonic() + 30
         while len(imu) < 150 and time.monotonic() < deadline:
             executor.spin_until_future_complete(Future(), timeout_sec=0.05)
+        node.publish_diagnostics()  # the driver's one clock offset reports its step counters
+        assert node.diag.values["clock.steps"] == "0" and int(node.diag.values["clock.offset_ns"]) > 0
     finally:
         node.close()
         device.close()
@@ -125,9 +127,10 @@ def test_gnss_node_publishes_navsatfix_from_ubx_bytes(ros_env: dict, tmp_path: P
     from rclpy.experimental import EventsExecutor
     from rclpy.parameter import Parameter
     from rclpy.task import Future
-    from sensor_msgs.msg import NavSatFix
+    from sensor_msgs.msg import NavSatFix, TimeReference
 
     from rgbt.ros.qos import qos_profile
+    from rgbt.ros.stamps import stamp_to_ns
     from rgbt.ros.spin import node_class
     from rgbt.sensors.ubx import decode_file
 
@@ -145,7 +148,9 @@ def test_gnss_node_publishes_navsatfix_from_ubx_bytes(ros_env: dict, tmp_path: P
         Parameter("port", value=str(port)), Parameter("baud", value=115200)])
     listener = rclpy.create_node("rgbt_test_gnss", context=context)
     fixes: list = []
+    times: list = []
     listener.create_subscription(NavSatFix, node.topic, fixes.append, qos_profile("sensor_data", 50))
+    listener.create_subscription(TimeReference, "/gps/time_reference", times.append, qos_profile("sensor_data", 50))
     for n in (node, listener):
         executor.add_node(n)
     try:
@@ -155,7 +160,8 @@ def test_gnss_node_publishes_navsatfix_from_ubx_bytes(ros_env: dict, tmp_path: P
         for _ in range(3):
             os.write(master, capture.read_bytes())
         deadline = time.monotonic() + 20
-        while len(fixes) < 3 * len(expected) and time.monotonic() < deadline:
+        with_utc = sum(e.t_utc_ns is not None for e in expected)
+        while (len(fixes) < 3 * len(expected) or len(times) < 3 * with_utc) and time.monotonic() < deadline:
             executor.spin_until_future_complete(Future(), timeout_sec=0.05)
     finally:
         node.close()
@@ -170,3 +176,8 @@ def test_gnss_node_publishes_navsatfix_from_ubx_bytes(ros_env: dict, tmp_path: P
         assert (got.latitude, got.longitude, got.altitude) == pytest.approx((exp.lat, exp.lon, exp.height_m))
         assert got.status.status == exp.status
         assert list(got.position_covariance) == pytest.approx(list(exp.position_covariance))
+    # the fix's UTC time from the receiver, beside the host stamp of the fix it belongs to
+    exp_utc = [e.t_utc_ns for e in expected * 3 if e.t_utc_ns is not None]
+    assert exp_utc and [stamp_to_ns(t.time_ref) for t in times] == exp_utc
+    fix_stamps = {stamp_to_ns(f.header.stamp) for f in fixes}
+    assert all(stamp_to_ns(t.header.stamp) in fix_stamps and t.source == "ubx:NAV-PVT" for t in times)

@@ -58,7 +58,7 @@ def test_missing_events_executor_falls_back(monkeypatch: pytest.MonkeyPatch) -> 
 def test_node_process_publishes_on_the_fallback_executor(ros_env: dict, tmp_path) -> None:  # type: ignore[no-untyped-def]
     """``python -m rgbt.ros.spin --node health:health`` with RGBT_EXECUTOR=single: logs the executor,
     publishes /rgbt/health at its period and stops cleanly on SIGINT."""
-    from std_msgs.msg import String
+    from diagnostic_msgs.msg import DiagnosticArray
 
     from rgbt.ros.spin import BackgroundNode
 
@@ -68,9 +68,9 @@ def test_node_process_publishes_on_the_fallback_executor(ros_env: dict, tmp_path
     proc = subprocess.Popen([sys.executable, "-m", "rgbt.ros.spin", "--node", "health:health", "--ros-args",
                              "-p", f"topic:={topic}", "-p", "period_s:=0.2", "-p", f"disk_path:={tmp_path}"],
                             env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    got: list[str] = []
+    got: list = []
     bg = BackgroundNode("rgbt_test_fallback_listener", period_s=0.05)
-    bg.node.create_subscription(String, topic, lambda m: got.append(m.data), 10)
+    bg.node.create_subscription(DiagnosticArray, topic, got.append, 10)
     bg.start()
     try:
         deadline = time.monotonic() + 30

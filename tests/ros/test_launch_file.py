@@ -38,7 +38,7 @@ def _params_of(cmd: list[str]) -> Path:
     return Path(cmd[cmd.index("--params-file") + 1])
 
 
-def _run_with_stand_ins(profile: str) -> tuple[list[dict], dict]:
+def _run_with_stand_ins(profile: str, strict: str = "false") -> tuple[list[dict], dict]:
     """Execute the launch file with stand-ins recording the ExecuteProcess actions it creates."""
     started: list[dict] = []
     env: dict = {}
@@ -69,11 +69,15 @@ def _run_with_stand_ins(profile: str) -> tuple[list[dict], dict]:
     class LaunchDescription(list):
         pass
 
+    class Shutdown:
+        def __init__(self, reason=""):
+            self.reason = reason
+
     mods = {
         "launch": types.SimpleNamespace(LaunchDescription=LaunchDescription),
         "launch.actions": types.SimpleNamespace(DeclareLaunchArgument=DeclareLaunchArgument,
                                                 ExecuteProcess=ExecuteProcess, OpaqueFunction=OpaqueFunction,
-                                                SetEnvironmentVariable=SetEnvironmentVariable),
+                                                SetEnvironmentVariable=SetEnvironmentVariable, Shutdown=Shutdown),
         "launch.substitutions": types.SimpleNamespace(LaunchConfiguration=LaunchConfiguration),
     }
     saved = {k: sys.modules.get(k) for k in mods}
@@ -82,7 +86,7 @@ def _run_with_stand_ins(profile: str) -> tuple[list[dict], dict]:
         ns = runpy.run_path(str(LAUNCH_DIR / "rgbt.launch.py"))
         desc = ns["generate_launch_description"]()
         opaque = [a for a in desc if isinstance(a, OpaqueFunction)][0]
-        opaque.function({"profile": profile})
+        opaque.function({"profile": profile, "strict": strict})
     finally:
         for k, v in saved.items():
             if v is None:
@@ -106,6 +110,23 @@ def test_launch_file_starts_the_groups_of_rgbt_up(profile: str, rgbt_cli) -> Non
         assert yaml.safe_load(params.read_text()) == params_file_data(specs)
         # exactly the command line rgbt up builds for that group (same params file)
         assert cmd == group_commands(specs, params)[proc["name"]]
+
+
+def test_launch_file_respawns_groups_but_not_the_recorder() -> None:
+    """Supervision in the launch file: every group respawns except the recorder's, whose exit shuts
+    the launch down; ``strict:=true`` respawns nothing."""
+    from rgbt.ros.launcher import recorder_groups
+
+    recorders = recorder_groups(node_specs("bench-sim"))
+    started, _env = _run_with_stand_ins("bench-sim")
+    assert recorders and {p["name"] for p in started} > recorders
+    for proc in started:
+        if proc["name"] in recorders:
+            assert not proc.get("respawn") and "recorder" in proc["on_exit"][0].reason
+        else:
+            assert proc["respawn"] is True and proc["respawn_delay"] > 0
+    strict, _env = _run_with_stand_ins("bench-sim", strict="true")
+    assert not any(p.get("respawn") for p in strict)
 
 
 def test_rgbt_up_starts_the_shared_command_lines(monkeypatch: pytest.MonkeyPatch) -> None:

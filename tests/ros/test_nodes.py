@@ -92,7 +92,7 @@ def test_recorder_services_split_and_diagnostics(ros_env: dict, tmp_path: Path, 
               diagnostics_period_s=0.2)
         diags: list = []
         g.helper.create_subscription(DiagnosticArray, "/diagnostics", diags.append, qos_profile("reliable", 50))
-        pub = g.helper.create_publisher(Bool, "/rgbt/armed", qos_profile("reliable"))
+        pub = g.helper.create_publisher(Bool, "/rgbt/armed", qos_profile("latched"))
         _wait(lambda: pub.get_subscription_count() >= 2)  # the armed listener and the recording subscription
         time.sleep(0.5)
         assert g.call(Trigger, "/recorder/start").success
@@ -170,17 +170,125 @@ def test_thermal_query_pixel_region_class(ros_env: dict) -> None:
 
 
 def test_mavlink_companion_heartbeats_do_not_disarm(fixtures_dir: Path) -> None:
-    """Only the vehicle's HEARTBEATs count (the ArduSub log interleaves a companion's armed flags)."""
+    """Only the vehicle's HEARTBEATs count (the ArduSub log interleaves a companion's armed flags):
+    the bridge's tracker, ``rgbt.sensors.mavlink.ArmTracker``."""
     from pymavlink import mavutil
 
-    from rgbt.ros.mavlink_io import heartbeat_armed
+    from rgbt.sensors.mavlink import ArmTracker
 
     conn = mavutil.mavlink_connection(str(fixtures_dir / "mavlink" / "ardusub_small.tlog"))
-    states, raw_flags = [], set()
+    tracker, raw_flags = ArmTracker(), set()
     while (msg := conn.recv_match(type="HEARTBEAT")) is not None:
         raw_flags.add(bool(msg.base_mode & mavutil.mavlink.MAV_MODE_FLAG_SAFETY_ARMED))
-        a = heartbeat_armed(msg)
-        if a is not None and (not states or states[-1] != a):
-            states.append(a)
+        tracker.update(msg, msg._timestamp)
     assert raw_flags == {True, False}
-    assert states == [False, True, False]  # one arm, one disarm (SOURCES.md)
+    assert [a for _, a in tracker.events] == [True, False]  # one arm, one disarm (SOURCES.md)
+
+
+@pytest.mark.ros
+def test_latched_armed_state_reaches_a_late_recorder_and_is_latched_in_the_bag(ros_env: dict, tmp_path: Path,
+                                                                               read_bag) -> None:
+    """/rgbt/armed is transient-local on both ends (rgbt.ros.qos.TOPIC_QOS): a recorder started after
+    the arm learns it at once and records; the bag stores the topic's offered QoS (latched) so
+    ``ros2 bag play`` republishes it latched. A publisher with a mismatching QoS is counted
+    (``qos_incompatible`` in the recorder's diagnostics), not silently ignored."""
+    import yaml
+    from rclpy.qos import DurabilityPolicy, ReliabilityPolicy
+    from std_msgs.msg import Bool
+    from std_srvs.srv import Trigger
+
+    from rgbt.ros.qos import qos_profile, topic_qos
+
+    g = Graph()
+    try:
+        pub = g.helper.create_publisher(Bool, "/rgbt/armed", topic_qos("/rgbt/armed"))
+        pub.publish(Bool(data=True))  # the arm, before any recorder exists
+        time.sleep(0.3)
+        out = tmp_path / "bags"
+        rec = g.add("recorder", "recorder", out_dir=str(out), start="arm", topics=["/rgbt/armed"], min_free_mb=10.0)
+        _wait(lambda: out.exists() and any(out.iterdir()))  # recording started without a new message
+        subs = g.helper.get_subscriptions_info_by_topic("/rgbt/armed")
+        assert len(subs) == 2 and all(s.qos_profile.durability == DurabilityPolicy.TRANSIENT_LOCAL
+                                      and s.qos_profile.reliability == ReliabilityPolicy.RELIABLE for s in subs)
+        assert rec.diag.values["qos_incompatible"] == "0"
+        g.helper.create_publisher(Bool, "/rgbt/armed", qos_profile("reliable"))  # volatile: cannot serve them
+        _wait(lambda: int(rec.diag.values["qos_incompatible"]) >= 2)  # both of the recorder's subscriptions
+        assert "incompatible QoS (DURABILITY" in rec.diag.last_error and "/rgbt/armed" in rec.diag.last_error
+        assert g.call(Trigger, "/recorder/stop").success
+    finally:
+        g.close()
+    bag = next(out.iterdir())
+    manifest = json.loads((bag / "rgbt_manifest.json").read_text())
+    assert manifest["start_reason"] == "arm"
+    # the latched arm itself (it arrived before the bag opened) is in the bag as the mavros state
+    assert [m.armed for _, m, _ in read_bag(bag)["/uav1/mavros/state"]] == [True]
+    meta = yaml.safe_load((bag / "metadata.yaml").read_text())["rosbag2_bagfile_information"]
+    armed = next(t for t in meta["topics_with_message_count"] if t["topic_metadata"]["name"] == "/rgbt/armed")
+    offered = armed["topic_metadata"]["offered_qos_profiles"]
+    if isinstance(offered, str):
+        offered = yaml.safe_load(offered)
+    assert offered[0]["durability"] in (1, "transient_local") and offered[0]["reliability"] in (1, "reliable")
+
+
+@pytest.mark.ros
+def test_mavlink_bridge_on_the_real_tlog_locks_to_the_vehicle(ros_env: dict, fixtures_dir: Path) -> None:
+    """The bridge node (rgbt.sensors.mavlink.Autopilot) fed the real ArduSub tlog over UDP on
+    127.0.0.1, 8x faster, with a second "vehicle" (system 42, armed) injected after the first real
+    heartbeat: only system 1's arm and disarm reach /rgbt/armed; pose and global fix are published."""
+    import socket
+
+    from geometry_msgs.msg import PoseStamped
+    from pymavlink import mavutil
+    from pymavlink.dialects.v20 import ardupilotmega as apm
+    from sensor_msgs.msg import NavSatFix
+    from std_msgs.msg import Bool
+
+    from rgbt.ros.qos import qos_profile, topic_qos
+    from rgbt.sensors.mavlink import is_vehicle_heartbeat
+
+    tlog = fixtures_dir / "mavlink" / "ardusub_small.tlog"
+    if not tlog.is_file():
+        pytest.skip(f"{tlog} missing")
+    conn = mavutil.mavlink_connection(str(tlog))
+    window = []
+    while (m := conn.recv_match()) is not None:
+        if m.get_type() != "BAD_DATA" and 1683220744.0 <= m._timestamp <= 1683220765.0:  # arm at 747.8, disarm 763.8
+            window.append((m._timestamp, bytes(m.get_msgbuf()), is_vehicle_heartbeat(m)))
+    conn.close()
+    intruder = apm.MAVLink(None, srcSystem=42, srcComponent=1)
+    fake = bytes(intruder.heartbeat_encode(apm.MAV_TYPE_QUADROTOR, apm.MAV_AUTOPILOT_ARDUPILOTMEGA,
+                                          apm.MAV_MODE_FLAG_SAFETY_ARMED, 0, 4).pack(intruder))
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    g = Graph()
+    try:
+        node = g.add("mavlink_bridge", "mavlink_bridge", url=f"udpin:127.0.0.1:{port}")
+        armed, poses, fixes = [], [], []
+        g.helper.create_subscription(Bool, "/rgbt/armed", lambda m: armed.append(m.data), topic_qos("/rgbt/armed"))
+        g.helper.create_subscription(PoseStamped, node.pose_topic, poses.append, qos_profile("sensor_data", 100))
+        g.helper.create_subscription(NavSatFix, node.global_topic, fixes.append, qos_profile("sensor_data", 100))
+        time.sleep(1.0)
+        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+            wall0, t0 = time.monotonic(), window[0][0]
+            locked_at = None  # the intruder speaks once the real vehicle's first heartbeat is in
+            for i, (t, buf, vehicle_heartbeat) in enumerate(window):
+                delay = wall0 + (t - t0) / 8 - time.monotonic()
+                if delay > 0:
+                    time.sleep(delay)
+                sock.sendto(buf, ("127.0.0.1", port))
+                if locked_at is None and vehicle_heartbeat:
+                    locked_at = i
+                    time.sleep(0.2)
+                if locked_at is not None and (i - locked_at) % 50 == 1:
+                    sock.sendto(fake, ("127.0.0.1", port))
+        _wait(lambda: armed and armed[-1] is False and len(armed) >= 3)
+    finally:
+        g.close()
+    changes = [a for i, a in enumerate(armed) if i == 0 or a != armed[i - 1]]
+    assert changes == [False, True, False], armed
+    assert node.autopilot.arm.sysid == 1
+    assert poses and fixes
+    q = poses[-1].pose.orientation
+    assert (q.x ** 2 + q.y ** 2 + q.z ** 2 + q.w ** 2) == pytest.approx(1.0)
+    assert -90 < fixes[-1].latitude < 90 and fixes[-1].latitude != 0

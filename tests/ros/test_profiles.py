@@ -75,3 +75,17 @@ def test_errors_name_file_node_and_parameter(tmp_path: Path) -> None:
         node_specs("no-such-profile")
     with pytest.raises(ConfigError, match="--set"):
         node_specs("bench-sim", parse_set(["ghost.rate=1"]))
+
+
+def test_fusion_runs_when_the_colour_camera_streams() -> None:
+    """``requires_camera``: rectify and fusion are in bench-sim and flight while the trigger sync
+    streams the colour camera, and leave with it (``rgbt demo`` flies thermal only by default)."""
+    from rgbt.ros.profile import node_specs
+
+    for profile in ("bench-sim", "flight"):
+        names = [s.name for s in node_specs(profile)]
+        assert {"rectify", "fusion"} <= set(names), (profile, names)
+        thermal_only = [s.name for s in node_specs(profile, {"trigger_sync": {"cameras": ["thermal"]}})]
+        assert "fusion" not in thermal_only and "rectify" not in thermal_only and "segmentation" in thermal_only
+    fusion = next(s for s in node_specs("bench-sim") if s.name == "fusion")
+    assert fusion.parameters["fusion"]["model"].endswith(".onnx") and fusion.process == "pipeline"

@@ -27,8 +27,10 @@ def test_record_cli_writes_a_bag_and_reports_it(ros_env: dict, tmp_path: Path, r
     assert bag.parent == out.resolve()
     health = read_bag(bag)["/rgbt/health"]
     assert len(health) == manifest["topics"]["/rgbt/health"]["count"] > 3
-    sample = json.loads(health[0][1].data)
-    assert {"cpu_percent", "mem_used_percent", "disk_free_mb", "temperatures_c"} <= set(sample)
+    statuses = {s.name: {kv.key: kv.value for kv in s.values} for s in health[0][1].status}  # DiagnosticArray
+    assert {"health/cpu", "health/memory", "health/disk", "health/temperatures"} <= set(statuses)
+    assert float(statuses["health/cpu"]["cpu_percent"]) >= 0 and float(statuses["health/disk"]["disk_free_mb"]) > 0
+    assert "mem_used_percent" in statuses["health/memory"]
 
 
 def test_record_cli_needs_a_recorder(tmp_path: Path, rgbt_cli) -> None:

@@ -60,7 +60,7 @@ def test_arm_waits_for_sync_lock(ros_env: dict, tmp_path: Path) -> None:
 
     try:
         helper.create_subscription(DiagnosticArray, "/diagnostics", on_diag, qos_profile("reliable", 50))
-        armed = helper.create_publisher(Bool, "/rgbt/armed", qos_profile("reliable"))
+        armed = helper.create_publisher(Bool, "/rgbt/armed", qos_profile("latched"))
         diag = helper.create_publisher(DiagnosticArray, "/diagnostics", qos_profile("reliable", 50))
 
         def sync_status(locked: bool) -> None:

@@ -125,11 +125,11 @@ def test_gcs_and_component_heartbeats_are_ignored():
 
 def test_ned_frd_to_enu_flu_like_mavros():
     assert mv.ned_to_enu(1.0, 2.0, -3.0) == (2.0, 1.0, 3.0)
+    from rgbt.geometry import quat_to_matrix
+
     # level, nose north: FLU x (forward) points north = ENU +y
-    R = mv.attitude_ned_frd_to_enu_flu(0.0, 0.0, 0.0)
+    x, y, z, w = mv.attitude_enu_flu(0.0, 0.0, 0.0)
+    R = quat_to_matrix(w, x, y, z)
     assert np.allclose(R @ [1, 0, 0], [0, 1, 0]) and np.allclose(R @ [0, 0, 1], [0, 0, 1])
     # yaw 90 deg (nose east): forward = ENU +x, ENU yaw 0
-    R = mv.attitude_ned_frd_to_enu_flu(0.0, 0.0, math.pi / 2)
-    assert np.allclose(R @ [1, 0, 0], [1, 0, 0])
-    x, y, z, w = mv.quat_xyzw(R)
-    assert (x, y, z, w) == pytest.approx((0, 0, 0, 1), abs=1e-12)
+    assert mv.attitude_enu_flu(0.0, 0.0, math.pi / 2) == pytest.approx((0, 0, 0, 1), abs=1e-12)

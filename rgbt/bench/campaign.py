@@ -1,0 +1,76 @@
+"""``rgbt bench campaign``: a fixed small VIO campaign with 1 worker, then 2, on this machine.
+
+The campaign: ``--inputs`` SYNTHETIC loops of ``--duration`` s x ORB-SLAM3 monocular x ``--runs``
+runs (percentile normalization, frames fed as fast as ORB-SLAM3 takes them), the cached DBoW2
+vocabulary. Reported: wall time per worker count, the speed-up, per-job wall and CPU seconds (the
+numbers docs/design/scale.md scales to N nodes), and the load average before and after (the machine
+may be shared: say so beside the numbers).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import tempfile
+import time
+from pathlib import Path
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--inputs", type=int, default=2, help="synthetic loops (seeds 1..N)")
+    p.add_argument("--duration", type=float, default=3.0, help="seconds of each loop")
+    p.add_argument("--runs", type=int, default=2, help="runs per input")
+    p.add_argument("--workers", default="1,2", help="comma-separated worker counts to time")
+    p.add_argument("--vocab", default=None, help="DBoW2 vocabulary (default: the cached one, built if missing)")
+
+
+def _cpu_seconds() -> float:
+    t = os.times()
+    return t.children_user + t.children_system
+
+
+def run(args: argparse.Namespace) -> dict:
+    from rgbt.campaign.run import run_campaign
+    from rgbt.campaign.spec import Campaign
+    from rgbt.campaign.worker import load_result
+    from rgbt.campaign.jobs import expand
+    from rgbt.vio.vocab import ensure_vocabulary
+
+    vocab = args.vocab or str(ensure_vocabulary(show_progress=True))
+    campaign = Campaign.model_validate({"name": "bench", "retries": 0, "vio": {
+        "inputs": [{"synthetic": {"duration_s": args.duration, "seed": s}} for s in range(1, args.inputs + 1)],
+        "modes": ["mono"], "normalizations": ["percentile"], "runs": args.runs, "pace": 0, "vocab": vocab}})
+    keys = [j.key for j in expand(campaign)]
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="rgbt-bench-campaign-") as tmp:
+        for workers in [int(w) for w in args.workers.split(",")]:
+            out = Path(tmp) / f"w{workers}"
+            load0, cpu0, t0 = os.getloadavg()[0], _cpu_seconds(), time.perf_counter()
+            summary = run_campaign(campaign, out, "local", workers, show_progress=True, command=["rgbt", "bench",
+                                                                                                 "campaign"])
+            wall = time.perf_counter() - t0
+            job_walls = [load_result(out, k)["provenance"]["wall_s"] for k in keys if load_result(out, k)]
+            rows.append({"workers": workers, "wall_s": wall, "jobs": summary["jobs"], "failed": summary["failed"],
+                         "job_wall_s_mean": sum(job_walls) / max(len(job_walls), 1),
+                         "cpu_s_per_job": (_cpu_seconds() - cpu0) / max(summary["jobs"], 1),
+                         "jobs_per_hour": 3600 * summary["jobs"] / wall,
+                         "loadavg_1min_before": load0, "loadavg_1min_after": os.getloadavg()[0]})
+    base = rows[0]["wall_s"]
+    for r in rows:
+        r["speedup"] = base / r["wall_s"]
+        r["efficiency"] = r["speedup"] / (r["workers"] / rows[0]["workers"])
+    return {"benchmark": "campaign", "campaign": f"{args.inputs} synthetic loops x {args.duration:g} s x ORB-SLAM3 "
+            f"mono x {args.runs} runs (local executor)", "jobs": len(keys), "rows": rows,
+            "note": "SYNTHETIC inputs; wall includes pool start-up (spawned workers import rgbt) and the vocabulary "
+                    "load of every job"}
+
+
+def print_result(result: dict) -> None:
+    from rgbt.cli.output import print_table
+
+    print_table(f"campaign: {result['campaign']}, {result['jobs']} jobs",
+                ["workers", "wall s", "speed-up", "efficiency", "job wall s", "CPU s/job", "jobs/h",
+                 "load before/after"],
+                [[r["workers"], f"{r['wall_s']:.1f}", f"{r['speedup']:.2f}", f"{r['efficiency']:.2f}",
+                  f"{r['job_wall_s_mean']:.1f}", f"{r['cpu_s_per_job']:.1f}", f"{r['jobs_per_hour']:.0f}",
+                  f"{r['loadavg_1min_before']:.1f}/{r['loadavg_1min_after']:.1f}"] for r in result["rows"]])

@@ -1,0 +1,108 @@
+"""``rgbt campaign run``: expand a campaign, skip finished jobs, run the rest, record what happened.
+
+The output folder holds ``campaign.json`` (the validated campaign), ``invocations.jsonl`` (one line
+per run: command, executor, host, times, counts) and ``jobs/KEY/`` per job (see
+:mod:`rgbt.campaign.worker`). Re-running the same campaign into the same folder runs only the jobs
+without a ``result.json`` or ``failed.json`` (``retry_failed`` also runs the failed ones again).
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import sys
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Callable
+
+from rgbt.campaign.executors import drive, is_done, make_pool
+from rgbt.campaign.jobs import Job, expand
+from rgbt.campaign.spec import Campaign
+from rgbt.campaign.worker import FAILED, job_dir, write_json_atomic
+
+
+def prepare(campaign: Campaign, out: str | Path, retry_failed: bool = False) -> tuple[list[Job], list[Job]]:
+    """(all jobs, jobs still to run); writes ``campaign.json`` and each job's ``job.json``."""
+    out = Path(out)
+    jobs = expand(campaign)
+    (out / "jobs").mkdir(parents=True, exist_ok=True)
+    write_json_atomic(out / "campaign.json", campaign.model_dump(mode="json"))
+    write_json_atomic(out / "jobs.json", {"kind": campaign.kind, "keys": [j.key for j in jobs]})
+    if retry_failed:
+        for j in jobs:
+            (job_dir(out, j.key) / FAILED).unlink(missing_ok=True)
+    todo = [j for j in jobs if not is_done(out, j)]
+    for j in todo:
+        job_dir(out, j.key).mkdir(parents=True, exist_ok=True)
+        write_json_atomic(job_dir(out, j.key) / "job.json", j.to_dict())
+    return jobs, todo
+
+
+def run_campaign(campaign: Campaign, out: str | Path, executor: str = "local", workers: int = 2,
+                 address: str | None = None, show_progress: bool = True, retry_failed: bool = False,
+                 command: list[str] | None = None,
+                 on_progress: Callable[[int, int, int], None] | None = None) -> dict:
+    """Run the jobs of ``campaign`` not finished in ``out``; returns the ``--json`` summary:
+    ``jobs`` (all), ``executed`` (run to an end in this invocation, failures included), ``skipped``
+    (finished or failed before), ``failed`` (jobs recorded as failed, all invocations), ``out``."""
+    out = Path(out)
+    jobs, todo = prepare(campaign, out, retry_failed)
+    command = command or sys.argv
+    for j in todo:
+        j.params["command"] = command  # provenance only: not part of the key
+    started, t0 = datetime.now(timezone.utc).isoformat(timespec="seconds"), time.perf_counter()
+    tally = None
+    if todo:
+        pool = make_pool(executor, workers, address, campaign.retries)
+        try:
+            with _progress_bar(len(todo), campaign.name, executor, show_progress) as bar:
+                def progress(done: int, running: int, failed: int) -> None:
+                    bar(done, min(running, workers) if executor == "local" else running, failed)
+                    if on_progress:
+                        on_progress(done, running, failed)
+
+                tally = drive(pool, todo, str(out), campaign.retries, progress)
+        finally:
+            pool.close()
+    failed_total = sum((job_dir(out, j.key) / FAILED).is_file() for j in jobs)
+    summary = {"jobs": len(jobs), "executed": tally.executed if tally else 0, "skipped": len(jobs) - len(todo),
+               "failed": failed_total, "out": str(out), "executor": executor, "workers": workers,
+               "retried": tally.retried if tally else 0, "worker_losses": tally.worker_losses if tally else 0,
+               "failed_jobs": tally.failed if tally else [], "wall_s": round(time.perf_counter() - t0, 3)}
+    record = {"command": command, "executor": executor, "workers": workers, "address": address,
+              "host": platform.node(), "started": started, **{k: summary[k] for k in
+                                                              ("jobs", "executed", "skipped", "failed", "wall_s")}}
+    with (out / "invocations.jsonl").open("a") as fh:
+        fh.write(json.dumps(record) + "\n")
+    return summary
+
+
+class _progress_bar:
+    """Jobs done / running / failed with an ETA, on stderr (rich); a no-op when disabled."""
+
+    def __init__(self, total: int, name: str, executor: str, enabled: bool) -> None:
+        self.total, self.name, self.executor, self.enabled = total, name, executor, enabled
+
+    def __enter__(self) -> Callable[[int, int, int], None]:
+        if not self.enabled:
+            return lambda done, running, failed: None
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, \
+            TimeRemainingColumn
+
+        self._bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                             TextColumn("running {task.fields[running]}  failed {task.fields[failed]}"),
+                             TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
+                             console=Console(stderr=True), transient=False)
+        self._bar.__enter__()
+        task = self._bar.add_task(f"campaign {self.name} ({self.executor})", total=self.total, running=0, failed=0)
+
+        def update(done: int, running: int, failed: int) -> None:
+            self._bar.update(task, completed=done, running=running, failed=failed)
+
+        return update
+
+    def __exit__(self, *exc: object) -> None:
+        if self.enabled:
+            self._bar.__exit__(None, None, None)

@@ -1,0 +1,174 @@
+"""Newest-frame hand-over for processing nodes (no rclpy import): the overload policy of the graph.
+
+A subscription callback only puts the received item (raw CDR, or a pair of them) into a
+:class:`LatestMailbox` and returns; a worker thread at low CPU priority takes the newest item and
+processes it. An item still waiting when a newer one arrives is stale: it is dropped and counted
+(``dropped_stale``), never queued. So when the CPU is short, processing falls behind by at most
+one frame instead of by a growing queue, and the drivers, the trigger sync and the recorder (at
+normal priority, in other processes) keep the cores they need.
+
+Counters (``stats()``): ``submitted``, ``processed``, ``dropped_stale``, ``errors``, and p50 / p99 in
+ms of ``arrival`` (header stamp -> the subscription callback: everything upstream, transport and
+executor wait included), ``wait`` (callback -> the worker takes it), ``work`` (the handler's wall
+time), ``serialize`` and ``publish`` (:meth:`LatestFrameNode.publish_image`: array -> CDR bytes, and
+the middleware write), plus the worker thread's CPU seconds (``cpu_s``). They are the processing
+part of the per-hop latency breakdown of ``rgbt bench graph``. Stamps and clocks: header stamps
+are wall-clock ns (``time.time_ns``), as every rgbt node stamps.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from typing import Any, Callable
+
+import numpy as np
+
+
+class LatestMailbox:
+    """One slot, one worker thread: ``submit(item, t_ns)`` replaces a waiting item (counted stale);
+    ``handle(item)`` runs on the worker for the newest one. ``priority``: ``idle`` (``SCHED_IDLE``,
+    runs only on otherwise idle cores), ``low`` (nice 19) or ``normal`` (see
+    :func:`rgbt.seg.pipeline.lower_thread_priority`). Exceptions in ``handle`` are counted and passed
+    to ``on_error(exc)``; the worker keeps going."""
+
+    def __init__(self, handle: Callable[[Any], None], name: str = "latest", priority: str = "low",
+                 on_error: Callable[[BaseException], None] | None = None) -> None:
+        self._handle, self._on_error = handle, on_error
+        self._priority = priority
+        self._cv = threading.Condition()
+        self._item: tuple[Any, int] | None = None
+        self._stop = False
+        self.counts = {"submitted": 0, "processed": 0, "dropped_stale": 0, "errors": 0}
+        self.samples: dict[str, deque[int]] = {k: deque(maxlen=1000) for k in
+                                               ("arrival", "wait", "work", "serialize", "publish")}
+        self._cpu_ns = 0
+        self.applied_priority = "?"
+        self._thread = threading.Thread(target=self._run, name=f"rgbt-{name}", daemon=True)
+        self._thread.start()
+
+    def submit(self, item: Any, stamp_ns: int | None = None) -> None:
+        """Hand over the newest item (never blocks); a waiting older one is dropped and counted.
+        ``stamp_ns``: the item's header stamp (wall clock), for the ``arrival`` latency."""
+        if stamp_ns is not None:
+            self.samples["arrival"].append(time.time_ns() - stamp_ns)
+        with self._cv:
+            self.counts["submitted"] += 1
+            if self._item is not None:
+                self.counts["dropped_stale"] += 1
+            self._item = (item, time.monotonic_ns())
+            self._cv.notify()
+
+    def _run(self) -> None:
+        from rgbt.seg.pipeline import lower_thread_priority
+
+        self.applied_priority = lower_thread_priority(self._priority)
+        while True:
+            with self._cv:
+                while self._item is None and not self._stop:
+                    self._cv.wait()
+                if self._stop:
+                    return
+                (item, t_sub), self._item = self._item, None
+            t0, c0 = time.monotonic_ns(), time.thread_time_ns()
+            self.samples["wait"].append(t0 - t_sub)
+            try:
+                self._handle(item)
+                self.counts["processed"] += 1
+            except Exception as exc:  # noqa: BLE001 - one bad frame never stops the node
+                self.counts["errors"] += 1
+                if self._on_error is not None:
+                    self._on_error(exc)
+            self.samples["work"].append(time.monotonic_ns() - t0)
+            self._cpu_ns += time.thread_time_ns() - c0
+
+    def stats(self) -> dict[str, Any]:
+        """Counters, ``<stage>_p50_ms`` / ``<stage>_p99_ms`` of each stage with samples, ``cpu_s``."""
+        out: dict[str, Any] = dict(self.counts)
+        for key, values in self.samples.items():
+            if values:
+                a = np.asarray(values, dtype=np.float64) / 1e6
+                out[f"{key}_p50_ms"], out[f"{key}_p99_ms"] = float(np.percentile(a, 50)), float(np.percentile(a, 99))
+        out["cpu_s"] = self._cpu_ns / 1e9
+        out["priority"] = self.applied_priority
+        return out
+
+    def close(self, timeout_s: float = 2.0) -> None:
+        """Stop the worker (an item still waiting is not processed)."""
+        with self._cv:
+            self._stop = True
+            self._cv.notify()
+        if self._thread is not threading.current_thread():
+            self._thread.join(timeout=timeout_s)
+
+
+class LatestFrameNode:
+    """Mixin for an ``RgbtNode`` whose frames go through :class:`LatestMailbox` es (put it before
+    ``RgbtNode`` in the bases). :meth:`latest` makes one (:meth:`latest_pairs` one fed by two
+    stamp-paired topics); their counters go into diagnostics as ``<name>.*`` (``latest.*``,
+    ``pairs.*``) and :meth:`close` stops them. The worker priority is the node's
+    ``worker_priority`` option. Samples are appended from the worker while diagnostics read them:
+    safe under CPython's GIL (a deque is copied in C without releasing it)."""
+
+    def latest(self, handle: Callable[[Any], None], topic: str, name: str = "latest") -> LatestMailbox:
+        from rgbt.bag.writer import tune_allocator
+
+        tune_allocator()  # multi-MB frames are allocated and freed per message: keep them on the heap
+        box = LatestMailbox(handle, name=f"{self.get_name()}-{name}", priority=self.options.worker_priority,  # type: ignore[attr-defined]
+                            on_error=lambda exc: self.report_error(handle.__name__, exc, topic))  # type: ignore[attr-defined]
+        self.__dict__.setdefault("_mailboxes", {})[name] = box
+        return box
+
+    def latest_pairs(self, handle: Callable[[tuple[bytes, bytes]], None], topics: tuple[str, str],
+                     max_pending: int = 8) -> LatestMailbox:
+        """Subscribe (raw CDR) to two image topics; frames with identical header stamps are paired
+        (``rgbt.ros.sync_adapter.StampPairer``, at most ``max_pending`` unmatched of each kept) and
+        each pair ``(raw0, raw1)`` goes to a mailbox ``pairs`` whose worker runs ``handle``."""
+        from sensor_msgs.msg import Image
+
+        from rgbt.ros.stamps import cdr_stamp_ns
+        from rgbt.ros.sync_adapter import StampPairer
+
+        box = self.latest(handle, topics[0], "pairs")
+        pairer = StampPairer(max_pending)
+
+        def first(raw: bytes) -> None:
+            stamp = cdr_stamp_ns(raw)
+            other, _ = pairer.add_frame(stamp, raw)
+            if other is not None:
+                box.submit((raw, other), stamp)
+
+        def second(raw: bytes) -> None:
+            stamp = cdr_stamp_ns(raw)
+            other = pairer.add_info(stamp, raw)
+            if other is not None:
+                box.submit((other, raw), stamp)
+
+        for topic, fn in zip(topics, (first, second)):
+            self.create_subscription(Image, topic, self.guard(fn, topic), self.in_qos, raw=True)  # type: ignore[attr-defined]
+        return box
+
+    def publish_image(self, pub: Any, arr: Any, t_ns: int, frame_id: str, encoding: str,
+                      box: LatestMailbox | None = None) -> None:
+        """Serialize ``arr`` (``rgbt.ros.image.image_to_cdr``) and publish it, timing both steps into
+        ``box`` (default: the node's first mailbox)."""
+        from rgbt.ros.image import image_to_cdr
+
+        box = box or next(iter(self.__dict__["_mailboxes"].values()))
+        t0 = time.monotonic_ns()
+        raw = image_to_cdr(arr, t_ns, frame_id, encoding)
+        t1 = time.monotonic_ns()
+        pub.publish(raw)
+        box.samples["serialize"].append(t1 - t0)
+        box.samples["publish"].append(time.monotonic_ns() - t1)
+
+    def publish_diagnostics(self) -> None:
+        for name, box in self.__dict__.get("_mailboxes", {}).items():
+            self.diag.set_values(name, box.stats())  # type: ignore[attr-defined]
+        super().publish_diagnostics()  # type: ignore[misc]
+
+    def close(self) -> None:
+        for box in self.__dict__.get("_mailboxes", {}).values():
+            box.close()
+        super().close()  # type: ignore[misc]

@@ -1,0 +1,181 @@
+"""Supervision of a graph's process groups (``rgbt up``, the demo, ``rgbt bench faults``); no rclpy here.
+
+A group that exits with a non-zero code (an exception, ``kill -9``, a segfault) is started again after
+a back-off delay (``backoff_initial_s`` x ``backoff_factor`` ^ restarts in the last ``window_s``, at
+most ``backoff_max_s``); after ``max_restarts`` restarts within ``window_s`` the group stays down and
+the flight goes on without it. A group that exits cleanly (code 0: a finished replay or simulation) is
+left down. The recorder's group is never restarted and never stopped by another group: when it exits,
+the flight ends (nothing would be recorded any more). With ``strict`` any non-zero exit stops the
+graph (the fail-fast behaviour tests may want).
+
+Known limit (Fast DDS, eProsima/Fast-DDS issues 5053 and 6117): after a ``kill -9`` under heavy CPU
+load a restarted participant's shared-memory ports can fail to open ("Failed init_port ...
+open_and_lock_file failed") and its data then never arrives; ``rgbt bench faults`` shows it as a
+stream that does not come back (``recovered_s: null``). Every restart is logged and written, with the counts, to a small JSON status file
+(:data:`STATUS_ENV` names it in every child's environment); the recorder reads it into its
+``/diagnostics`` values and into each bag's ``rgbt_manifest.json`` (``restarts``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from pydantic import BaseModel, ConfigDict, Field
+
+#: environment variable naming the supervisor's status file (set for every node process)
+STATUS_ENV = "RGBT_SUPERVISOR_STATUS"
+STATUS_FILE = "supervisor.json"
+
+
+class SupervisorOptions(BaseModel):
+    """How failed process groups are restarted (times in seconds)."""
+
+    model_config = ConfigDict(extra="forbid")
+    strict: bool = False  # any non-zero exit stops the whole graph (no restarts)
+    backoff_initial_s: float = Field(0.25, ge=0)  # delay before the first restart
+    backoff_factor: float = Field(2.0, ge=1)  # each further restart within window_s waits this much longer
+    backoff_max_s: float = Field(5.0, ge=0)
+    max_restarts: int = Field(5, ge=0)  # restarts of one group within window_s before it is left down
+    window_s: float = Field(60.0, gt=0)
+
+    def describe(self) -> str:
+        if self.strict:
+            return "strict (a failed process stops the graph)"
+        return (f"restart failed groups after {self.backoff_initial_s:g} s x {self.backoff_factor:g}^n "
+                f"(max {self.backoff_max_s:g} s), at most {self.max_restarts} per {self.window_s:g} s; "
+                "the recorder's exit ends the flight")
+
+    def delay_s(self, recent_restarts: int) -> float:
+        """Back-off before the next restart of a group that restarted ``recent_restarts`` times lately."""
+        return min(self.backoff_initial_s * self.backoff_factor ** recent_restarts, self.backoff_max_s)
+
+
+@dataclass
+class Restart:
+    """One restart of a process group (wall-clock times, ns)."""
+
+    group: str
+    attempt: int  # 1 for the group's first restart
+    exit_code: int  # negative: killed by that signal
+    exit_wall_ns: int  # when the supervisor saw the exit
+    restart_wall_ns: int  # when the new process was started
+    delay_s: float
+    pid: int  # the new process
+
+
+@dataclass
+class _GroupState:
+    restarts: list[float] = field(default_factory=list)  # monotonic times of restarts
+    due: float | None = None  # monotonic time of a pending restart
+    exit_code: int = 0
+    exit_wall_ns: int = 0
+    delay_s: float = 0.0
+    gave_up: bool = False
+
+
+class Supervisor:
+    """Restart policy over a :class:`rgbt.ros.launcher.Graph` (which knows how to start a group)."""
+
+    def __init__(self, graph: Any, options: SupervisorOptions | None = None,
+                 recorder_groups: set[str] | frozenset[str] = frozenset(),
+                 log: Callable[[str], None] = print, status_path: Path | None = None) -> None:
+        self.graph = graph
+        self.o = options or SupervisorOptions()
+        self.recorder_groups = set(recorder_groups)
+        self.log = log
+        self.status_path = status_path
+        self.state = {g: _GroupState() for g in graph.procs}
+        self.history: list[Restart] = []
+        self.write_status()
+
+    def pending(self) -> bool:
+        """Whether a restart is waiting for its back-off delay."""
+        return any(s.due is not None for s in self.state.values())
+
+    def poll(self, now: float | None = None) -> str | None:
+        """Check the groups once: schedule / run restarts. Returns why the flight must end, or None."""
+        now = time.monotonic() if now is None else now
+        for group, proc in list(self.graph.procs.items()):
+            st = self.state[group]
+            if st.due is not None:
+                if now >= st.due:
+                    self._restart(group, now)
+                continue
+            code = proc.poll()
+            if code is None or st.gave_up:
+                continue
+            if group in self.recorder_groups and not (self.o.strict and code == 0):
+                return f"the recorder's process group {group!r} exited ({exit_text(code)}): ending the flight"
+            if code == 0:
+                continue  # finished its job (a replay, a simulation): left down
+            if self.o.strict:
+                return f"process group {group!r} failed ({exit_text(code)}, --strict): stopping the graph"
+            st.exit_code, st.exit_wall_ns = code, time.time_ns()
+            st.restarts = [t for t in st.restarts if now - t < self.o.window_s]
+            if len(st.restarts) >= self.o.max_restarts:
+                st.gave_up = True
+                self.log(f"rgbt up: process group {group!r} failed ({exit_text(code)}); {len(st.restarts)} restarts in "
+                         f"{self.o.window_s:g} s: left down, the flight goes on without it")
+                self.write_status()
+                continue
+            st.delay_s = self.o.delay_s(len(st.restarts))
+            st.due = now + st.delay_s
+            self.log(f"rgbt up: process group {group!r} failed ({exit_text(code)}); restarting in {st.delay_s:.2f} s")
+        return None
+
+    def _restart(self, group: str, now: float) -> None:
+        st = self.state[group]
+        st.due = None
+        st.restarts.append(now)
+        proc = self.graph.start_group(group)
+        attempt = sum(1 for r in self.history if r.group == group) + 1
+        self.history.append(Restart(group, attempt, st.exit_code, st.exit_wall_ns, time.time_ns(),
+                                    round(st.delay_s, 3), proc.pid))
+        self.log(f"rgbt up: restarted process group {group!r} [{proc.pid}] (restart {attempt})")
+        self.write_status()
+
+    def counts(self) -> dict[str, int]:
+        return {g: sum(1 for r in self.history if r.group == g) for g in self.state}
+
+    def gave_up(self) -> list[str]:
+        return [g for g, s in self.state.items() if s.gave_up]
+
+    def status(self) -> dict[str, Any]:
+        return {"options": self.o.model_dump(), "restarts": [asdict(r) for r in self.history],
+                "counts": self.counts(), "gave_up": self.gave_up(), "updated_wall_ns": time.time_ns()}
+
+    def write_status(self) -> None:
+        """Write the status file atomically (read by the recorder)."""
+        if self.status_path is None:
+            return
+        tmp = self.status_path.with_name(self.status_path.name + ".tmp")
+        tmp.write_text(json.dumps(self.status()))
+        os.replace(tmp, self.status_path)
+
+
+def read_status(path: str | Path | None = None) -> dict[str, Any] | None:
+    """The supervisor's status (``path``, default the file named by :data:`STATUS_ENV`); None when
+    the process is not supervised or the file is not written yet."""
+    path = path or os.environ.get(STATUS_ENV)
+    if not path:
+        return None
+    try:
+        return json.loads(Path(path).read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def exit_text(code: int) -> str:
+    """``-9`` -> ``SIGKILL``; other codes as they are."""
+    if code < 0:
+        try:
+            return signal.Signals(-code).name
+        except ValueError:
+            pass
+    return str(code)

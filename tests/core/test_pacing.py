@@ -1,0 +1,30 @@
+"""rgbt.pacing.pace with an injected clock: items due at their time / speed, late ones at once."""
+
+from __future__ import annotations
+
+import pytest
+
+from rgbt.pacing import pace
+
+
+def test_due_times_follow_item_times_at_speed_and_late_items_are_not_skipped() -> None:
+    now = [1_000]
+    slept: list[float] = []
+
+    def sleep(s: float) -> None:
+        slept.append(s)
+        now[0] += int(s * 1e9)
+
+    items = [(10_000_000, "a"), (30_000_000, "b"), (30_000_000, "c"), (50_000_000, "d")]
+    out = []
+    for item, due in pace(items, lambda it: it[0], speed=2.0, clock=lambda: now[0], sleep=sleep):
+        out.append((item[1], due))
+        if item[1] == "b":
+            now[0] += 50_000_000  # the consumer stalls: "c" and "d" are late
+    assert out == [("a", 1_000), ("b", 10_001_000), ("c", 10_001_000), ("d", 20_001_000)]
+    assert slept == [pytest.approx(0.01)]  # only "b" had to wait
+
+
+def test_speed_must_be_positive() -> None:
+    with pytest.raises(ValueError, match="speed"):
+        next(pace([1], int, speed=0))

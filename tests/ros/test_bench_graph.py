@@ -1,0 +1,53 @@
+"""``rgbt bench graph --json``: the command-line contract of issue 18 on a short run (real processes,
+loopback, a private DDS domain). Shape and bookkeeping only: no speed is asserted here (speed
+targets are in BENCHMARKS.md). Synthetic data (the simulated stack)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from rgbt.paths import REPO_ROOT
+
+pytestmark = [pytest.mark.ros, pytest.mark.slow]
+
+
+def test_bench_graph_json_contract(ros_env: dict) -> None:
+    env = dict(os.environ, PYTHONPATH=str(REPO_ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    env.pop("ROS_DOMAIN_ID", None)  # the bench picks its own private domain
+    proc = subprocess.run([sys.executable, "-m", "rgbt", "bench", "graph", "--duration", "2", "--no-segmentation",
+                           "--load", "1", "--json"], env=env, cwd=REPO_ROOT, capture_output=True, text=True,
+                          timeout=400)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result = json.loads(proc.stdout)
+    assert result["load"] == 1 and "segmentation" not in result["nodes"] and "fusion" in result["nodes"]
+    assert set(result["exit_codes"].values()) <= {0}
+    topics = result["topics"]
+    for name in ("/rgbt/raw/thermal/image", "/boson/thermal/image_raw", "/eo/color/image_raw", "/imu/imu"):
+        assert name in topics, sorted(topics)
+    for name, t in topics.items():
+        assert {"published", "received", "dropped", "p50_ms", "p99_ms"} <= set(t), name
+        if t["received"]:  # a topic that carried messages has numbers, never null
+            for key in ("published", "received", "dropped", "p50_ms", "p99_ms"):
+                assert isinstance(t[key], (int, float)), (name, key, t)
+            assert t["dropped"] == max(0, t["published"] - t["received"]) or name.startswith("/rgbt/raw/")
+    assert "segmentation_hz" in result
+    rec = result["recorder"]
+    assert isinstance(rec["received"], int) and isinstance(rec["dropped"], int)
+    stack = [t for n, t in topics.items() if n in ("/boson/thermal/image_raw", "/eo/color/image_raw",
+                                                   "/eo/mono/image_raw", "/imu/imu")]
+    assert rec["received"] >= sum(t["received"] for t in stack) > 0
+    # where the latency goes: every processing node reports its stages and stale drops
+    for node in ("thermal_preprocess", "rectify", "fusion"):
+        b = result["breakdown"][node]
+        assert b["processed"] + b["dropped_stale"] <= b["submitted"] and b["submitted"] > 0, (node, b)
+        assert "arrival" in b, (node, b)
+    assert {"wait", "work", "serialize", "publish"} <= set(result["breakdown"]["thermal_preprocess"])
+    cpu = result["cpu"]
+    assert set(cpu["processes"]) == set(result["processes"])
+    assert all(v["cpu_pct"] >= 0 for v in cpu["processes"].values())
+    assert cpu["machine"]["cores"] >= 1

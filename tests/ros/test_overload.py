@@ -1,0 +1,202 @@
+"""Overload behaviour by design (issue 18 item 2): processing nodes take the newest frame and drop
+stale ones with counters; the recorder is lossless within an explicit memory budget and counts
+what it had to drop. Nothing here asserts a time: the bounds are structural (one frame waiting at
+most, every frame accounted for).
+
+Synthetic data: random mono16 frames (labelled by their stamp) and short String messages.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from rgbt.paths import REPO_ROOT
+from rgbt.ros.mailbox import LatestMailbox
+from rgbt.ros.options import RecorderOptions
+from rgbt.ros.recording import MANIFEST, Recording, plan_buffers
+
+
+# --- the mailbox alone ---------------------------------------------------------------------------
+
+def test_mailbox_keeps_only_the_newest_and_counts_the_stale() -> None:
+    started, release = threading.Event(), threading.Event()
+    handled: list[int] = []
+
+    def handle(item: int) -> None:
+        handled.append(item)
+        started.set()
+        release.wait(10)
+
+    box = LatestMailbox(handle, priority="normal")
+    try:
+        box.submit(1)
+        assert started.wait(10)  # the worker holds item 1
+        for item in (2, 3, 4):  # arrive while it works: 2 and 3 are stale when 4 arrives
+            box.submit(item)
+        release.set()
+        deadline = time.monotonic() + 10
+        while box.counts["processed"] < 2 and time.monotonic() < deadline:
+            time.sleep(0.01)
+    finally:
+        box.close()
+    assert handled == [1, 4]
+    stats = box.stats()
+    assert (stats["submitted"], stats["processed"], stats["dropped_stale"], stats["errors"]) == (4, 2, 2, 0)
+    assert stats["priority"] == "normal" and "work_p99_ms" in stats and "wait_p50_ms" in stats
+
+
+def test_mailbox_counts_errors_and_keeps_going() -> None:
+    errors: list[BaseException] = []
+    done = threading.Event()
+
+    def handle(item: int) -> None:
+        if item == 1:
+            raise ValueError("bad frame")
+        done.set()
+
+    box = LatestMailbox(handle, priority="low", on_error=errors.append)
+    try:
+        box.submit(1)
+        deadline = time.monotonic() + 10
+        while not errors and time.monotonic() < deadline:
+            time.sleep(0.01)
+        box.submit(2)
+        assert done.wait(10)
+    finally:
+        box.close()
+    assert [str(e) for e in errors] == ["bad frame"] and box.counts["errors"] == 1
+    assert box.counts["processed"] == 1
+
+
+# --- the recorder's memory budget ----------------------------------------------------------------
+
+class _SlowWriter:
+    """A bag writer stand-in whose writes wait for ``release`` (a disk that stalls); records what it got."""
+
+    def __init__(self, path: Path, **_kw) -> None:  # type: ignore[no-untyped-def]
+        self.path, self.written, self.release = Path(path), [], threading.Event()
+        _SlowWriter.last = self
+
+    def add_topic(self, *a) -> None:  # type: ignore[no-untyped-def]
+        pass
+
+    def write(self, topic: str, t_ns: int, raw: bytes) -> None:
+        self.release.wait(10)
+        self.written.append((topic, t_ns, raw))
+
+    def close(self) -> None:
+        self.release.set()
+
+
+def test_recorder_budget_drops_are_counted_never_silent(tmp_path: Path) -> None:
+    from rgbt.ros.stamps import cdr_with_stamp
+
+    opts = RecorderOptions(out_dir=str(tmp_path / "bags"), min_free_mb=1, start="manual")
+    rec = Recording(opts, log=lambda m: None, writer_factory=_SlowWriter)
+    rec.add_topic("/img", "sensor_msgs/msg/Image")
+    raw = bytes(4) + bytes(1000)  # CDR header + a stamp + payload: 1004 bytes
+    rec.writer_budget_bytes = 10 * len(raw) + 10  # the writer queue holds 10 of them
+    rec.start("manual")
+    sent = 40
+    for i in range(sent):  # the disk stalls: the first is being written, then 10 queue, the rest is over budget
+        rec.on_message("/img", cdr_with_stamp(raw, i), i)
+    writer = _SlowWriter.last
+    writer.release.set()
+    rec.stop("test")
+    manifest = json.loads((Path(rec.bags[0]) / MANIFEST).read_text())
+    topic = manifest["topics"]["/img"]
+    written = len(writer.written)
+    assert topic["count"] == written and 10 <= written <= 11
+    assert topic["dropped_budget"] == sent - written == topic["drops"]  # every message accounted for
+    assert rec.topic_stats["/img"].count == sent
+
+
+def test_recorder_budget_plan_is_sized_from_the_stack() -> None:
+    from rgbt.ros.recording import stack_message_bytes, stack_rates
+    from rgbt.stack import load_stack
+
+    stack = load_stack()
+    rates, sizes = stack_rates(stack), stack_message_bytes(stack)
+    plan = plan_buffers(RecorderOptions(buffer_s=4.0), rates, sizes)
+    data_rate = sum(rates[t] * sizes[t] for t in rates)
+    assert plan.budget_bytes == int(4.0 * data_rate)
+    thermal = stack.cameras["thermal"]
+    assert sizes[thermal.topic] == thermal.width * thermal.height * 2 + 100
+    assert plan.depths[thermal.topic] == int(thermal.rate_hz)  # one second of each stream in the reader queue
+    reserve = sum(plan.depths[t] * sizes[t] for t in plan.depths)
+    assert plan.writer_bytes == plan.budget_bytes - reserve
+    assert plan.budget_bytes < 600e6  # a few seconds of the stack, not the ~0.9 GB of depth-300 queues
+    explicit = plan_buffers(RecorderOptions(memory_budget_mb=50), rates, sizes)
+    assert explicit.budget_bytes == 50_000_000
+    assert explicit.writer_bytes == 2 * max(sizes.values())  # the reader queues take it all: a floor
+
+
+# --- a slow consumer in its own process ------------------------------------------------------------
+
+@pytest.mark.ros
+def test_slow_preprocess_drops_stale_frames_and_counts_them(ros_env: dict) -> None:
+    """A burst of full-size thermal frames much faster than the preprocess node can normalize them:
+    it processes the newest, drops the stale ones with counts, and the last frame always comes out
+    (no queue grows behind it)."""
+    from diagnostic_msgs.msg import DiagnosticArray
+    from sensor_msgs.msg import Image
+
+    from rgbt.ros.image import cdr_to_image, image_to_cdr
+    from rgbt.ros.qos import qos_profile
+    from rgbt.ros.spin import BackgroundNode
+
+    env = dict(os.environ, PYTHONPATH=str(REPO_ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    cmd = [sys.executable, "-m", "rgbt.ros.spin", "--node", "thermal_preprocess:thermal_preprocess", "--ros-args",
+           "-p", "input_topic:=/t/thermal", "-p", "output_prefix:=/t/out", "-p", "diagnostics_period_s:=0.2",
+           "-p", "input_qos:=reliable", "-p", "input_depth:=400", "-p", "output_qos:=reliable"]
+    proc = subprocess.Popen(cmd, env=env, cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    side = BackgroundNode("overload_test", handle_signals=False)
+    out_stamps: list[int] = []
+    diag: dict[str, str] = {}
+    pub = side.node.create_publisher(Image, "/t/thermal", qos_profile("reliable", 400))
+    side.node.create_subscription(Image, "/t/out/image_mono8", lambda raw: out_stamps.append(cdr_to_image(raw).t_ns),
+                                  qos_profile("reliable", 400), raw=True)
+
+    def on_diag(msg) -> None:  # type: ignore[no-untyped-def]
+        for st in msg.status:
+            if st.name == "thermal_preprocess":
+                diag.update({kv.key: kv.value for kv in st.values})
+
+    side.node.create_subscription(DiagnosticArray, "/diagnostics", on_diag, qos_profile("reliable", 50))
+    side.start()
+    n = 120
+    try:
+        deadline = time.monotonic() + 60
+        while not (pub.get_subscription_count() and side.node.count_publishers("/t/out/image_mono8")):
+            assert proc.poll() is None and time.monotonic() < deadline, "preprocess node never matched"
+            time.sleep(0.1)
+        time.sleep(0.5)
+        rng = np.random.default_rng(3)
+        frame = rng.integers(20000, 30000, (512, 640), dtype=np.uint16)  # SYNTHETIC
+        for i in range(1, n + 1):  # as fast as we can publish: far above what normalization + CLAHE keeps up with
+            pub.publish(image_to_cdr(frame, i, "boson", "mono16"))
+        deadline = time.monotonic() + 60
+        while not (diag.get("latest.submitted") == str(n) and out_stamps and out_stamps[-1] == n
+                   and int(diag.get("latest.processed", 0)) == len(out_stamps)):
+            assert time.monotonic() < deadline, (diag, out_stamps[-5:])
+            time.sleep(0.1)
+    finally:
+        side.close()
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGINT)
+        out = proc.communicate(timeout=30)[0]
+    assert proc.returncode == 0, out
+    processed, stale = int(diag["latest.processed"]), int(diag["latest.dropped_stale"])
+    assert processed + stale == n and stale > 0, diag  # every frame either processed or counted as stale
+    assert out_stamps == sorted(set(out_stamps)) and out_stamps[-1] == n  # newest first, the last one out
+    assert diag["latest.priority"] in ("nice 19", "normal (could not lower)")

@@ -1,0 +1,109 @@
+"""The supervisor's restart policy on real child processes (no rclpy): back-off, limit, clean exits
+left down, the recorder's exit ending the flight, ``strict``, the status file the recorder reads."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from rgbt.ros.launcher import Graph
+from rgbt.ros.recording import supervisor_section, supervisor_values
+from rgbt.ros.supervisor import Supervisor, SupervisorOptions, read_status
+
+FAIL = [sys.executable, "-c", "import sys; sys.exit(3)"]
+DONE = [sys.executable, "-c", "pass"]
+SLEEP = [sys.executable, "-c", "import time; time.sleep(60)"]
+FAST = SupervisorOptions(backoff_initial_s=0.05, backoff_factor=2.0, backoff_max_s=0.15, max_restarts=3, window_s=60)
+
+
+def _graph(tmp_path: Path, **commands: list[str]) -> Graph:
+    graph = Graph(workdir=tmp_path, commands=dict(commands))
+    for group in commands:
+        graph.start_group(group)
+    return graph
+
+
+def _run(sup: Supervisor, seconds: float, until=lambda: False) -> str | None:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline and not until():
+        reason = sup.poll()
+        if reason:
+            return reason
+        time.sleep(0.01)
+    return None
+
+
+@pytest.fixture
+def stop_after():
+    graphs: list[Graph] = []
+    yield graphs.append
+    for g in graphs:
+        g.stop(grace_s=5, settle_s=0)
+
+
+def test_failing_group_restarts_with_backoff_then_is_left_down(tmp_path: Path, stop_after) -> None:
+    graph = _graph(tmp_path, crashy=FAIL, done=DONE, recorder=SLEEP)
+    stop_after(graph)
+    sup = Supervisor(graph, FAST, {"recorder"}, log=lambda m: None, status_path=graph.status_path)
+    assert _run(sup, 20.0, until=lambda: bool(sup.gave_up())) is None  # neither the crashes nor the clean exit end the flight
+    restarts = [r for r in sup.history if r.group == "crashy"]
+    assert [r.attempt for r in restarts] == [1, 2, 3]
+    assert [r.delay_s for r in restarts] == [0.05, 0.1, 0.15]  # x2 each time, capped at backoff_max_s
+    assert all(r.exit_code == 3 for r in restarts)
+    assert len({r.pid for r in restarts}) == 3
+    assert sup.gave_up() == ["crashy"] and not sup.pending()
+    assert sup.counts() == {"crashy": 3, "done": 0, "recorder": 0}  # a clean exit is not restarted
+    status = read_status(graph.status_path)
+    assert status["counts"]["crashy"] == 3 and status["gave_up"] == ["crashy"]
+    assert graph.procs["recorder"].poll() is None  # never touched
+
+
+def test_kill_9_restarts_the_group_and_the_status_reaches_the_manifest(tmp_path: Path, stop_after) -> None:
+    graph = _graph(tmp_path, pipeline=SLEEP, recorder=SLEEP)
+    stop_after(graph)
+    sup = Supervisor(graph, FAST, {"recorder"}, log=lambda m: None, status_path=graph.status_path)
+    old = graph.procs["pipeline"].pid
+    t0 = time.time_ns()
+    os.kill(old, signal.SIGKILL)
+    assert _run(sup, 10.0, until=lambda: bool(sup.history)) is None
+    assert graph.procs["pipeline"].pid != old and graph.procs["pipeline"].poll() is None
+    (restart,) = sup.history
+    assert restart.exit_code == -signal.SIGKILL and restart.restart_wall_ns >= restart.exit_wall_ns >= t0
+    status = json.loads(graph.status_path.read_text())
+    section = supervisor_section(status, t0, time.time_ns())
+    assert [r["group"] for r in section["restarts"]] == ["pipeline"]
+    assert section["supervisor"]["restarts"] == {"pipeline": 1, "recorder": 0}
+    assert supervisor_section(status, t0 - 10**9, t0)["restarts"] == []  # a bag closed before the restart
+    assert supervisor_values(status)["supervisor.restarts.pipeline"] == "1"
+
+
+def test_recorder_exit_ends_the_flight(tmp_path: Path, stop_after) -> None:
+    graph = _graph(tmp_path, pipeline=SLEEP, recorder=SLEEP)
+    stop_after(graph)
+    sup = Supervisor(graph, FAST, {"recorder"}, log=lambda m: None)
+    graph.procs["recorder"].kill()
+    reason = _run(sup, 2.0)
+    assert reason and "recorder" in reason and "SIGKILL" in reason
+    assert sup.history == [] and graph.procs["pipeline"].poll() is None  # nothing restarted, nothing stopped
+
+
+def test_strict_stops_on_the_first_failure(tmp_path: Path, stop_after) -> None:
+    graph = _graph(tmp_path, crashy=FAIL, recorder=SLEEP)
+    stop_after(graph)
+    sup = Supervisor(graph, FAST.model_copy(update={"strict": True}), {"recorder"}, log=lambda m: None)
+    reason = _run(sup, 5.0)
+    assert reason and "crashy" in reason and "strict" in reason and sup.history == []
+
+
+def test_options_are_described_and_validated() -> None:
+    o = SupervisorOptions()
+    assert "restart" in o.describe() and "strict" in SupervisorOptions(strict=True).describe()
+    assert [o.delay_s(n) for n in range(6)] == [0.25, 0.5, 1.0, 2.0, 4.0, 5.0]
+    with pytest.raises(ValueError):
+        SupervisorOptions(backoff_factor=0.5)
