@@ -23,7 +23,7 @@ EXTRA_OF_MODULE: dict[str, str] = {
     "std_msgs": "ros-wheels",
     "geometry_msgs": "ros-wheels",
     "nav_msgs": "ros-wheels",
-    "torch": "export",
+    "torch": "train",
     "pyarrow": "parquet",
     "ray": "scale",
 }

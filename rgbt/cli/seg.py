@@ -37,6 +37,114 @@ def register(sub: argparse._SubParsersAction) -> None:
     fe.add_argument("--graph", help="two-input fusion ONNX")
     fe.add_argument("--json", action="store_true")
     fe.set_defaults(func=_eval_fusion)
+    register_train(s)
+
+
+def register_train(s: argparse._SubParsersAction) -> None:
+    from rgbt.seg.train.options import MODEL_NAMES
+
+    tr = s.add_parser(
+        "train", help="train a thermal model on a CART-layout dataset, export ONNX + sidecar (needs rgbt[train])",
+        description="Train a thermal segmentation model on a CART-layout dataset (PLACE/TRAJ/{thermal16,masks}) "
+                    "with the runtime's own preprocessing, validate mIoU every epoch, and export the best epoch "
+                    "to ONNX (opset 17, in-graph argmax) with its sidecar. Needs the 'train' extra (torch); "
+                    "nothing is downloaded: --pretrained only reads a weights file already on this machine.")
+    tr.add_argument("--dataset", help="CART-layout root")
+    tr.add_argument("--split", default="train", help="training split file (lines PLACE/TRAJ/NNNNNN; CART's "
+                    "splits/... files work) or its name in the dataset root (default: train)")
+    tr.add_argument("--val", default="val", help="validation split file or name (default: val)")
+    tr.add_argument("--model", help=f"one of: {', '.join(MODEL_NAMES)}")
+    tr.add_argument("--out", help="ONNX to write (sidecar NAME.json and NAME.ref.npz beside it), e.g. engines/NAME.onnx")
+    tr.add_argument("--run-dir", help="run folder: config, log, history, curves.png, last/best checkpoints, "
+                    "the exported model (default: runs/seg/NAME)")
+    tr.add_argument("--resume", metavar="RUN_DIR", help="continue the run in RUN_DIR from its last checkpoint "
+                    "(its config.json gives every other option)")
+    tr.add_argument("--size", default="512x640", help="model input HxW, multiples of 32 (default 512x640)")
+    tr.add_argument("--fit", choices=["resize", "pad"], default="resize", help="how frames fit the input")
+    tr.add_argument("--epochs", type=int, default=30)
+    tr.add_argument("--batch", type=int, default=8)
+    tr.add_argument("--lr", type=float, default=2e-3, help="AdamW peak learning rate")
+    tr.add_argument("--weight-decay", type=float, default=1e-4)
+    tr.add_argument("--schedule", choices=["cosine", "poly"], default="cosine")
+    tr.add_argument("--class-weights", choices=["sqrt_inverse", "none"], default="sqrt_inverse",
+                    help="cross-entropy class weights from the training labels (default: 1/sqrt(pixel frequency))")
+    tr.add_argument("--seed", type=int, default=0)
+    tr.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
+    tr.add_argument("--no-amp", action="store_true", help="no mixed precision (AMP is used on CUDA only)")
+    tr.add_argument("--workers", type=int, default=0, help="data loader processes (default 0: in-process)")
+    tr.add_argument("--threads", type=int, help="torch CPU threads")
+    tr.add_argument("--pretrained", metavar="FILE", help="initial weights from a local file (a state dict or "
+                    "an rgbt run checkpoint, matched by name and shape); never downloaded")
+    for name, what in (("flip", "horizontal flips"), ("scale-crop", "random zoom/crop"),
+                       ("gain-noise", "thermal gain/offset and noise"), ("banding", "FFC-like banding")):
+        tr.add_argument(f"--no-{name}", action="store_true", help=f"no {what} augmentation")
+    tr.add_argument("--inversion", action="store_true", help="thermal-inversion augmentation (day -> night)")
+    tr.add_argument("--stop-after", type=int, metavar="N", help="stop after N epochs of this invocation, as if "
+                    "interrupted (continue with --resume)")
+    tr.add_argument("--json", action="store_true", help="print the result as JSON")
+    tr.set_defaults(func=_train)
+
+
+def train_options(args: argparse.Namespace):  # type: ignore[no-untyped-def]
+    """The TrainOptions of the command line (``--resume``: the run's saved config)."""
+    import json
+
+    from rgbt.errors import ConfigError, ModelError
+    from rgbt.seg.train.options import AugmentOptions, TrainOptions
+
+    if args.resume:
+        cfg = Path(args.resume) / "config.json"
+        if not cfg.is_file():
+            raise ModelError(f"{cfg}: not found (--resume needs a run folder of rgbt seg train)")
+        data = json.loads(cfg.read_text())
+        data["stop_after"] = args.stop_after
+        return TrainOptions.model_validate(data)
+    for flag in ("dataset", "model", "out"):
+        if not getattr(args, flag):
+            raise ModelError(f"--{flag} is required (or --resume RUN_DIR)")
+    try:
+        h, w = (int(v) for v in args.size.lower().split("x"))
+    except ValueError:
+        raise ConfigError("--size", "size", args.size, "HxW, e.g. 512x640") from None
+    out = Path(args.out)
+    aug = AugmentOptions(flip=not args.no_flip, scale_crop=not args.no_scale_crop, gain_noise=not args.no_gain_noise,
+                         banding=not args.no_banding, inversion=args.inversion)
+    return TrainOptions(dataset=args.dataset, split=args.split, val=args.val, model=args.model, out=str(out),
+                        run_dir=args.run_dir or str(Path("runs") / "seg" / out.stem), height=h, width=w, fit=args.fit,
+                        epochs=args.epochs, batch=args.batch, lr=args.lr, weight_decay=args.weight_decay,
+                        schedule=args.schedule, class_weights=args.class_weights, seed=args.seed, device=args.device,
+                        amp=not args.no_amp, workers=args.workers, threads=args.threads, pretrained=args.pretrained,
+                        augment=aug, stop_after=args.stop_after)
+
+
+def _train(args: argparse.Namespace) -> int:
+    import sys
+
+    from pydantic import ValidationError
+
+    from rgbt.errors import ModelError
+
+    try:
+        opts = train_options(args)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        raise ModelError(f"{'.'.join(str(p) for p in first['loc'])}: {first['msg']} (got {first.get('input')!r})") from None
+    from rgbt.seg.train.data import check_inputs
+
+    scans = check_inputs(opts, bool(args.resume))  # bad data is reported before torch loads
+    from rgbt.seg.train.loop import train
+
+    log = (lambda line: print(line, file=sys.stderr)) if args.json else print
+    res = train(opts, resume=bool(args.resume), log=log, progress=not args.json, scans=scans)
+    if args.json:
+        from rgbt.cli.output import print_json
+
+        print_json({"run_dir": str(res.run_dir), "onnx": str(res.onnx) if res.onnx else None,
+                    "best_epoch": res.best_epoch, "epochs_done": len(res.history),
+                    "val": res.val.to_json() if res.val else None, "history": res.history})
+    elif res.val is not None:
+        print_eval_table(res.val, f"{Path(opts.out).stem} (val, epoch {res.best_epoch})")
+    return 0
 
 
 def _eval_fusion(args: argparse.Namespace) -> int:

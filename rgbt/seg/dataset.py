@@ -30,12 +30,15 @@ def list_items(root: str | Path, split: str | Path | None = None) -> list[str]:
         items = [i[:-4] if i.endswith(".png") else i for i in items]
     else:
         items = sorted(str(p.relative_to(root).parent.parent / p.stem) for p in root.glob("*/*/thermal16/*.png"))
+    if not items and split is not None:
+        raise ImageError(f"{sp}: split file lists no frames (expected lines PLACE/TRAJ/NNNNNN)")
     if not items:
         raise ImageError(f"{root}: no frames found (expected PLACE/TRAJ/thermal16/NNNNNN.png)")
     return items
 
 
-def _frame_path(root: Path, item: str, folder: str) -> Path:
+def frame_path(root: Path, item: str, folder: str) -> Path:
+    """``ROOT/PLACE/TRAJ/FOLDER/NNNNNN.png`` of an item."""
     place_traj, name = item.rsplit("/", 1)
     return root / place_traj / folder / f"{name}.png"
 
@@ -60,8 +63,8 @@ def read_png(path: Path, dtype: type, channels: int = 1) -> np.ndarray:
 def load_thermal(root: str | Path, item: str) -> tuple[np.ndarray, np.ndarray]:
     """(thermal uint16 HxW, mask uint8 HxW) of one item."""
     root = Path(root)
-    th = read_png(_frame_path(root, item, "thermal16"), np.uint16)
-    mask = read_png(_frame_path(root, item, "masks"), np.uint8)
+    th = read_png(frame_path(root, item, "thermal16"), np.uint16)
+    mask = read_png(frame_path(root, item, "masks"), np.uint8)
     if th.shape != mask.shape:
         raise ImageError(f"{root / item}: thermal {th.shape} and mask {mask.shape} differ in size")
     return th, mask
@@ -70,10 +73,10 @@ def load_thermal(root: str | Path, item: str) -> tuple[np.ndarray, np.ndarray]:
 def load_rgb(root: str | Path, item: str) -> tuple[np.ndarray, np.ndarray] | None:
     """(rgb uint8 HxWx3, mask uint8 HxW) of one item, or None when the item has no colour frame."""
     root = Path(root)
-    p = _frame_path(root, item, "rgb")
+    p = frame_path(root, item, "rgb")
     if not p.is_file():
         return None
-    return read_png(p, np.uint8, 3), read_png(_frame_path(root, item, "masks_rgb"), np.uint8)
+    return read_png(p, np.uint8, 3), read_png(frame_path(root, item, "masks_rgb"), np.uint8)
 
 
 def write_item(root: str | Path, item: str, thermal: np.ndarray, mask: np.ndarray,
@@ -83,7 +86,7 @@ def write_item(root: str | Path, item: str, thermal: np.ndarray, mask: np.ndarra
     for folder, img in (("thermal16", thermal), ("masks", mask), ("rgb", rgb), ("masks_rgb", mask_rgb)):
         if img is None:
             continue
-        p = _frame_path(root, item, folder)
+        p = frame_path(root, item, folder)
         p.parent.mkdir(parents=True, exist_ok=True)
         out = cv2.cvtColor(img, cv2.COLOR_RGB2BGR) if img.ndim == 3 else img
         if not cv2.imwrite(str(p), out):

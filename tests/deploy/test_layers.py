@@ -97,5 +97,5 @@ def test_missing_module_message() -> None:
     assert missing_module("onnxruntime").extra == "cpu"
     unknown = missing_module("somethingelse")
     assert unknown.extra is None and "pip install somethingelse" in str(unknown)
-    assert set(EXTRA_OF_MODULE.values()) <= {"cpu", "gpu", "eval", "sim", "ros-wheels", "export", "parquet",
+    assert set(EXTRA_OF_MODULE.values()) <= {"cpu", "gpu", "eval", "sim", "ros-wheels", "train", "parquet",
                                              "scale"}

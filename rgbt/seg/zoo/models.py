@@ -1,7 +1,8 @@
 """Small segmentation architectures written in plain PyTorch (torchvision has no CPU wheel here).
 
 FastSCNN (Poudel et al. 2019), LR-ASPP MobileNetV3-Large (Howard et al. 2019), DeepLabV3+ with
-a ResNet18 backbone (Chen et al. 2018), and TinySeg (a ~60 k-parameter net we train on the
+a ResNet18 backbone (Chen et al. 2018), EfficientViT-B0 (Cai et al. 2023, in
+:mod:`rgbt.seg.zoo.efficientvit`), and TinySeg (a ~60 k-parameter net we train on the
 simulator in minutes). All are static-shape friendly: pyramid pooling uses fixed kernels computed
 from the traced feature size (adaptive pooling to 3 or 6 bins does not export at 512x640).
 Dev-only: needs torch.
@@ -12,6 +13,8 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 from torch import nn
+
+from rgbt.seg.zoo.efficientvit import EfficientViTB0Seg
 
 
 def cbr(cin: int, cout: int, k: int = 3, s: int = 1, d: int = 1, groups: int = 1, act: str = "relu") -> nn.Sequential:
@@ -230,8 +233,10 @@ ARCHITECTURES = {
     "fastscnn": FastSCNN,
     "lraspp_mobilenetv3_large": LRASPPMobileNetV3Large,
     "deeplabv3plus_resnet18": DeepLabV3PlusResNet18,
+    "efficientvit_b0": EfficientViTB0Seg,
     "tinyseg": TinySeg,
 }
+
 
 
 class WithArgmax(nn.Module):

@@ -18,8 +18,8 @@ import torch.nn.functional as F
 from rgbt.seg.dataset import list_items, load_rgb, load_thermal
 from rgbt.seg.preprocess import prepare
 from rgbt.seg.sidecar import InputSpec
-
-IGNORE = 255
+from rgbt.seg.train.data import IGNORE
+from rgbt.seg.train.data import class_weights as class_weights_from_counts
 
 
 def load_arrays(root: str | Path, items: list[str], spec: InputSpec, fit: str) -> tuple[np.ndarray, np.ndarray]:
@@ -44,12 +44,8 @@ def load_arrays(root: str | Path, items: list[str], spec: InputSpec, fit: str) -
 
 
 def class_weights(y: np.ndarray, k: int) -> np.ndarray:
-    """Inverse square-root frequency weights (rare objects count), mean 1 over present classes."""
-    counts = np.bincount(y[y != IGNORE].ravel(), minlength=k).astype(np.float64)
-    w = np.where(counts > 0, 1.0 / np.sqrt(np.maximum(counts, 1)), 0.0)
-    present = counts > 0
-    w[present] /= w[present].mean()
-    return w.astype(np.float32)
+    """Inverse square-root frequency weights of targets ``y`` (see :func:`rgbt.seg.train.data.class_weights`)."""
+    return class_weights_from_counts(np.bincount(y[y != IGNORE].ravel(), minlength=k), ())
 
 
 def train(net: torch.nn.Module, x: np.ndarray, y: np.ndarray, *, epochs: int, batch: int = 8, lr: float = 4e-3,
