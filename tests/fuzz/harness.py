@@ -6,7 +6,7 @@ hang, and a case whose Python allocations peak above ``CASE_MEGABYTES`` is a mem
 case is counted per parser; ``tests/fuzz/conftest.py`` prints the table parser × cases × crashes
 × hangs at the end of the run.
 
-Budget: ``RGBT_FUZZ_EXAMPLES`` Hypothesis examples per test (default 150 in the suite);
+Budget: ``RGBT_FUZZ_EXAMPLES`` Hypothesis examples per test (default 75 in the suite: the CI budget);
 ``RGBT_FUZZ_EXAMPLES=5000 python -m pytest -q tests/fuzz`` is the long run.
 """
 
@@ -23,7 +23,7 @@ from hypothesis import HealthCheck, settings
 
 from rgbt.errors import RgbtError
 
-EXAMPLES = int(os.environ.get("RGBT_FUZZ_EXAMPLES", "150"))
+EXAMPLES = int(os.environ.get("RGBT_FUZZ_EXAMPLES", "75"))
 CASE_SECONDS = float(os.environ.get("RGBT_FUZZ_CASE_SECONDS", "5"))
 CASE_MEGABYTES = float(os.environ.get("RGBT_FUZZ_CASE_MB", "512"))
 
