@@ -62,7 +62,7 @@ BACK_WAIT_S = 20.0
 LEAD_S = 2.5
 #: simulated seconds after the last fault of a flight (full matrix, --quick)
 TAIL_S = 7.0
-TAIL_QUICK_S = 4.0
+TAIL_QUICK_S = 8.0  # long enough for a restarted group (2-4.5 s here) to publish again before the end
 #: a stream interrupted for longer than this (s) counts as down until its next message
 GAP_S = 0.5
 #: frames published less than this (s) before the event may be missing from a complete bag

@@ -12,6 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from rgbt.ros.options import unlocked_topic
+from rgbt.stack import load_stack
+
 KILLED = {"kill_segmentation": "segmentation", "kill_pipeline": "pipeline", "kill_sources": "sources"}
 
 
@@ -43,9 +46,15 @@ def test_quick_fault_matrix_kill_9_loses_nothing(ros_env: dict, tmp_path: Path, 
     assert manifest["supervisor"]["restarts"]["pipeline"] == 1
     sources = json.loads((flight / "sources.json").read_text())
     recorded = read_bag(bag)
+    stack = load_stack()
+    # what the sync published before it locked is on its own (recorded) topic, host-stamped
+    before_lock = {cam.topic: unlocked_topic(name) for name, cam in stack.cameras.items()}
+    before_lock[stack.imu.topic] = unlocked_topic("imu")
     for topic, frames in sources["frames"].items():
-        assert [zlib.crc32(bytes(m.data)) for _, m, _ in recorded[topic]] == frames["crc32"], topic
-    assert len(recorded["/imu/imu"]) == sources["stack_topics"]["/imu/imu"]
+        msgs = sorted(recorded.get(before_lock[topic], []) + recorded[topic], key=lambda r: r[0])
+        assert [zlib.crc32(bytes(m.data)) for _, m, _ in msgs] == frames["crc32"], topic
+    imu = stack.imu.topic
+    assert len(recorded[imu]) + len(recorded.get(before_lock[imu], [])) == sources["stack_topics"][imu]
     # after the kill the pipeline and segmentation outputs flow again
     restarts = {r["group"]: r["restart_wall_ns"] for r in manifest["restarts"]}
     assert any(t > restarts["pipeline"] for t, _, _ in recorded["/rgbt/thermal/image_mono8"])

@@ -127,7 +127,7 @@ def test_recorder_budget_plan_is_sized_from_the_stack() -> None:
 
     stack = load_stack()
     rates, sizes = stack_rates(stack), stack_message_bytes(stack)
-    plan = plan_buffers(RecorderOptions(buffer_s=4.0), rates, sizes)
+    plan = plan_buffers(RecorderOptions(buffer_s=4.0, dds_window_s=1.0), rates, sizes)
     data_rate = sum(rates[t] * sizes[t] for t in rates)
     assert plan.budget_bytes == int(4.0 * data_rate)
     thermal = stack.cameras["thermal"]
@@ -136,6 +136,9 @@ def test_recorder_budget_plan_is_sized_from_the_stack() -> None:
     reserve = sum(plan.depths[t] * sizes[t] for t in plan.depths)
     assert plan.writer_bytes == plan.budget_bytes - reserve
     assert plan.budget_bytes < 600e6  # a few seconds of the stack, not the ~0.9 GB of depth-300 queues
+    default = plan_buffers(RecorderOptions(), rates, sizes)  # 8 s of the stack, 3 s of it in reader queues
+    assert default.budget_bytes == int(8.0 * data_rate) and default.budget_bytes < 1e9
+    assert default.depths[thermal.topic] == 3 * int(thermal.rate_hz)
     explicit = plan_buffers(RecorderOptions(memory_budget_mb=50), rates, sizes)
     assert explicit.budget_bytes == 50_000_000
     assert explicit.writer_bytes == 2 * max(sizes.values())  # the reader queues take it all: a floor
