@@ -13,9 +13,9 @@ import time
 from sensor_msgs.msg import NavSatFix, NavSatStatus, TimeReference
 
 from rgbt.ros.driver_node import DriverNode
+from rgbt.ros.messages import navsatfix, time_reference
 from rgbt.ros.options import DriverOptions, time_reference_topic
 from rgbt.ros.spin import node_main
-from rgbt.ros.stamps import ns_to_stamp
 
 
 class GnssNode(DriverNode):
@@ -46,12 +46,11 @@ class GnssNode(DriverNode):
         if parsed is None or getattr(parsed, "identity", "") != "NAV-PVT":
             return
         fix = fix_from_nav_pvt(parsed)
-        msg = NavSatFix()
-        ns_to_stamp(self.to_wall(time.monotonic_ns()), msg.header.stamp)  # the driver's one clock offset
-        msg.header.frame_id = self.stack_model.gnss.frame_id
+        t_ns = self.to_wall(time.monotonic_ns())  # the driver's one clock offset
+        frame_id = self.stack_model.gnss.frame_id
+        msg = navsatfix(t_ns, fix.lat, fix.lon, fix.height_m, frame_id)
         msg.status.status = int(fix.status)
         msg.status.service = NavSatStatus.SERVICE_GPS
-        msg.latitude, msg.longitude, msg.altitude = fix.lat, fix.lon, fix.height_m
         if fix.position_covariance is not None:
             msg.position_covariance = [float(v) for v in fix.position_covariance]
             msg.position_covariance_type = NavSatFix.COVARIANCE_TYPE_APPROXIMATED
@@ -60,12 +59,7 @@ class GnssNode(DriverNode):
         if fix.t_utc_ns is None:
             self.diag.values["no_utc"] = str(int(self.diag.values["no_utc"]) + 1)
             return
-        ref = TimeReference()
-        ref.header.stamp = msg.header.stamp
-        ref.header.frame_id = msg.header.frame_id
-        ns_to_stamp(fix.t_utc_ns, ref.time_ref)
-        ref.source = f"ubx:{fix.source}"
-        self.pub_time.publish(ref)
+        self.pub_time.publish(time_reference(t_ns, fix.t_utc_ns, f"ubx:{fix.source}", frame_id))
         self.diag.topic(self.time_topic).tick()
 
 
