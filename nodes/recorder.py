@@ -51,8 +51,8 @@ class RecorderNode(RgbtNode):
         self.rec = Recording(o, log=self.get_logger().info, synthetic=o.synthetic or bool(stack.synthetic))
         ros2_typestore()  # built now (0.5-3 s on a small CPU), not when the arm starts the first bag
         self.wanted = [t for t in dict.fromkeys(wanted)]
-        self.rec.expected_rates = {t: hz for t, hz in stack_rates(stack).items() if t in self.wanted}
         rates = {t: hz for t, hz in stack_rates(stack).items() if t in self.wanted}
+        self.rec.expected_rates = rates
         self.plan = plan_buffers(o, rates, stack_message_bytes(stack))
         self.rec.writer_budget_bytes = self.plan.writer_bytes
         self.get_logger().info(f"memory budget {self.plan.budget_bytes / 1e6:.0f} MB: reader queues "
