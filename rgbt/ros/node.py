@@ -4,7 +4,8 @@ It reads the node's ROS parameters, validates them with the node's options model
 start-up), declares every option as a ROS parameter with a descriptor (``rgbt.ros.params``: live
 ones change through ``ros2 param set`` via :meth:`RgbtNode.apply_options`, the others are
 read-only), counts every publisher / subscription that meets an incompatible QoS on its topic
-(diagnostics ``qos_incompatible``, an error naming the topic and the policy), publishes ``diagnostic_msgs/DiagnosticArray`` on ``/diagnostics`` every
+(diagnostics ``qos_incompatible``, an error naming the topic and the policy) and every message the
+middleware reports lost before a subscription (``lost``, logged), publishes ``diagnostic_msgs/DiagnosticArray`` on ``/diagnostics`` every
 ``diagnostics_period_s``, and wraps callbacks so an exception is logged and counted, never fatal.
 """
 
@@ -38,6 +39,9 @@ ROS_BUILTIN_PARAMETERS = frozenset({"use_sim_time", "start_type_description_serv
 
 class RgbtNode(Node):
     """A node with validated options (``self.options``), diagnostics (``self.diag``) and guarded callbacks."""
+
+    #: guarded callbacks run so far (the shutdown drain waits until this stops growing)
+    callbacks_run: int = 0
 
     options_model: ClassVar[type[NodeOptions]] = NodeOptions
     default_name: ClassVar[str] = "rgbt_node"
@@ -73,6 +77,8 @@ class RgbtNode(Node):
         events = kwargs.get("event_callbacks") or SubscriptionEventCallbacks()
         if events.incompatible_qos is None:
             events.incompatible_qos = lambda info, t=topic: self._qos_incompatible(t, "subscription", info)
+        if events.message_lost is None:
+            events.message_lost = lambda info, t=topic: self._message_lost(t, info)
         kwargs["event_callbacks"] = events
         return super().create_subscription(msg_type, topic, callback, qos_profile, **kwargs)
 
@@ -82,6 +88,14 @@ class RgbtNode(Node):
             events.incompatible_qos = lambda info, t=topic: self._qos_incompatible(t, "publisher", info)
         kwargs["event_callbacks"] = events
         return super().create_publisher(msg_type, topic, qos_profile, **kwargs)
+
+    def _message_lost(self, topic: str, info) -> None:  # type: ignore[no-untyped-def]
+        """The middleware lost messages on ``topic`` before they reached this subscription (a best-effort
+        reader that fell behind): counted (diagnostics ``lost``) and logged, never silent."""
+        n = int(info.total_count_change)
+        self.diag.values["lost"] = str(int(self.diag.values.get("lost", "0")) + n)
+        self.get_logger().warning(f"{topic}: {n} message(s) lost before this subscription "
+                                  f"({self.diag.values['lost']} in all)", throttle_duration_sec=5.0)
 
     def _qos_incompatible(self, topic: str, side: str, info) -> None:  # type: ignore[no-untyped-def]
         """A peer on ``topic`` cannot be matched with this endpoint's QoS (``info``: rclpy's event)."""
@@ -146,6 +160,7 @@ class RgbtNode(Node):
 
         @functools.wraps(fn)
         def wrapped(*args: Any) -> Any:
+            self.callbacks_run += 1
             try:
                 return fn(*args)
             except Exception as exc:  # noqa: BLE001 - a node keeps running (DESIGN.md section 3)

@@ -4,8 +4,9 @@
 loop: its ``spin()`` busy-loops and ignores SIGINT. Where rclpy has no EventsExecutor (ROS 2 Humble)
 the standard ``SingleThreadedExecutor`` runs instead; ``RGBT_EXECUTOR=single`` forces that fallback,
 ``RGBT_EXECUTOR=events`` requires the EventsExecutor (default ``auto``). The choice is logged at
-start-up. SIGINT / SIGTERM set a stop flag; on the way out every node's ``close()`` runs (the
-recorder closes its bag) before rclpy shuts down.
+start-up. SIGINT / SIGTERM set a stop flag; on the way out the process drains (:func:`drain`: timers
+stopped, queued messages handled) and every node's ``close()`` runs (the recorder closes its bag)
+before rclpy shuts down.
 
 ``python -m rgbt.ros.spin --node NAME:EXECUTABLE [...] [--duration S] --ros-args ...`` runs
 several nodes of ``nodes/`` in one process (how ``rgbt up`` starts a profile's process groups).
@@ -43,6 +44,8 @@ except ImportError:  # pragma: no cover - depends on the installed rclpy
 
 #: environment variable choosing the executor: auto (EventsExecutor where present), events, single
 EXECUTOR_ENV = "RGBT_EXECUTOR"
+#: shutdown drain (s): at most this long, ended once no callback ran for DRAIN_IDLE_S
+DRAIN_MAX_S, DRAIN_IDLE_S = 3.0, 0.3
 
 
 def executor_choice(environ: dict[str, str] | None = None) -> str:
@@ -111,6 +114,7 @@ def run_nodes(factories: Sequence[Callable[[], Node]], args: list[str] | None = 
             if nodes and all(getattr(n, "finished", False) for n in nodes):
                 break
             executor.spin_until_future_complete(Future(), timeout_sec=0.2)
+        drain(executor, nodes)
     finally:
         for node in nodes:
             try:
@@ -124,6 +128,30 @@ def run_nodes(factories: Sequence[Callable[[], Node]], args: list[str] | None = 
         for s, handler in old.items():
             signal.signal(s, handler)
     return 0
+
+
+def drain(executor: Executor, nodes: Sequence[Node], max_s: float = DRAIN_MAX_S, idle_s: float = DRAIN_IDLE_S) -> None:
+    """Before the nodes close: stop their timers (sources stop producing) and keep spinning until no
+    guarded callback has run for ``idle_s`` (s) or ``max_s`` (s) passed, so messages already queued
+    for this process (frames waiting for the trigger sync, samples for the recorder) are handled
+    instead of dropped by a Ctrl-C. The launcher stops groups in profile order, so what a group
+    publishes while draining reaches the groups still running."""
+    for node in nodes:
+        for timer in list(node.timers):
+            timer.cancel()
+
+    def runs() -> int:
+        return sum(getattr(n, "callbacks_run", 0) for n in nodes)
+
+    deadline = time.monotonic() + max_s
+    last, idle_since = runs(), time.monotonic()
+    while time.monotonic() < deadline and executor.context.ok():
+        executor.spin_until_future_complete(Future(), timeout_sec=0.05)
+        now, count = time.monotonic(), runs()
+        if count != last:
+            last, idle_since = count, now
+        elif now - idle_since >= idle_s:
+            break
 
 
 class BackgroundNode:

@@ -80,7 +80,9 @@ def test_bench_sim_records_everything_bit_exact(ros_env: dict, tmp_path: Path, r
     for topic, count in sources["stack_topics"].items():
         assert count > 0, topic
         got = len(recorded.get(topic, [])) + len(recorded.get(before_lock[topic], []))
-        assert got == count, (topic, len(recorded.get(topic, [])), len(recorded.get(before_lock[topic], [])), count)
+        why = {t: rec_manifest["topics"].get(t) for t in (topic, before_lock[topic])}
+        assert got == count, (topic, len(recorded.get(topic, [])), len(recorded.get(before_lock[topic], [])), count,
+                              why, rec_manifest.get("sync"), log[-3000:])
     # the other source topics too (GNSS, autopilot pose, trigger)
     for topic in ("/gps/fix", "/uav1/mavros/local_position/pose", "/rgbt/trigger"):
         assert len(recorded[topic]) == sources["topics"][topic], topic

@@ -87,3 +87,47 @@ def test_node_process_publishes_on_the_fallback_executor(ros_env: dict, tmp_path
     assert len(got) >= 3, f"no health messages from the node on the fallback executor:\n{out}"
     assert "executor: SingleThreadedExecutor (RGBT_EXECUTOR=single" in out, out
     assert proc.returncode == 0, out
+
+
+def test_drain_handles_queued_messages_and_stops_timers(ros_env: dict) -> None:
+    """On the way out (Ctrl-C) a process first handles what is already queued for it: 50 messages
+    published while nothing spun are all handled by :func:`rgbt.ros.spin.drain`, and the node's
+    timers (a source's production) are stopped before it."""
+    import rclpy
+    from rclpy.node import Node
+    from std_msgs.msg import UInt32
+
+    from rgbt.ros import spin
+    from rgbt.ros.qos import qos_profile
+
+    ctx = rclpy.Context()
+    rclpy.init(context=ctx)
+    got: list[int] = []
+    try:
+        sub_node = Node("drain_sub", context=ctx)
+        pub_node = Node("drain_pub", context=ctx)
+        sub_node.callbacks_run = 0  # type: ignore[attr-defined]
+
+        def on_msg(msg: UInt32) -> None:
+            sub_node.callbacks_run += 1  # type: ignore[attr-defined]
+            got.append(msg.data)
+
+        sub_node.create_subscription(UInt32, "/rgbt/test/drain", on_msg, qos_profile("reliable", 100))
+        ticks = []
+        timer = sub_node.create_timer(0.01, lambda: ticks.append(1))
+        pub = pub_node.create_publisher(UInt32, "/rgbt/test/drain", qos_profile("reliable", 100))
+        ex = spin.make_executor(ctx)
+        ex.add_node(sub_node)
+        deadline = time.monotonic() + 10
+        while (pub.get_subscription_count() == 0 or sub_node.count_publishers("/rgbt/test/drain") == 0) \
+                and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.5)  # both ends matched (discovery is asynchronous on each side)
+        for i in range(50):
+            pub.publish(UInt32(data=i))
+        spin.drain(ex, [sub_node], max_s=5.0, idle_s=0.3)
+        assert got == list(range(50))
+        assert timer.is_canceled()
+        ex.shutdown()
+    finally:
+        ctx.try_shutdown()
