@@ -17,6 +17,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from helpers import tiny_seg_dataset
+
 needs_torch = pytest.mark.skipif(importlib.util.find_spec("torch") is None,
                                  reason="torch not installed (the 'train' extra)")
 
@@ -158,50 +160,10 @@ def test_zoo_model_builds_exports_and_passes_contract(tmp_path, model):
     check_contract(tmp_path / f"{model}.onnx")
 
 
-def _dataset(tmp_path: Path, masks: list[np.ndarray]) -> Path:
-    from rgbt.seg.dataset import write_item
-
-    root = tmp_path / "ds"
-    items = []
-    for i, m in enumerate(masks):
-        item = f"place/traj/{i:06d}"
-        write_item(root, item, (np.arange(m.size, dtype=np.uint16).reshape(m.shape) * 50), m)
-        items.append(item)
-    (root / "train.txt").write_text("".join(i + "\n" for i in items))
-    (root / "val.txt").write_text("".join(i + "\n" for i in items))
-    return root
-
-
-@pytest.mark.parametrize("case", ["missing-label", "bad-ids", "empty-split", "unknown-model"])
-def test_bad_input_one_line_exit_2(tmp_path, rgbt_cli, case):
-    good = np.full((8, 10), 5, np.uint8)
-    root = _dataset(tmp_path, [good, good])
-    model, split = "tinyseg", "train"
-    expect = {"missing-label": "000001.png: label not found", "bad-ids": "label ids [12, 200] outside the class table",
-              "empty-split": "split file lists no frames", "unknown-model": "unknown model, expected one of"}[case]
-    if case == "missing-label":
-        (root / "place/traj/masks/000001.png").unlink()
-    elif case == "bad-ids":
-        bad = good.copy()
-        bad[0, :2] = (12, 200)
-        _dataset(tmp_path, [good, bad])
-    elif case == "empty-split":
-        split = str(tmp_path / "empty.txt")
-        Path(split).write_text("\n")
-    else:
-        model = "resnet50"
-    proc = rgbt_cli("seg", "train", "--dataset", root, "--split", split, "--model", model, "--out",
-                    tmp_path / "m.onnx", "--run-dir", tmp_path / "run", check=False)
-    lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
-    assert proc.returncode == 2 and len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr
-    assert expect in lines[0], lines[0]
-    assert not (tmp_path / "run").exists()
-
-
 def test_without_torch_exit_3_names_the_train_extra(tmp_path):
     from deploy.test_layers import _python
 
-    root = _dataset(tmp_path, [np.full((8, 10), 5, np.uint8)])
+    root = tiny_seg_dataset(tmp_path, [np.full((8, 10), 5, np.uint8)])
     proc = _python("""
         from rgbt.cli import main
         sys.exit(main(sys.argv[2:]))
