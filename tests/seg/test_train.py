@@ -318,11 +318,11 @@ def test_pretrained_imagenet_loads_the_library_file_from_its_cache(tmp_path, mon
     own = net.state_dict()
     encoder = [k for k in own if k.startswith(fam.encoder) and not k.endswith("num_batches_tracked")]
     assert f"{len(encoder)}/{len(encoder)} encoder tensors loaded from {Path(rel).name} ({fam.name} ImageNet)" in line
-    n_lib = sum(1 for k in state if fam.translate(k) and not k.endswith("num_batches_tracked"))
+    n_lib = sum(1 for k in state if fam.name_of(k) and not k.endswith("num_batches_tracked"))
     assert n_lib == len(encoder)  # every library backbone tensor has its place, and every one of ours is filled
     first = next(iter(state))
     for key, t in state.items():
-        ours = fam.translate(key)
+        ours = fam.name_of(key)
         if ours is None or key.endswith("num_batches_tracked"):
             continue
         expect = t.sum(1, keepdim=True) if key == first else t

@@ -7,7 +7,7 @@ Two kinds of file:
 - **A model library's ImageNet classifier** whose backbone is our model's encoder: torchvision
   ``resnet18`` (DeepLabV3+ R18), torchvision ``mobilenet_v3_large`` (LR-ASPP MobileNetV3-L) and timm
   ``efficientvit_b0`` (EfficientViT-B0). Our models are our own definitions (no torchvision here), so
-  each library's parameter names are translated to ours by one function per family below; every
+  each library's parameter names are translated to ours by one table of rules per family below; every
   translated tensor's shape is checked, the classifier head is left out, and a file whose layout does
   not correspond 1:1 to our encoder loads nothing (one error naming the first tensor that differs).
 
@@ -36,77 +36,65 @@ class _NoCounterpart(Exception):
     """A library parameter name with no place in our encoder (a different block layout)."""
 
 
-# ---------------------------------------------------------------- name translation, one function per family
-_BN = r"(weight|bias|running_mean|running_var|num_batches_tracked)"
+# ---------------------------------------------------------------- name translation, one table per family
+#: what a named group of a rule's pattern becomes in our name (groups not listed are copied as they are)
+_PARTS = {
+    "rn": {"conv1": "c1.0", "bn1": "c1.1", "conv2": "c2.0", "bn2": "c2.1", "downsample.0": "down.0",
+           "downsample.1": "down.1"},  # torchvision BasicBlock -> ours
+    "cna": {"conv": "0", "norm": "1"},  # timm ConvNormAct -> our Sequential(conv, BN, act)
+    "mb": {"inverted_conv": "0", "depth_conv": "1", "point_conv": "2"},  # timm MBConv -> our mb_conv
+    "ds": {"depth_conv": "0", "point_conv": "1"},  # timm DSConv -> our ds_conv
+    "res": {"0": "1"},  # timm Stem.res0 -> our stem.1 (stem.0 is the first conv; B0 has one stem block)
+}
+
+#: torchvision ``resnet18`` -> our ``DeepLabV3PlusResNet18`` encoder. Our layer4 uses dilation 2 instead of
+#: stride 2 (output stride 16): same weights.
+RESNET18 = [
+    (r"conv1\.weight", "stem.0.0.weight"),
+    (r"bn1\.(?P<p>\w+)", "stem.0.1.{p}"),
+    (r"(?P<block>layer[1-4]\.\d+)\.(?P<rn>conv1|bn1|conv2|bn2|downsample\.[01])\.(?P<p>\w+)", "{block}.{rn}.{p}"),
+]
+
+#: torchvision ``mobilenet_v3_large`` -> our ``LRASPPMobileNetV3Large`` encoder. Our ``features`` repeat
+#: torchvision's nesting (``features.0`` stem conv; ``features.1``-``15`` inverted residuals ``block.J``:
+#: expand conv when the width grows, depthwise conv, squeeze-excite ``fc1``/``fc2``, projection;
+#: ``features.16`` the 1x1 conv to 960), so names carry over. Our blocks 13-15 are dilated (output
+#: stride 16) as torchvision's LR-ASPP does: same weights.
+MOBILENET_V3_LARGE = [
+    (r"(?P<name>features\.\d+\.[\w.]+)", "{name}"),
+]
+
+_MB = r"(?P<mb>inverted_conv|depth_conv|point_conv)\.(?P<cna>conv|norm)\.(?P<p>\w+)"
+_ATTN = r"stages\.(?P<s>[23])\.blocks\.(?P<b>\d+)\.context_module\.main"
+#: timm ``efficientvit_b0`` (MIT EfficientViT) -> our ``EfficientViTB0Seg`` backbone. timm wraps convs in
+#: ``ConvNormAct`` (``.conv``, ``.norm``) and residuals in ``ResidualBlock(.main)``; ours are plain
+#: ``Sequential`` (``.0`` conv, ``.1`` BN) and ``Residual(.block)``. ``stages.S.blocks.0`` is the stride-2
+#: MBConv; then MBConvs (stages 0-1) or EfficientViT blocks (stages 2-3: LiteMLA ``context_module``,
+#: MBConv ``local_module``).
+EFFICIENTVIT_B0 = [
+    (r"stem\.in_conv\.(?P<cna>conv|norm)\.(?P<p>\w+)", "stem.0.{cna}.{p}"),
+    (r"stem\.res(?P<res>\d+)\.main\.(?P<ds>depth_conv|point_conv)\.(?P<cna>conv|norm)\.(?P<p>\w+)",
+     "stem.{res}.block.{ds}.{cna}.{p}"),
+    (rf"stages\.(?P<s>\d+)\.blocks\.0\.main\.{_MB}", "stages.{s}.0.{mb}.{cna}.{p}"),
+    (rf"stages\.(?P<s>[01])\.blocks\.(?P<b>\d+)\.main\.{_MB}", "stages.{s}.{b}.block.{mb}.{cna}.{p}"),
+    (rf"stages\.(?P<s>[23])\.blocks\.(?P<b>\d+)\.local_module\.main\.{_MB}", "stages.{s}.{b}.local.block.{mb}.{cna}.{p}"),
+    (rf"{_ATTN}\.qkv\.conv\.weight", "stages.{s}.{b}.context.block.qkv.weight"),
+    (rf"{_ATTN}\.aggreg\.(?P<agg>\d+\.\d+\.weight)", "stages.{s}.{b}.context.block.aggreg.{agg}"),
+    (rf"{_ATTN}\.proj\.(?P<cna>conv|norm)\.(?P<p>\w+)", "stages.{s}.{b}.context.block.proj.{cna}.{p}"),
+]
 
 
-def resnet18_name(key: str) -> str | None:
-    """torchvision ``resnet18`` -> our ``DeepLabV3PlusResNet18`` encoder (``None``: the ``fc`` classifier).
-
-    ``conv1``/``bn1`` -> ``stem.0.{0,1}``; in ``layerN.B``: ``conv1``/``bn1`` -> ``c1.{0,1}``,
-    ``conv2``/``bn2`` -> ``c2.{0,1}``, ``downsample.{0,1}`` -> ``down.{0,1}``. Our layer4 uses dilation 2
-    instead of stride 2 (output stride 16): same weights."""
-    if key.startswith("fc."):
+def translate(rules: list[tuple[str, str]], head: str, key: str) -> str | None:
+    """Our name for the library parameter ``key`` by the first rule whose pattern matches all of it;
+    ``None`` for the classifier (names starting with ``head``). _NoCounterpart when no rule matches."""
+    if key.startswith(head):
         return None
-    if key == "conv1.weight":
-        return "stem.0.0.weight"
-    if m := re.fullmatch(rf"bn1\.{_BN}", key):
-        return f"stem.0.1.{m[1]}"
-    part = {"conv1": "c1.0", "bn1": "c1.1", "conv2": "c2.0", "bn2": "c2.1", "downsample.0": "down.0",
-            "downsample.1": "down.1"}
-    if m := re.fullmatch(r"(layer[1-4]\.\d+)\.(conv1|bn1|conv2|bn2|downsample\.[01])\.(\w+)", key):
-        return f"{m[1]}.{part[m[2]]}.{m[3]}"
-    raise _NoCounterpart(key)
-
-
-def mobilenet_v3_large_name(key: str) -> str | None:
-    """torchvision ``mobilenet_v3_large`` -> our ``LRASPPMobileNetV3Large`` encoder (``None``: ``classifier``).
-
-    Our ``features`` repeat torchvision's nesting: ``features.0`` stem conv (``.0`` conv, ``.1`` BN),
-    ``features.1``-``15`` inverted residuals (``block.J``: expand conv when the width grows, depthwise
-    conv, squeeze-excite ``fc1``/``fc2``, projection), ``features.16`` the 1x1 conv to 960; so the
-    names carry over unchanged. Our blocks 13-15 are dilated (output stride 16), as torchvision's
-    LR-ASPP does: same weights."""
-    if key.startswith("classifier."):
-        return None
-    if re.fullmatch(r"features\.\d+\.[\w.]+", key):
-        return key
-    raise _NoCounterpart(key)
-
-
-def efficientvit_b0_name(key: str) -> str | None:
-    """timm ``efficientvit_b0`` (MIT EfficientViT) -> our ``EfficientViTB0Seg`` backbone (``None``: ``head``).
-
-    timm wraps each conv in ``ConvNormAct`` (``.conv``, ``.norm``) and each residual in
-    ``ResidualBlock(.main)``; ours are plain ``Sequential`` (``.0`` conv, ``.1`` BN) and
-    ``Residual(.block)``. Stem: ``in_conv`` -> ``stem.0``; ``resI.main.{depth,point}_conv`` ->
-    ``stem.{I+1}.block.{0,1}``. Stages: ``stages.S.blocks.0.main`` (the stride-2 MBConv) ->
-    ``stages.S.0``; in stages 0-1 ``blocks.B.main`` -> ``stages.S.B.block``; in stages 2-3
-    ``blocks.B.context_module.main`` (LiteMLA: ``qkv.conv`` -> ``qkv``, ``aggreg`` as is,
-    ``proj`` -> ``proj.{0,1}``) -> ``stages.S.B.context.block`` and ``blocks.B.local_module.main`` ->
-    ``stages.S.B.local.block``; MBConv parts ``inverted_conv``/``depth_conv``/``point_conv`` -> ``0/1/2``."""
-    if key.startswith("head."):
-        return None
-    cna = {"conv": "0", "norm": "1"}
-    mb = {"inverted_conv": "0", "depth_conv": "1", "point_conv": "2"}
-    if m := re.fullmatch(r"stem\.in_conv\.(conv|norm)\.(\w+)", key):
-        return f"stem.0.{cna[m[1]]}.{m[2]}"
-    if m := re.fullmatch(r"stem\.res(\d+)\.main\.(depth_conv|point_conv)\.(conv|norm)\.(\w+)", key):
-        return f"stem.{int(m[1]) + 1}.block.{0 if m[2] == 'depth_conv' else 1}.{cna[m[3]]}.{m[4]}"
-    mbconv = r"(inverted_conv|depth_conv|point_conv)\.(conv|norm)\.(\w+)"
-    if m := re.fullmatch(rf"stages\.(\d+)\.blocks\.0\.main\.{mbconv}", key):
-        return f"stages.{m[1]}.0.{mb[m[2]]}.{cna[m[3]]}.{m[4]}"
-    if m := re.fullmatch(rf"stages\.([01])\.blocks\.(\d+)\.main\.{mbconv}", key):
-        return f"stages.{m[1]}.{m[2]}.block.{mb[m[3]]}.{cna[m[4]]}.{m[5]}"
-    if m := re.fullmatch(rf"stages\.([23])\.blocks\.(\d+)\.local_module\.main\.{mbconv}", key):
-        return f"stages.{m[1]}.{m[2]}.local.block.{mb[m[3]]}.{cna[m[4]]}.{m[5]}"
-    attn = rf"stages\.([23])\.blocks\.(\d+)\.context_module\.main"
-    if m := re.fullmatch(rf"{attn}\.qkv\.conv\.weight", key):
-        return f"stages.{m[1]}.{m[2]}.context.block.qkv.weight"
-    if m := re.fullmatch(rf"{attn}\.aggreg\.(\d+\.\d+\.weight)", key):
-        return f"stages.{m[1]}.{m[2]}.context.block.aggreg.{m[3]}"
-    if m := re.fullmatch(rf"{attn}\.proj\.(conv|norm)\.(\w+)", key):
-        return f"stages.{m[1]}.{m[2]}.context.block.proj.{cna[m[3]]}.{m[4]}"
+    for pattern, ours in rules:
+        if m := re.fullmatch(pattern, key):
+            try:
+                return ours.format(**{g: _PARTS[g][v] if g in _PARTS else v for g, v in m.groupdict().items()})
+            except KeyError:
+                break
     raise _NoCounterpart(key)
 
 
@@ -137,9 +125,14 @@ class Family:
     library: str
     encoder: tuple[str, ...]  # our state-dict prefixes that make the encoder
     signature: str  # a parameter only the library's file has (tells it from an rgbt checkpoint)
-    translate: Callable[[str], str | None]
+    rules: list[tuple[str, str]]  # library name pattern -> our name (see :func:`translate`)
+    head: str  # the library's classifier prefix (left out)
     cached: Callable[[], list[str]]  # the library's cache paths (glob patterns), in order of preference
     obtain: str  # the command that caches the file on a networked machine
+
+    def name_of(self, key: str) -> str | None:
+        """Our parameter name for the library's ``key`` (``None``: classifier head)."""
+        return translate(self.rules, self.head, key)
 
 
 def _snapshots(repo: str, files: tuple[str, ...]) -> list[str]:
@@ -151,15 +144,16 @@ def _snapshots(repo: str, files: tuple[str, ...]) -> list[str]:
 FAMILIES = {
     "deeplabv3plus_r18": Family(
         "resnet18", "torchvision", ("stem.", "layer1.", "layer2.", "layer3.", "layer4."), "layer1.0.conv1.weight",
-        resnet18_name, lambda: [str(torch_hub_checkpoints() / "resnet18-f37072fd.pth")],
+        RESNET18, "fc.", lambda: [str(torch_hub_checkpoints() / "resnet18-f37072fd.pth")],
         "python -c \"import torchvision; torchvision.models.resnet18(weights='IMAGENET1K_V1')\""),
     "lraspp_mbv3l": Family(
-        "mobilenet_v3_large", "torchvision", ("features.",), "classifier.3.weight", mobilenet_v3_large_name,
+        "mobilenet_v3_large", "torchvision", ("features.",), "classifier.3.weight", MOBILENET_V3_LARGE,
+        "classifier.",
         lambda: [str(torch_hub_checkpoints() / f) for f in ("mobilenet_v3_large-8738ca79.pth",  # IMAGENET1K_V1
                                                             "mobilenet_v3_large-5c1a4163.pth")],  # IMAGENET1K_V2
         "python -c \"import torchvision; torchvision.models.mobilenet_v3_large(weights='IMAGENET1K_V1')\""),
     "efficientvit_b0": Family(
-        "efficientvit_b0", "timm", ("stem.", "stages."), "stem.in_conv.conv.weight", efficientvit_b0_name,
+        "efficientvit_b0", "timm", ("stem.", "stages."), "stem.in_conv.conv.weight", EFFICIENTVIT_B0, "head.",
         lambda: _snapshots("timm/efficientvit_b0.r224_in1k", ("pytorch_model.bin", "model.safetensors")),
         "python -c \"import timm; timm.create_model('efficientvit_b0.r224_in1k', pretrained=True)\""),
 }
@@ -253,7 +247,7 @@ def load_pretrained(net, value: str, model: str | None = None) -> str:  # type: 
 
 
 def _load_family(net, state: dict, fam: Family, path: Path, model: str) -> str:  # type: ignore[no-untyped-def]
-    """Copy a library ImageNet state dict into our encoder through ``fam.translate``: all or nothing.
+    """Copy a library ImageNet state dict into our encoder through ``fam.name_of``: all or nothing.
     BatchNorm's batch counters (``num_batches_tracked``) are neither copied nor counted."""
     own = net.state_dict()
     encoder = [k for k in own if k.startswith(fam.encoder) and not k.endswith("num_batches_tracked")]
@@ -263,7 +257,7 @@ def _load_family(net, state: dict, fam: Family, path: Path, model: str) -> str: 
         if key.endswith("num_batches_tracked"):
             continue
         try:
-            ours = fam.translate(key)
+            ours = fam.name_of(key)
         except _NoCounterpart:
             raise ModelError(f"{where}: {key} has no counterpart (a different block layout); nothing loaded") from None
         if ours is None:
