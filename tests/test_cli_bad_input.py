@@ -248,7 +248,8 @@ SEG_TRAIN_CASES = {  # case id -> text the one error line must contain ({tmp}: t
 
 
 @pytest.mark.parametrize("case", list(SEG_TRAIN_CASES))
-def test_seg_train_bad_input_exits_2_one_line(case: str, tmp_path: Path, monkeypatch, capsys) -> None:  # type: ignore[no-untyped-def]
+def test_seg_train_bad_input_exits_2_one_line(case: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
     """Every case fails in the argument / data checks, before torch loads: no run folder is made."""
     good = np.full((8, 10), 5, np.uint8)
     root = tiny_seg_dataset(tmp_path, [good, good])

@@ -240,13 +240,14 @@ def torchvision_mobilenet_v3_large() -> dict:
             parts.append({**_conv("{}.0", exp, cin), **_bn("{}.1", exp)})
         parts.append({**_conv("{}.0", exp, 1, k), **_bn("{}.1", exp)})
         if se:
-            parts.append({**_conv("{}.fc1", squeeze[exp], exp, bias=True), **_conv("{}.fc2", exp, squeeze[exp], bias=True)})
+            sq = squeeze[exp]
+            parts.append({**_conv("{}.fc1", sq, exp, bias=True), **_conv("{}.fc2", exp, sq, bias=True)})
         parts.append({**_conv("{}.0", cout, exp), **_bn("{}.1", cout)})
         for j, part in enumerate(parts):
             keys |= {name.format(f"features.{i}.block.{j}"): shape for name, shape in part.items()}
     keys |= {**_conv("features.16.0", 960, 160), **_bn("features.16.1", 960)}
-    return keys | {"classifier.0.weight": (1280, 960), "classifier.0.bias": (1280,), "classifier.3.weight": (1000, 1280),
-                   "classifier.3.bias": (1000,)}
+    return keys | {"classifier.0.weight": (1280, 960), "classifier.0.bias": (1280,),
+                   "classifier.3.weight": (1000, 1280), "classifier.3.bias": (1000,)}
 
 
 def timm_efficientvit_b0() -> dict:
@@ -275,8 +276,8 @@ def timm_efficientvit_b0() -> dict:
                 keys |= mbconv(f"{p}.main", w, w, False)
         cin = w
     return keys | cna("head.in_conv", 1024, 128) | {
-        "head.classifier.0.weight": (1280, 1024), "head.classifier.1.weight": (1280,), "head.classifier.1.bias": (1280,),
-        "head.classifier.4.weight": (1000, 1280), "head.classifier.4.bias": (1000,)}
+        "head.classifier.0.weight": (1280, 1024), "head.classifier.1.weight": (1280,),
+        "head.classifier.1.bias": (1280,), "head.classifier.4.weight": (1000, 1280), "head.classifier.4.bias": (1000,)}
 
 
 # model -> (the library's name -> shape, where the library caches the file under TORCH_HOME / HF_HOME)
