@@ -91,3 +91,19 @@ def read_class_pngs(root: Path, pred_folder: str) -> list[tuple[np.ndarray, np.n
         assert gt is not None and pred is not None, (root, item, pred_folder)
         pairs.append((gt, pred))
     return pairs
+
+
+def tiny_seg_dataset(tmp_path: Path, masks: list[np.ndarray]) -> Path:
+    """SYNTHETIC: a CART-layout dataset ``tmp_path/ds`` with one 16-bit ramp frame per label in ``masks``
+    (``place/traj/NNNNNN``), and ``train.txt`` / ``val.txt`` listing all of them."""
+    from rgbt.seg.dataset import write_item
+
+    root = tmp_path / "ds"
+    items = []
+    for i, m in enumerate(masks):
+        item = f"place/traj/{i:06d}"
+        write_item(root, item, (np.arange(m.size, dtype=np.uint16).reshape(m.shape) * 50), m)
+        items.append(item)
+    (root / "train.txt").write_text("".join(i + "\n" for i in items))
+    (root / "val.txt").write_text("".join(i + "\n" for i in items))
+    return root

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from helpers import run_rgbt
+from helpers import run_rgbt, tiny_seg_dataset
 from rgbt.paths import DEFAULT_STACK, ENGINES_DIR, REPO_ROOT, data_dir
 
 DATA = data_dir()
@@ -231,3 +231,56 @@ def test_vio_eval_bad_sequence_exits_2_naming_the_file(case, vio_inputs: dict[st
     assert "Traceback" not in err and code == 2, err
     line = err.strip().splitlines()[-1]
     assert line.startswith("rgbt vio: error: ") and vio_inputs[key].name in line and text in line, line
+
+
+# --- rgbt seg train: bad datasets, model names and --pretrained files (issue 17) ------------------------------
+
+SEG_TRAIN_CASES = {  # case id -> text the one error line must contain ({tmp}: the test's folder)
+    "missing-label": "000001.png: label not found",
+    "bad-ids": "label ids [12, 200] outside the class table",
+    "empty-split": "split file lists no frames",
+    "unknown-model": "unknown model, expected one of",
+    "pretrained-missing-file": "{tmp}/nowhere.pth: --pretrained weights file not found",
+    "pretrained-imagenet-not-cached": "no torchvision resnet18 ImageNet weights on this machine (searched "
+                                      "{tmp}/torch/hub/checkpoints/resnet18-f37072fd.pth)",
+    "pretrained-imagenet-no-encoder": "model 'tinyseg' has no ImageNet encoder",
+}
+
+
+@pytest.mark.parametrize("case", list(SEG_TRAIN_CASES))
+def test_seg_train_bad_input_exits_2_one_line(case: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    """Every case fails in the argument / data checks, before torch loads: no run folder is made."""
+    good = np.full((8, 10), 5, np.uint8)
+    root = tiny_seg_dataset(tmp_path, [good, good])
+    model, split, extra = "tinyseg", "train", []
+    if case == "missing-label":
+        (root / "place/traj/masks/000001.png").unlink()
+    elif case == "bad-ids":
+        bad = good.copy()
+        bad[0, :2] = (12, 200)
+        tiny_seg_dataset(tmp_path, [good, bad])
+    elif case == "empty-split":
+        split = str(tmp_path / "empty.txt")
+        Path(split).write_text("\n")
+    elif case == "unknown-model":
+        model = "resnet50"
+    elif case == "pretrained-missing-file":
+        extra = ["--pretrained", str(tmp_path / "nowhere.pth")]
+    else:  # an empty torch hub cache; tinyseg has no ImageNet encoder at all
+        monkeypatch.setenv("TORCH_HOME", str(tmp_path / "torch"))
+        model = "deeplabv3plus_r18" if case == "pretrained-imagenet-not-cached" else "tinyseg"
+        extra = ["--pretrained", "imagenet"]
+    args = ["seg", "train", "--dataset", str(root), "--split", split, "--model", model, "--out",
+            str(tmp_path / "m.onnx"), "--run-dir", str(tmp_path / "run"), *extra]
+    if case == "missing-label":  # the real command, once
+        proc = run_rgbt(*args, check=False, timeout=120)
+        code, err = proc.returncode, proc.stderr
+    else:  # the same entry point in-process: no interpreter start per case
+        from rgbt.cli import main
+
+        code, err = main(args), capsys.readouterr().err
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert code == 2 and len(lines) == 1 and "Traceback" not in err, err
+    assert lines[0].startswith("rgbt seg: error: ") and SEG_TRAIN_CASES[case].format(tmp=tmp_path) in lines[0], lines[0]
+    assert not (tmp_path / "run").exists()

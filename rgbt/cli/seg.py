@@ -48,7 +48,8 @@ def register_train(s: argparse._SubParsersAction) -> None:
         description="Train a thermal segmentation model on a CART-layout dataset (PLACE/TRAJ/{thermal16,masks}) "
                     "with the runtime's own preprocessing, validate mIoU every epoch, and export the best epoch "
                     "to ONNX (opset 17, in-graph argmax) with its sidecar. Needs the 'train' extra (torch); "
-                    "nothing is downloaded: --pretrained only reads a weights file already on this machine.")
+                    "nothing is downloaded: --pretrained only reads weights already on this machine (tests and CI "
+                    "never fetch any).")
     tr.add_argument("--dataset", help="CART-layout root")
     tr.add_argument("--split", default="train", help="training split file (lines PLACE/TRAJ/NNNNNN; CART's "
                     "splits/... files work) or its name in the dataset root (default: train)")
@@ -73,8 +74,12 @@ def register_train(s: argparse._SubParsersAction) -> None:
     tr.add_argument("--no-amp", action="store_true", help="no mixed precision (AMP is used on CUDA only)")
     tr.add_argument("--workers", type=int, default=0, help="data loader processes (default 0: in-process)")
     tr.add_argument("--threads", type=int, help="torch CPU threads")
-    tr.add_argument("--pretrained", metavar="FILE", help="initial weights from a local file (a state dict or "
-                    "an rgbt run checkpoint, matched by name and shape); never downloaded")
+    tr.add_argument("--pretrained", metavar="FILE|imagenet",
+                    help="initial weights, never downloaded: 'imagenet' takes the ImageNet encoder the model library "
+                    "already cached on this machine (deeplabv3plus_r18: torchvision resnet18, lraspp_mbv3l: "
+                    "torchvision mobilenet_v3_large, both in $TORCH_HOME/hub/checkpoints; efficientvit_b0: timm "
+                    "efficientvit_b0.r224_in1k in the Hugging Face cache; fastscnn and tinyseg have none); FILE: "
+                    "such a library file, or an rgbt state dict / run checkpoint (matched by name and shape)")
     for name, what in (("flip", "horizontal flips"), ("scale-crop", "random zoom/crop"),
                        ("gain-noise", "thermal gain/offset and noise"), ("banding", "FFC-like banding")):
         tr.add_argument(f"--no-{name}", action="store_true", help=f"no {what} augmentation")

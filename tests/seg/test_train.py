@@ -11,10 +11,13 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import re
 from pathlib import Path
 
 import numpy as np
 import pytest
+
+from helpers import tiny_seg_dataset
 
 needs_torch = pytest.mark.skipif(importlib.util.find_spec("torch") is None,
                                  reason="torch not installed (the 'train' extra)")
@@ -157,50 +160,10 @@ def test_zoo_model_builds_exports_and_passes_contract(tmp_path, model):
     check_contract(tmp_path / f"{model}.onnx")
 
 
-def _dataset(tmp_path: Path, masks: list[np.ndarray]) -> Path:
-    from rgbt.seg.dataset import write_item
-
-    root = tmp_path / "ds"
-    items = []
-    for i, m in enumerate(masks):
-        item = f"place/traj/{i:06d}"
-        write_item(root, item, (np.arange(m.size, dtype=np.uint16).reshape(m.shape) * 50), m)
-        items.append(item)
-    (root / "train.txt").write_text("".join(i + "\n" for i in items))
-    (root / "val.txt").write_text("".join(i + "\n" for i in items))
-    return root
-
-
-@pytest.mark.parametrize("case", ["missing-label", "bad-ids", "empty-split", "unknown-model"])
-def test_bad_input_one_line_exit_2(tmp_path, rgbt_cli, case):
-    good = np.full((8, 10), 5, np.uint8)
-    root = _dataset(tmp_path, [good, good])
-    model, split = "tinyseg", "train"
-    expect = {"missing-label": "000001.png: label not found", "bad-ids": "label ids [12, 200] outside the class table",
-              "empty-split": "split file lists no frames", "unknown-model": "unknown model, expected one of"}[case]
-    if case == "missing-label":
-        (root / "place/traj/masks/000001.png").unlink()
-    elif case == "bad-ids":
-        bad = good.copy()
-        bad[0, :2] = (12, 200)
-        _dataset(tmp_path, [good, bad])
-    elif case == "empty-split":
-        split = str(tmp_path / "empty.txt")
-        Path(split).write_text("\n")
-    else:
-        model = "resnet50"
-    proc = rgbt_cli("seg", "train", "--dataset", root, "--split", split, "--model", model, "--out",
-                    tmp_path / "m.onnx", "--run-dir", tmp_path / "run", check=False)
-    lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
-    assert proc.returncode == 2 and len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr
-    assert expect in lines[0], lines[0]
-    assert not (tmp_path / "run").exists()
-
-
 def test_without_torch_exit_3_names_the_train_extra(tmp_path):
     from deploy.test_layers import _python
 
-    root = _dataset(tmp_path, [np.full((8, 10), 5, np.uint8)])
+    root = tiny_seg_dataset(tmp_path, [np.full((8, 10), 5, np.uint8)])
     proc = _python("""
         from rgbt.cli import main
         sys.exit(main(sys.argv[2:]))
@@ -234,3 +197,172 @@ def test_pretrained_reads_a_local_state_dict(tmp_path):
         load_pretrained(net, str(tmp_path / "foreign.pt"))
     with pytest.raises(ModelError, match="not found"):
         load_pretrained(net, str(tmp_path / "missing.pt"))
+
+
+# --- --pretrained imagenet: the libraries' ImageNet files, written here with the libraries' own names and shapes ---
+# Each function restates one library's module layout (torchvision resnet.py / mobilenetv3.py, timm
+# efficientvit_mit.py) as name -> shape, independently of rgbt's name translation and of rgbt's models:
+# a wrong translated name, or two names swapped, fails the load.
+
+def _conv(p: str, cout: int, cin: int, k: int = 1, bias: bool = False) -> dict:
+    return {f"{p}.weight": (cout, cin, k, k), **({f"{p}.bias": (cout,)} if bias else {})}
+
+
+def _bn(p: str, c: int) -> dict:
+    return {f"{p}.{n}": (c,) for n in ("weight", "bias", "running_mean", "running_var")} | \
+        {f"{p}.num_batches_tracked": ()}
+
+
+def torchvision_resnet18() -> dict:
+    keys = {**_conv("conv1", 64, 3, 7), **_bn("bn1", 64)}
+    cin = 64
+    for layer, w in enumerate((64, 128, 256, 512), 1):
+        for b in range(2):
+            p = f"layer{layer}.{b}"
+            keys |= {**_conv(f"{p}.conv1", w, cin, 3), **_bn(f"{p}.bn1", w), **_conv(f"{p}.conv2", w, w, 3),
+                     **_bn(f"{p}.bn2", w)}
+            if cin != w:
+                keys |= {**_conv(f"{p}.downsample.0", w, cin), **_bn(f"{p}.downsample.1", w)}
+            cin = w
+    return keys | {"fc.weight": (1000, 512), "fc.bias": (1000,)}
+
+
+def torchvision_mobilenet_v3_large() -> dict:
+    keys = {**_conv("features.0.0", 16, 3, 3), **_bn("features.0.1", 16)}
+    squeeze = {72: 24, 120: 32, 480: 120, 672: 168, 960: 240}  # _make_divisible(expanded // 4, 8)
+    blocks = [(16, 3, 16, 16, False), (16, 3, 64, 24, False), (24, 3, 72, 24, False), (24, 5, 72, 40, True),
+              (40, 5, 120, 40, True), (40, 5, 120, 40, True), (40, 3, 240, 80, False), (80, 3, 200, 80, False),
+              (80, 3, 184, 80, False), (80, 3, 184, 80, False), (80, 3, 480, 112, True), (112, 3, 672, 112, True),
+              (112, 5, 672, 160, True), (160, 5, 960, 160, True), (160, 5, 960, 160, True)]  # in, k, exp, out, SE
+    for i, (cin, k, exp, cout, se) in enumerate(blocks, 1):
+        parts = []
+        if exp != cin:
+            parts.append({**_conv("{}.0", exp, cin), **_bn("{}.1", exp)})
+        parts.append({**_conv("{}.0", exp, 1, k), **_bn("{}.1", exp)})
+        if se:
+            sq = squeeze[exp]
+            parts.append({**_conv("{}.fc1", sq, exp, bias=True), **_conv("{}.fc2", exp, sq, bias=True)})
+        parts.append({**_conv("{}.0", cout, exp), **_bn("{}.1", cout)})
+        for j, part in enumerate(parts):
+            keys |= {name.format(f"features.{i}.block.{j}"): shape for name, shape in part.items()}
+    keys |= {**_conv("features.16.0", 960, 160), **_bn("features.16.1", 960)}
+    return keys | {"classifier.0.weight": (1280, 960), "classifier.0.bias": (1280,),
+                   "classifier.3.weight": (1000, 1280), "classifier.3.bias": (1000,)}
+
+
+def timm_efficientvit_b0() -> dict:
+    def cna(p: str, cout: int, cin: int, k: int = 1, bias: bool = False, norm: bool = True) -> dict:  # ConvNormAct
+        return {**_conv(f"{p}.conv", cout, cin, k, bias), **(_bn(f"{p}.norm", cout) if norm else {})}
+
+    def mbconv(p: str, cin: int, cout: int, fewer_norm: bool) -> dict:  # expand ratio 4
+        mid = 4 * cin
+        return {**cna(f"{p}.inverted_conv", mid, cin, 1, fewer_norm, not fewer_norm),
+                **cna(f"{p}.depth_conv", mid, 1, 3, fewer_norm, not fewer_norm), **cna(f"{p}.point_conv", cout, mid)}
+
+    keys = {**cna("stem.in_conv", 8, 3, 3), **cna("stem.res0.main.depth_conv", 8, 1, 3),
+            **cna("stem.res0.main.point_conv", 8, 8)}
+    cin = 8
+    for s, w in enumerate((16, 32, 64, 128)):  # depths 2, 2, 2, 2; stages 2-3 are attention stages (head dim 16)
+        vit = s >= 2
+        keys |= mbconv(f"stages.{s}.blocks.0.main", cin, w, vit)
+        for b in range(1, 3 if vit else 2):
+            p = f"stages.{s}.blocks.{b}"
+            if vit:
+                m = f"{p}.context_module.main"
+                keys |= {**_conv(f"{m}.qkv.conv", 3 * w, w), **_conv(f"{m}.aggreg.0.0", 3 * w, 1, 5),
+                         **_conv(f"{m}.aggreg.0.1", 3 * w, 16), **cna(f"{m}.proj", w, 2 * w)}
+                keys |= mbconv(f"{p}.local_module.main", w, w, True)
+            else:
+                keys |= mbconv(f"{p}.main", w, w, False)
+        cin = w
+    return keys | cna("head.in_conv", 1024, 128) | {
+        "head.classifier.0.weight": (1280, 1024), "head.classifier.1.weight": (1280,),
+        "head.classifier.1.bias": (1280,), "head.classifier.4.weight": (1000, 1280), "head.classifier.4.bias": (1000,)}
+
+
+# model -> (the library's name -> shape, where the library caches the file under TORCH_HOME / HF_HOME)
+IMAGENET_CASES = {
+    "deeplabv3plus_r18": (torchvision_resnet18, "torch/hub/checkpoints/resnet18-f37072fd.pth"),
+    "lraspp_mbv3l": (torchvision_mobilenet_v3_large, "torch/hub/checkpoints/mobilenet_v3_large-8738ca79.pth"),
+    "efficientvit_b0": (timm_efficientvit_b0,
+                        "hf/hub/models--timm--efficientvit_b0.r224_in1k/snapshots/0123abcd/pytorch_model.bin"),
+}
+
+
+def _library_state(model: str) -> dict:
+    """A random state dict shaped like the library's ImageNet file (first conv RGB, classifier head included)."""
+    import torch
+
+    g = torch.Generator().manual_seed(3)
+    return {k: torch.tensor(123) if k.endswith("num_batches_tracked") else torch.randn(shape, generator=g)
+            for k, shape in IMAGENET_CASES[model][0]().items()}
+
+
+@needs_torch
+@pytest.mark.parametrize("model", list(IMAGENET_CASES))
+def test_pretrained_imagenet_loads_the_library_file_from_its_cache(tmp_path, monkeypatch, model):
+    import torch
+
+    from rgbt.seg.train.loop import build_net, load_pretrained
+    from rgbt.seg.train.pretrained import FAMILIES
+
+    _, rel = IMAGENET_CASES[model]
+    monkeypatch.setenv("TORCH_HOME", str(tmp_path / "torch"))
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    monkeypatch.delenv("HF_HUB_CACHE", raising=False)
+    state = _library_state(model)
+    (tmp_path / rel).parent.mkdir(parents=True)
+    torch.save(state, tmp_path / rel)
+    net = build_net(model)
+    line = load_pretrained(net, "imagenet", model)
+    fam = FAMILIES[model]
+    own = net.state_dict()
+    encoder = [k for k in own if k.startswith(fam.encoder) and not k.endswith("num_batches_tracked")]
+    assert f"{len(encoder)}/{len(encoder)} encoder tensors loaded from {Path(rel).name} ({fam.name} ImageNet)" in line
+    n_lib = sum(1 for k in state if fam.name_of(k) and not k.endswith("num_batches_tracked"))
+    assert n_lib == len(encoder)  # every library backbone tensor has its place, and every one of ours is filled
+    first = next(iter(state))
+    for key, t in state.items():
+        ours = fam.name_of(key)
+        if ours is None or key.endswith("num_batches_tracked"):
+            continue
+        expect = t.sum(1, keepdim=True) if key == first else t
+        assert torch.equal(own[ours], expect), key
+    # the same file passed by name loads the same way
+    assert "encoder tensors loaded" in load_pretrained(build_net(model), str(tmp_path / rel), model)
+    # a layout that differs from ours (an extra block; a tensor of another shape) loads nothing
+    from rgbt.errors import ModelError
+
+    second = list(state)[1]
+    for bad, match in (({**state, "blocks.9.weight": torch.zeros(3)}, "blocks.9.weight has no counterpart"),
+                       ({**state, second: torch.zeros(5)}, f"{second} has shape")):
+        torch.save(bad, tmp_path / "other_layout.pth")
+        fresh = build_net(model)
+        before = {k: v.clone() for k, v in fresh.state_dict().items()}
+        with pytest.raises(ModelError, match="do not correspond 1:1"):
+            load_pretrained(fresh, str(tmp_path / "other_layout.pth"), model)
+        with pytest.raises(ModelError, match=re.escape(match)):
+            load_pretrained(fresh, str(tmp_path / "other_layout.pth"), model)
+        assert all(torch.equal(before[k], v) for k, v in fresh.state_dict().items())
+
+
+@needs_torch
+def test_pretrained_imagenet_safetensors_needs_the_package(tmp_path, monkeypatch):
+    from rgbt.errors import MissingCapability
+    from rgbt.seg.train.loop import build_net, load_pretrained
+
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    monkeypatch.delenv("HF_HUB_CACHE", raising=False)
+    rel = "hf/hub/models--timm--efficientvit_b0.r224_in1k/snapshots/0123abcd/model.safetensors"
+    (tmp_path / rel).parent.mkdir(parents=True)
+    state = _library_state("efficientvit_b0")
+    if importlib.util.find_spec("safetensors") is None:
+        (tmp_path / rel).write_bytes(b"not read")
+        with pytest.raises(MissingCapability, match="safetensors"):
+            load_pretrained(build_net("efficientvit_b0"), "imagenet", "efficientvit_b0")
+    else:
+        from safetensors.torch import save_file
+
+        save_file({k: v.contiguous() for k, v in state.items()}, str(tmp_path / rel))
+        line = load_pretrained(build_net("efficientvit_b0"), "imagenet", "efficientvit_b0")
+        assert "encoder tensors loaded from model.safetensors" in line

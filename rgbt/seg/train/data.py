@@ -65,7 +65,8 @@ def scan_split(root: str | Path, split: str | None, class_names: list[str]) -> S
 
 def check_inputs(opts: TrainOptions, resume: bool = False) -> tuple[SplitScan, SplitScan]:
     """Everything that can be wrong with the inputs, checked before torch does any work
-    (RgbtError -> exit 2): model name, input size, the run folder, both splits and their labels."""
+    (RgbtError -> exit 2): model name, input size, the --pretrained file, the run folder, both splits
+    and their labels."""
     ckpt = Path(opts.run_dir) / "last.pt"
     if resume and not ckpt.is_file():
         raise ModelError(f"{ckpt}: no checkpoint to resume from")
@@ -75,6 +76,10 @@ def check_inputs(opts: TrainOptions, resume: bool = False) -> tuple[SplitScan, S
         raise ModelError(f"--model {opts.model!r}: unknown model, expected one of {', '.join(MODEL_NAMES)}")
     if opts.height % 32 or opts.width % 32:
         raise ModelError(f"--size {opts.height}x{opts.width}: height and width must be multiples of 32")
+    if opts.pretrained and not resume:
+        from rgbt.seg.train.pretrained import resolve_pretrained
+
+        resolve_pretrained(opts.pretrained, opts.model)
     train = scan_split(opts.dataset, opts.split, CLASS_NAMES)
     val = scan_split(opts.dataset, opts.val, CLASS_NAMES)
     evaluated = [i for i in range(len(CLASS_NAMES)) if i not in IGNORE_IDS]

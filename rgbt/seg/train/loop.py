@@ -25,13 +25,13 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from rgbt.errors import ModelError
 from rgbt.seg.classes import CART_CLASSES, IGNORE_IDS, OBJECT_IDS
 from rgbt.seg.metrics import IoUResult, confusion, iou_from_confusion
 from rgbt.seg.preprocess import fit_mode, unfit_ids
 from rgbt.seg.sidecar import InputSpec
 from rgbt.seg.train.data import CLASS_NAMES, IGNORE, SplitScan, TrainSamples, ValSamples, check_inputs, class_weights
 from rgbt.seg.train.options import MODEL_NAMES, TrainOptions, command_line
+from rgbt.seg.train.pretrained import load_pretrained
 from rgbt.seg.zoo.models import ARCHITECTURES, WithArgmax
 
 
@@ -48,38 +48,6 @@ class TrainResult:
 
 def build_net(model: str, channels: int = 1, num_classes: int = len(CART_CLASSES)) -> torch.nn.Module:
     return ARCHITECTURES[MODEL_NAMES[model]](channels, num_classes)
-
-
-def load_pretrained(net: torch.nn.Module, path: str) -> str:
-    """Copy tensors of a local weights file (a state dict, or an rgbt run checkpoint) into ``net`` by
-    name and shape; a 3-channel first convolution is summed to the model's 1 channel. Nothing is
-    downloaded. Returns a one-line summary; ModelError when nothing matches."""
-    p = Path(path)
-    if not p.is_file():
-        raise ModelError(f"{p}: --pretrained weights file not found (only local files are used)")
-    try:
-        state = torch.load(p, map_location="cpu", weights_only=True)
-    except Exception as exc:  # noqa: BLE001 - any unreadable file is bad input
-        raise ModelError(f"{p}: not a torch weights file: {exc}") from None
-    if isinstance(state, dict) and isinstance(state.get("model"), dict):
-        state = state["model"]
-    if not isinstance(state, dict):
-        raise ModelError(f"{p}: expected a state dict (name -> tensor), got {type(state).__name__}")
-    own = net.state_dict()
-    loaded = {}
-    for name, t in state.items():
-        name = name.removeprefix("module.")
-        if name not in own or not isinstance(t, torch.Tensor):
-            continue
-        if t.shape != own[name].shape and t.ndim == 4 and t.shape[1] == 3 and own[name].shape[1] == 1 \
-                and t.shape[0] == own[name].shape[0]:
-            t = t.sum(1, keepdim=True)
-        if t.shape == own[name].shape:
-            loaded[name] = t
-    if not loaded:
-        raise ModelError(f"{p}: no tensor matches the model by name and shape (expected weights of this architecture)")
-    net.load_state_dict(loaded, strict=False)
-    return f"pretrained: {len(loaded)}/{len(own)} tensors from {p.name}"
 
 
 def lr_factor(step: int, total: int, schedule: str) -> float:
@@ -163,7 +131,7 @@ def train(opts: TrainOptions, resume: bool = False, log: Callable[[str], None] =
         history, best, start = ck["history"], ck["best"], ck["epoch"]
         say(f"resumed from {ckpt_path.name}: epoch {start}/{opts.epochs} done")
     elif opts.pretrained:
-        say(load_pretrained(net, opts.pretrained))
+        say(load_pretrained(net, opts.pretrained, opts.model))
     say(f"{opts.model}: {sum(p.numel() for p in net.parameters())} params, {len(train_ds)} train / "
         f"{len(val_ds)} val frames, input {opts.height}x{opts.width} ({opts.fit}), device {device.type}"
         f"{' (AMP)' if amp else ''}")
