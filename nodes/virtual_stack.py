@@ -9,7 +9,10 @@ the armed state (``std_msgs/Bool`` on ``/rgbt/armed``, latched) go straight to t
 Samples marked ``dropped`` are never published. Pacing and preloading (``preload_s``: the first
 seconds generated before playing) are ``rgbt.sim.live``'s. With ``manifest_path`` set, a JSON manifest of what
 was published (counts, CRC32 and true trigger time of every frame) is written once every sample is
-out (``"done": true``) and again at exit.
+out (``"done": true``) and again at exit. Host stamps go through one ``rgbt.hostclock.WallClockOffset``
+as a driver's do: a wall-clock step (injected by ``rgbt bench faults`` through ``rgbt.ros.wallstep``)
+is detected, counted (diagnostics ``clock.*``, manifest ``clock``) and held or followed by
+``on_clock_step``.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from sensor_msgs.msg import Image, Imu, NavSatFix, TimeReference
 from std_msgs.msg import Bool
 
 from rgbt.geometry import matrix_to_quat
+from rgbt.hostclock import WallClockOffset
 from rgbt.ros.image import numpy_to_image
 from rgbt.ros.messages import frame_info, imu, imu_sync_info, navsatfix, pose_stamped, time_reference
 from rgbt.ros.node import RgbtNode
@@ -66,6 +70,11 @@ class VirtualStackNode(RgbtNode):
         self.manifest: dict = {"synthetic": True, "sim": sim_fields, "topics": {}, "frames": {}}
         self.late_ns = 0  # how late the last sample went out (simulator slower than real time)
         self.wall_step = WallStep()  # an injected host-clock step (rgbt bench faults); 0 otherwise
+        # host stamps as a driver makes them: monotonic arrival -> ROS time through one offset whose wall
+        # clock carries the injected step (held or followed by on_clock_step, counted in diagnostics)
+        self.clock = WallClockOffset(wall=lambda: time.time_ns() + self.wall_step.offset_ns(),
+                                     step_threshold_ms=o.clock_step_threshold_ms, on_step=o.on_clock_step,
+                                     log=self.get_logger().warn)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._play, name="virtual_stack", daemon=True)
         self._thread.start()
@@ -93,6 +102,9 @@ class VirtualStackNode(RgbtNode):
             samples, n = preload(self.sim.samples(), o.preload_s, self._stop.is_set)
             self.get_logger().info(f"preloaded {n} samples ({o.preload_s} s)")
             self.wait_for_subscribers(o.wait_for, o.wait_timeout_s, self._stop)
+            # the paced times are on the (unstepped) wall clock: to the driver clock's monotonic through its
+            # own offset, so stamps equal the paced times exactly until a step (held) or a slew (followed)
+            wall_to_mono = -self.clock.offset_ns
             # host-arrival order: an IMU sample is not held back behind a frame still "in transit"
             for sample, t_host in paced(samples, skip_dropped=False, clock=time.time_ns, sleep=sleep,
                                         start_ns=time.time_ns() + int(o.start_delay_s * 1e9)):
@@ -108,7 +120,7 @@ class VirtualStackNode(RgbtNode):
                 # stamped with the simulated host arrival (the simulator's latency + jitter model), even
                 # when the simulator runs late: the lateness then shows as hop latency, not as clock error
                 self.late_ns = max(0, time.time_ns() - t_host)
-                self._publish(sample, t_host + self.wall_step.offset_ns(), sample.t_ns + offset)
+                self._publish(sample, self.clock.to_wall(t_host + wall_to_mono), sample.t_ns + offset)
         except Exception as exc:  # noqa: BLE001 - reported, the node keeps its diagnostics
             self.report_error("simulation failed", exc)
         self.manifest["done"] = True
@@ -116,10 +128,15 @@ class VirtualStackNode(RgbtNode):
         if o.exit_when_done:
             self.finished = True
 
+    def publish_diagnostics(self) -> None:
+        self.diag.set_values("clock", self.clock.counters())
+        super().publish_diagnostics()
+
     def _write_manifest(self) -> None:
         """Write the manifest atomically (when the samples are all out, and again at close)."""
         if not self.options.manifest_path:
             return
+        self.manifest["clock"] = self.clock.counters()  # host-clock steps seen (and held or followed)
         tmp = self.options.manifest_path + ".tmp"
         with open(tmp, "w") as fh:
             json.dump(self.manifest, fh)

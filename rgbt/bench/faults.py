@@ -13,8 +13,10 @@ the kills that leave the sources up one after the other, ``SPACING_S`` apart, in
   sensor stream disappears and comes back (the virtual stack then catches up on what it owes).
 * ``cpu_starvation``: 2 busy processes per core, at normal priority, for 2 s.
 * ``clock_step_+5s`` / ``clock_step_-5s``: the drivers' wall clock steps by +-5 s. Simulated through
-  the virtual stack's injected offset (:mod:`rgbt.ros.wallstep`): the host stamps on the raw driver
-  topics step, sensor clocks and other processes' clocks do not (the real clock is left alone).
+  the virtual stack's injected offset (:mod:`rgbt.ros.wallstep`) on the wall clock its host stamps
+  are made from, through one ``rgbt.hostclock.WallClockOffset`` as the drivers' are (default
+  ``on_clock_step: hold``: detected, counted - ``clock_steps`` in the row - and held, so stamps stay
+  continuous); sensor clocks and other processes' clocks do not step (the real clock is left alone).
 * ``disk_full``: the recorder's size cap (``max_total_mb``) is reached mid-flight.
 
 Per fault (``lost``, ``recovered_s``, ``bag_complete``, ``stamps_monotonic``):
@@ -77,8 +79,8 @@ CAP_MB = 250.0
 PREPROCESS_TOPIC = "/rgbt/thermal/image_mono8"
 #: seconds between two faults of one flight (--quick)
 SPACING_S = 4.5
-#: the quick set (CI): the acceptance faults
-QUICK = ("kill_segmentation", "kill_pipeline", "kill_sources")
+#: the quick set (CI): the acceptance faults and a host-clock step
+QUICK = ("kill_segmentation", "kill_pipeline", f"clock_step_+{STEP_S:g}s", "kill_sources")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -103,12 +105,13 @@ def fault_names(specs: list[Any]) -> list[str]:
 
 
 def flights(names: list[str], quick: bool) -> list[list[str]]:
-    """Faults per flight: one each; ``quick`` flies the faults that leave the sources up one after
-    the other in one flight (``SPACING_S`` apart) and ``kill_sources`` (it restarts the simulation)
-    alone."""
+    """Faults per flight: one each; ``quick`` flies the faults that leave the sources up (kills of
+    processing groups, clock steps) one after the other in one flight (``SPACING_S`` apart) and
+    ``kill_sources`` (it restarts the simulation) alone."""
     if not quick:
         return [[n] for n in names]
-    shared = [n for n in names if n.startswith("kill_") and n not in ("kill_sources", "kill_recorder")]
+    shared = [n for n in names if (n.startswith("kill_") and n not in ("kill_sources", "kill_recorder"))
+              or n.startswith("clock_step_")]
     return ([shared] if shared else []) + [[n] for n in names if n not in shared]
 
 
@@ -343,6 +346,8 @@ def judge(fault: str, bag: Path | None, published: dict, t_event: int | None, t_
     else:
         window = (t_event if t_prev else 0, t_next or 2**63)
     row["lost"], row["streams"] = lost(streams, published, window)
+    if fault.startswith("clock_step_"):
+        row["clock_steps"] = int(published.get("clock", {}).get("steps", 0))  # seen by the sources' clock
     if fault not in ("kill_recorder", "disk_full"):
         row["recovered_s"], row["interrupted"] = recovered_s(streams, t_event,
                                                              (t_next - t_event) / 1e9 if t_next else 30.0)

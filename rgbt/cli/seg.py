@@ -60,7 +60,7 @@ def register_train(s: argparse._SubParsersAction) -> None:
                     "the exported model (default: runs/seg/NAME)")
     tr.add_argument("--resume", metavar="RUN_DIR", help="continue the run in RUN_DIR from its last checkpoint "
                     "(its config.json gives every other option)")
-    tr.add_argument("--size", default="512x640", help="model input HxW, multiples of 32 (default 512x640)")
+    tr.add_argument("--size", default="512x640", help="model input HxW, multiples of 32 (tinyseg: 8) (default 512x640)")
     tr.add_argument("--fit", choices=["resize", "pad"], default="resize", help="how frames fit the input")
     tr.add_argument("--epochs", type=int, default=30)
     tr.add_argument("--batch", type=int, default=8)

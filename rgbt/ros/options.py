@@ -65,7 +65,16 @@ class ProcessingOptions(NodeOptions):
     worker_priority: Literal["idle", "low", "normal"] = "low"
 
 
-class VirtualStackOptions(NodeOptions):
+class HostClockOptions(BaseModel):
+    """Host arrival (monotonic) -> ROS time: one offset per driver (rgbt.hostclock.WallClockOffset);
+    a wall-clock step larger than the threshold is logged and counted, and held (stamps stay
+    continuous) or followed."""
+
+    clock_step_threshold_ms: float = Field(20.0, gt=0)
+    on_clock_step: Literal["hold", "follow"] = "hold"
+
+
+class VirtualStackOptions(NodeOptions, HostClockOptions):
     """Publishes ``rgbt.sim.SimStack.samples()`` at the real rate as the drivers would."""
 
     sim: dict[str, Any] = Field(default_factory=dict)  # rgbt.sim.SimOptions fields
@@ -258,7 +267,7 @@ class ThermalQueryOptions(NodeOptions):
     radiometry: dict[str, Any] = Field(default_factory=dict)
 
 
-class DriverOptions(NodeOptions):
+class DriverOptions(NodeOptions, HostClockOptions):
     """A hardware driver (VN-100, u-blox, Boson, Blackfly) over a serial port or SDK."""
 
     port: str = ""
@@ -266,11 +275,6 @@ class DriverOptions(NodeOptions):
     camera: str = "thermal"
     raw_prefix: str = RAW_PREFIX
     driver: dict[str, Any] = Field(default_factory=dict)
-    # host arrival (monotonic) -> ROS time: one offset per driver (rgbt.hostclock.WallClockOffset);
-    # a wall-clock step larger than the threshold is logged and counted, and held (stamps stay
-    # continuous) or followed
-    clock_step_threshold_ms: float = Field(20.0, gt=0)
-    on_clock_step: Literal["hold", "follow"] = "hold"
 
 
 #: executable (``nodes/<executable>.py``) -> its options model

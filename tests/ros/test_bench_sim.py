@@ -98,7 +98,8 @@ def test_bench_sim_records_everything_bit_exact(ros_env: dict, tmp_path: Path, r
         log_times = np.array([t for t, _, _ in recorded[topic]], dtype=np.int64)
         assert np.all(stamps < log_times), topic  # a trigger happens before the frame arrives
         err_ms = np.abs(stamps - true) / 1e6
-        assert np.median(err_ms) < 1.0, (topic, np.median(err_ms))
+        print(f"{topic}: restamp error median {np.median(err_ms):.3f} ms")
+        assert np.median(err_ms) < 0.1, (topic, np.median(err_ms))  # the one-sided fit: microseconds
 
     # the pipeline ran alongside: segmentation masks carry the restamped thermal times
     thermal = {stamp_ns(m) for _, m, _ in recorded["/boson/thermal/image_raw"]}

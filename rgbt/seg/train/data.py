@@ -22,7 +22,7 @@ from rgbt.seg.dataset import frame_path, list_items, load_thermal, read_png
 from rgbt.seg.preprocess import fit_mode, prepare
 from rgbt.seg.sidecar import InputSpec
 from rgbt.seg.train.augment import augment
-from rgbt.seg.train.options import MODEL_NAMES, AugmentOptions, TrainOptions
+from rgbt.seg.train.options import MODEL_NAMES, SIZE_MULTIPLE, AugmentOptions, TrainOptions
 
 IGNORE = 255
 CLASS_NAMES = [c.name for c in CART_CLASSES]
@@ -74,8 +74,9 @@ def check_inputs(opts: TrainOptions, resume: bool = False) -> tuple[SplitScan, S
         raise ModelError(f"{opts.run_dir}: run folder already has a checkpoint: pass --resume, or choose another --run-dir")
     if opts.model not in MODEL_NAMES:
         raise ModelError(f"--model {opts.model!r}: unknown model, expected one of {', '.join(MODEL_NAMES)}")
-    if opts.height % 32 or opts.width % 32:
-        raise ModelError(f"--size {opts.height}x{opts.width}: height and width must be multiples of 32")
+    m = SIZE_MULTIPLE[opts.model]
+    if opts.height % m or opts.width % m:
+        raise ModelError(f"--size {opts.height}x{opts.width}: height and width must be multiples of {m} for {opts.model}")
     if opts.pretrained and not resume:
         from rgbt.seg.train.pretrained import resolve_pretrained
 

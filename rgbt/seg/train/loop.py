@@ -207,6 +207,13 @@ def _result_from_json(d: dict) -> IoUResult:
     return iou_from_confusion(cm, d["confusion"]["classes"], IGNORE_IDS, OBJECT_IDS, d["n_images"])
 
 
+def synthetic_note(root: Path) -> str:
+    """``synthetic: <first line of ROOT/SYNTHETIC.md's text>`` (how the data was made, e.g. rgbt.sim)."""
+    lines = [ln.strip() for ln in (root / "SYNTHETIC.md").read_text(errors="replace").splitlines()]
+    text = next((ln for ln in lines if ln and not ln.startswith("#")), "")
+    return f"synthetic: {text}" if text else "synthetic"
+
+
 def write_history(run: Path, history: list[dict]) -> None:
     """``history.json`` and ``curves.png`` (training loss and val mIoU per epoch; the plot needs matplotlib)."""
     (run / "history.json").write_text(json.dumps(history, indent=1) + "\n")
@@ -240,7 +247,8 @@ def export(net: torch.nn.Module, opts: TrainOptions, spec: InputSpec, train_scan
     out = Path(opts.out)
     root = Path(opts.dataset)
     synthetic = (root / "SYNTHETIC.md").is_file()
-    data = (f"CART-layout dataset '{root.name}' ({'synthetic' if synthetic else 'not marked synthetic'}), "
+    made = synthetic_note(root) if synthetic else "not marked synthetic"
+    data = (f"CART-layout dataset '{root.name}' ({made}), "
             f"train split {opts.split or 'all frames'} ({len(train_scan.items)} frames), "
             f"val split {opts.val or 'all frames'} ({len(val_scan.items)} frames)")
     weights = (f"trained on {'synthetic data' if synthetic else 'labelled thermal data'}: {data}, "

@@ -15,6 +15,8 @@ MODEL_NAMES = {
     "efficientvit_b0": "efficientvit_b0",
     "tinyseg": "tinyseg",
 }
+#: input sides must be multiples of the model's output stride (TinySeg: stride 8; the others 32)
+SIZE_MULTIPLE = {name: 8 if name == "tinyseg" else 32 for name in MODEL_NAMES}
 
 
 class AugmentOptions(BaseModel):
@@ -41,8 +43,8 @@ class TrainOptions(BaseModel):
     model: str
     out: str
     run_dir: str
-    height: int = Field(default=512, ge=32, description="model input height (multiple of 32)")
-    width: int = Field(default=640, ge=32, description="model input width (multiple of 32)")
+    height: int = Field(default=512, ge=32, description="model input height (multiple of the model's stride: SIZE_MULTIPLE)")
+    width: int = Field(default=640, ge=32, description="model input width (multiple of the model's stride: SIZE_MULTIPLE)")
     fit: Literal["resize", "pad"] = "resize"
     epochs: int = Field(default=30, ge=1)
     batch: int = Field(default=8, ge=1)
