@@ -71,13 +71,6 @@ class RgbtNode(Node):
         self.finished = False  # set by a node whose work is done (spin loop then exits)
         self._diag_pub = self.create_publisher(DiagnosticArray, "/diagnostics", topic_qos("/diagnostics"))
         self._diag_timer = self.create_timer(self.options.diagnostics_period_s, self.guard(self.publish_diagnostics))
-        # and once as soon as the process spins (every node built): a (re)started node is seen at once,
-        # not a period later (the supervisor's and `rgbt bench faults`' "back" time)
-        self._first_diag = self.create_timer(0.001, self._announce)
-
-    def _announce(self) -> None:
-        self._first_diag.cancel()
-        self.guard(self.publish_diagnostics)()
 
     # -- QoS incompatibilities: counted, never silent -----------------------------------------------
     def create_subscription(self, msg_type, topic, callback, qos_profile, **kwargs):  # type: ignore[no-untyped-def,override]
