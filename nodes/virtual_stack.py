@@ -28,7 +28,6 @@ from sensor_msgs.msg import Image, Imu, NavSatFix, TimeReference
 from std_msgs.msg import Bool
 
 from rgbt.geometry import matrix_to_quat
-from rgbt.hostclock import WallClockOffset
 from rgbt.ros.image import numpy_to_image
 from rgbt.ros.messages import frame_info, imu, imu_sync_info, navsatfix, pose_stamped, time_reference
 from rgbt.ros.node import RgbtNode
@@ -72,9 +71,7 @@ class VirtualStackNode(RgbtNode):
         self.wall_step = WallStep()  # an injected host-clock step (rgbt bench faults); 0 otherwise
         # host stamps as a driver makes them: monotonic arrival -> ROS time through one offset whose wall
         # clock carries the injected step (held or followed by on_clock_step, counted in diagnostics)
-        self.clock = WallClockOffset(wall=lambda: time.time_ns() + self.wall_step.offset_ns(),
-                                     step_threshold_ms=o.clock_step_threshold_ms, on_step=o.on_clock_step,
-                                     log=self.get_logger().warn)
+        self.clock = o.host_clock(log=self.get_logger().warn, wall=lambda: time.time_ns() + self.wall_step.offset_ns())
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._play, name="virtual_stack", daemon=True)
         self._thread.start()

@@ -16,7 +16,6 @@ from typing import Any
 
 from sensor_msgs.msg import Image, Imu, TimeReference
 
-from rgbt.hostclock import WallClockOffset
 from rgbt.ros.image import numpy_to_image
 from rgbt.ros.messages import frame_info, imu, imu_sync_info
 from rgbt.ros.node import RgbtNode
@@ -30,8 +29,7 @@ class DriverNode(RgbtNode):
         super().__init__(name, **kwargs)
         self.stack_model = self.stack()
         o = self.options
-        self.clock = WallClockOffset(step_threshold_ms=o.clock_step_threshold_ms, on_step=o.on_clock_step,
-                                     log=self.get_logger().warn)
+        self.clock = o.host_clock(log=self.get_logger().warn)
         self._stop = threading.Event()
         self.device: Any = None
         self._thread = threading.Thread(target=self._loop, name=self.get_name(), daemon=True)

@@ -8,11 +8,14 @@ folded back by :func:`unflatten`.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from rgbt.errors import ConfigError
+
+if TYPE_CHECKING:
+    from rgbt.hostclock import WallClockOffset
 
 QosName = Literal["sensor_data", "reliable", "latched"]
 
@@ -72,6 +75,14 @@ class HostClockOptions(BaseModel):
 
     clock_step_threshold_ms: float = Field(20.0, gt=0)
     on_clock_step: Literal["hold", "follow"] = "hold"
+
+    def host_clock(self, log: Callable[[str], None], wall: Callable[[], int] | None = None) -> "WallClockOffset":
+        """The node's one monotonic -> wall offset with these step rules (``wall``: the wall clock, ns)."""
+        from rgbt.hostclock import WallClockOffset
+
+        extra = {} if wall is None else {"wall": wall}
+        return WallClockOffset(step_threshold_ms=self.clock_step_threshold_ms, on_step=self.on_clock_step,
+                               log=log, **extra)
 
 
 class VirtualStackOptions(NodeOptions, HostClockOptions):
