@@ -66,7 +66,7 @@ class ThermalPreprocessNode(LatestFrameNode, RgbtNode):
             if o.publish_mono8:
                 self.publish_image(self.pub_mono8, u8, t_ns, frame, "mono8")
             if o.publish_colormap:
-                self.publish_image(self.pub_color, self.apply_colormap(img01, o.colormap), t_ns, frame, "rgb8")
+                self.publish_image(self.pub_color, self.apply_colormap(u8, o.colormap), t_ns, frame, "rgb8")
         self.diag.topic(self.input_topic).tick(self.now_ns() - t_ns)
 
 

@@ -20,6 +20,7 @@ Crash safety (what survives what):
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
 import tempfile
@@ -63,7 +64,8 @@ class WriterOptions:
     ``chunk_size_bytes``: close the pending chunk once it holds this many bytes (at most rosbags'
     own 1 MiB; smaller chunks lose less on a crash or a full disk, at a little index overhead).
     ``tune_allocator``: call :func:`tune_allocator` (process-wide glibc setting; 5-8x faster image
-    writes measured here)
+    writes measured here). ``direct_io``: write whole blocks with ``O_DIRECT`` where the filesystem
+    takes it (:class:`_DirectFile`: no page-cache copy; same crash safety), else ordinary writes.
     """
 
     split_size_bytes: int | None = None
@@ -74,6 +76,7 @@ class WriterOptions:
     custom_data: dict[str, str] = field(default_factory=dict)
     chunk_size_bytes: int = 2**20
     tune_allocator: bool = True
+    direct_io: bool = True
 
     def validate(self) -> None:
         if self.compression not in ("none", "zstd"):
@@ -163,6 +166,138 @@ class _RawFile:
             os.close(fd)
 
 
+class _DirectFile:
+    """A file handle that writes whole 4 KiB blocks with ``O_DIRECT`` (no page cache).
+
+    Buffered writes copy every byte into freshly allocated page-cache pages; at the full stack's
+    ~110 MB/s that cost ~0.4 of a core in the kernel on the 2-core VM of BENCHMARKS.md (291 MB/s
+    buffered at 100 % CPU against 1.5 GB/s direct), and the cached pages compete with the models
+    for memory on a Jetson. Writes collect in a page-aligned buffer; :meth:`flush` (called after
+    every MCAP chunk, see :meth:`McapFile.close_chunk`) sends the whole blocks direct and the last
+    partial block through an ordinary descriptor, so after ``flush`` returns everything written is
+    in the kernel, as with :class:`_RawFile`. The file's size is always the bytes flushed.
+    Raises ``OSError`` where the filesystem refuses ``O_DIRECT`` (the caller falls back).
+    """
+
+    BLOCK = 4096
+
+    def __init__(self, path: Path, capacity: int = 4 << 20) -> None:
+        import mmap
+
+        self.path = path
+        cloexec = getattr(os, "O_CLOEXEC", 0)
+        self.fd = os.open(path, os.O_RDWR | cloexec)  # read: the partial last block, after a truncate
+        try:
+            self.dfd = os.open(path, os.O_WRONLY | cloexec | os.O_DIRECT)
+        except OSError:
+            os.close(self.fd)
+            raise
+        self.buf = mmap.mmap(-1, capacity)  # anonymous: page-aligned, as O_DIRECT requires
+        self.direct = True  # False after the filesystem refused a direct write (EINVAL)
+        self._load_tail(os.lseek(self.fd, 0, os.SEEK_END))
+
+    def _load_tail(self, size: int) -> None:
+        """Start the buffer at the block holding ``size`` (file offset), with its bytes before ``size``."""
+        self.base = size // self.BLOCK * self.BLOCK  # file offset of buf[0]
+        self.n = size - self.base  # valid bytes in buf
+        self.flushed = size  # file offset up to which everything is in the kernel
+        if self.n:
+            self.buf[:self.n] = os.pread(self.fd, self.n, self.base)
+
+    def write(self, data: bytes | bytearray | memoryview) -> int:
+        view = memoryview(data).cast("B")
+        total = len(view)
+        while view:
+            room = len(self.buf) - self.n
+            if room == 0:
+                self._push_blocks()
+                continue
+            k = min(room, len(view))
+            self.buf[self.n:self.n + k] = view[:k]
+            self.n += k
+            view = view[k:]
+        return total
+
+    def _push_blocks(self) -> None:
+        """Write the buffer's whole blocks direct; keep the partial last block at the buffer's start."""
+        whole = self.n // self.BLOCK * self.BLOCK
+        done = 0
+        with memoryview(self.buf) as mv:
+            while done < whole and self.direct:
+                try:
+                    written = os.pwrite(self.dfd, mv[done:whole], self.base + done)
+                except OSError as exc:  # EINVAL: a write the filesystem or a limit refuses direct
+                    if exc.errno != errno.EINVAL:
+                        raise
+                    self.direct = False  # from now on through the page cache, which reports the cause
+                    break
+                done += written
+                if written % self.BLOCK:  # a short direct write: the rest goes through the cache
+                    break
+            if done < whole:
+                self._pwrite_all(self.fd, mv[done:whole], self.base + done)
+        tail = self.n - whole
+        if tail:
+            self.buf.move(0, whole, tail)
+        self.base += whole
+        self.n = tail
+        self.flushed = max(self.flushed, self.base)
+
+    @staticmethod
+    def _pwrite_all(fd: int, view: memoryview, offset: int) -> None:
+        while view:
+            written = os.pwrite(fd, view, offset)
+            view, offset = view[written:], offset + written
+
+    def flush(self) -> None:
+        self._push_blocks()
+        if self.n:  # the partial last block: through the page cache (the next direct write replaces it)
+            with memoryview(self.buf) as mv:
+                self._pwrite_all(self.fd, mv[:self.n], self.base)
+        self.flushed = self.base + self.n
+
+    def tell(self) -> int:
+        return self.base + self.n
+
+    def truncate(self, size: int) -> None:
+        if size > self.flushed:
+            self.flush()
+        os.ftruncate(self.fd, size)  # what was buffered beyond ``size`` is dropped unwritten
+        self._load_tail(size)
+
+    def fsync(self) -> None:
+        self.flush()
+        os.fsync(self.fd)
+
+    def close(self) -> None:
+        """Flush, then release (a failed flush raises and keeps the file open for a rollback)."""
+        if self.fd < 0:
+            return
+        self.flush()
+        self.release()
+
+    def release(self) -> None:
+        """Close without flushing (what was buffered since the last flush is dropped)."""
+        if self.fd >= 0:
+            fds, self.fd, self.dfd = (self.fd, self.dfd), -1, -1
+            for fd in fds:
+                os.close(fd)
+            try:
+                self.buf.close()
+            except BufferError:  # a view is still referenced (a traceback's frame): freed with it
+                pass
+
+
+def _open_raw(path: Path, direct: bool) -> _RawFile | _DirectFile:
+    """:class:`_DirectFile` when asked for and the filesystem takes ``O_DIRECT``, else :class:`_RawFile`."""
+    if direct and hasattr(os, "O_DIRECT"):
+        try:
+            return _DirectFile(path)
+        except OSError:  # e.g. EINVAL: a filesystem without O_DIRECT
+            pass
+    return _RawFile(path)
+
+
 @dataclass
 class _ChunkRecord:
     start: int  # file offset of the chunk record
@@ -179,7 +314,7 @@ class McapFile(McapWriter):
     chunk indexes and file contents consistent.
     """
 
-    def __init__(self, path: Path, compression: CompressionMode) -> None:
+    def __init__(self, path: Path, compression: CompressionMode, direct_io: bool = False) -> None:
         # rosbags names its file after the directory it is given: let it write into a private folder
         # beside ``path`` and move the file to our name (never touching another file of the bag: a bag
         # folder ``X`` may well hold a recording named ``X.mcap``).
@@ -197,7 +332,7 @@ class McapFile(McapWriter):
         finally:
             shutil.rmtree(staging, ignore_errors=True)
         self.path = path
-        self.bio = _RawFile(path)  # type: ignore[assignment]
+        self.bio = _open_raw(path, direct_io)  # type: ignore[assignment]
         self.committed: list[_ChunkRecord] = []
         self.header_end = self.bio.tell()
         self.pending: dict[int, int] = defaultdict(int)
@@ -213,6 +348,7 @@ class McapFile(McapWriter):
         start = self.bio.tell()
         t_min, t_max = self.chunk.message_start_time, self.chunk.message_end_time
         super().close_chunk()
+        self.bio.flush()  # the whole chunk and its indexes reach the kernel before it counts as committed
         self.committed.append(_ChunkRecord(start, self.bio.tell(), dict(self.pending), t_min, t_max))
         self.pending = defaultdict(int)
         self.last_close_wall = time.monotonic()
@@ -300,7 +436,10 @@ class McapFile(McapWriter):
 
     def abandon(self) -> None:
         """Close the handle without a summary (the file stays recoverable)."""
-        self.bio.close()
+        try:
+            self.bio.close()
+        except OSError:
+            getattr(self.bio, "release", lambda: None)()
 
 
 @dataclass
@@ -339,12 +478,13 @@ class BagWriter:
                  split_duration_ns: int | None = None, compression: Literal["none", "zstd"] = "none",
                  custom_data: dict[str, str] | None = None, typestore: Typestore | None = None,
                  flush_interval_s: float = 1.0, fsync: bool = True, chunk_size_bytes: int = 2**20,
-                 tune_allocator: bool = True) -> None:
+                 tune_allocator: bool = True, direct_io: bool = True) -> None:
         from rgbt.bag.types import ros2_typestore
 
         self.path = Path(path)
         self.options = WriterOptions(split_size_bytes, split_duration_ns, compression, flush_interval_s,
-                                     fsync, dict(custom_data or {}), chunk_size_bytes, tune_allocator)
+                                     fsync, dict(custom_data or {}), chunk_size_bytes, tune_allocator,
+                                     direct_io)
         self.options.validate()
         if tune_allocator:
             _tune_allocator()
@@ -490,7 +630,7 @@ class BagWriter:
     def _open_file(self) -> None:
         mode = CompressionMode.STORAGE if self.options.compression == "zstd" else CompressionMode.NONE
         path = self.path / self._file_name(len(self._files))
-        self._file = McapFile(path, mode)  # an OSError here is handled by the caller
+        self._file = McapFile(path, mode, self.options.direct_io)  # an OSError here is handled by the caller
         self._file_first_t = None
         for topic in self._topics.values():
             self._add_connection(topic)
@@ -645,7 +785,8 @@ def full_stack_data_rate_mb_s() -> float:
 
 def measure_write_rate(duration_s: float = 2.0, out_dir: str | os.PathLike[str] | None = None, *,
                        compression: Literal["none", "zstd"] = "none", serialize: bool = True,
-                       seed: int = 0, repeats: int = 3, tune_allocator: bool = True) -> dict[str, Any]:
+                       seed: int = 0, repeats: int = 3, tune_allocator: bool = True,
+                       direct_io: bool = True) -> dict[str, Any]:
     """Write ``duration_s`` seconds (stack time) of synthetic full-stack raw data as fast as possible.
 
     Streams: :data:`FULL_STACK_STREAMS` (thermal 640x512 mono16 @60 Hz, colour 960x600 rgb8 @30 Hz,
@@ -658,7 +799,9 @@ def measure_write_rate(duration_s: float = 2.0, out_dir: str | os.PathLike[str] 
     ``messages``, ``seconds`` (wall), ``file_bytes`` (on disk), ``read_mb_s`` (median rate of
     reading the bag back with every image turned into an array) and ``allocator_tuned`` (whether
     :func:`tune_allocator` is in effect in this process: it cannot be undone, so compare both
-    settings in separate processes).
+    settings in separate processes), ``direct_io`` (whether the bag file took ``O_DIRECT``) and
+    ``cpu_ms_per_mb`` (CPU time of this process, user + kernel, per MB written: what writing costs
+    a recorder beside the rest of the graph).
     """
     import numpy as np
 
@@ -698,18 +841,22 @@ def measure_write_rate(duration_s: float = 2.0, out_dir: str | os.PathLike[str] 
     if not serialize:
         prebuilt = {i: bytes(store.serialize_cdr(make(s[0], s[2], 0), s[1]))
                     for i, s in enumerate(FULL_STACK_STREAMS)}
-    def one_run(sched: list[tuple[int, int]]) -> tuple[int, float, int, float]:
+    used_direct = []
+
+    def one_run(sched: list[tuple[int, int]]) -> tuple[int, float, int, float, float]:
         tmp = Path(tempfile.mkdtemp(prefix="rgbt-bench-bag-", dir=out_dir))
         try:
             return _timed_write(tmp, sched)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
 
-    def _timed_write(tmp: Path, sched: list[tuple[int, int]]) -> tuple[int, float, int, float]:
+    def _timed_write(tmp: Path, sched: list[tuple[int, int]]) -> tuple[int, float, int, float, float]:
         total = 0
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         with BagWriter(tmp / "bag", compression=compression, fsync=False, tune_allocator=tune_allocator,
+                       direct_io=direct_io,
                        custom_data={"rgbt.synthetic": "true", "rgbt.generator": "measure_write_rate"}) as writer:
+            used_direct.append(isinstance(getattr(writer._file, "bio", None), _DirectFile))
             for topic, msgtype, *_ in FULL_STACK_STREAMS:
                 writer.add_topic(topic, msgtype)
             for t_ns, i in sched:
@@ -717,7 +864,7 @@ def measure_write_rate(duration_s: float = 2.0, out_dir: str | os.PathLike[str] 
                 raw = store.serialize_cdr(make(topic, enc, t_ns), msgtype) if serialize else prebuilt[i]
                 writer.write(topic, t_ns, raw)
                 total += len(raw)
-        seconds = time.perf_counter() - t0
+        seconds, cpu_s = time.perf_counter() - t0, time.process_time() - c0
         file_bytes = sum(f.stat().st_size for f in (tmp / "bag").iterdir())
         t0 = time.perf_counter()
         with open_bag(tmp / "bag") as bag:  # read back: every image to numpy (zero-copy views)
@@ -725,16 +872,17 @@ def measure_write_rate(duration_s: float = 2.0, out_dir: str | os.PathLike[str] 
                 if rec.msgtype == "sensor_msgs/msg/Image":
                     image_to_numpy(rec.msg)
         read_s = time.perf_counter() - t0
-        return total, seconds, file_bytes, read_s
+        return total, seconds, file_bytes, read_s, cpu_s
 
     warm = [x for x in schedule if x[0] < 500_000_000]
     one_run(warm)
     runs = sorted((one_run(schedule) for _ in range(max(1, repeats))), key=lambda r: r[0] / r[1])
-    total, seconds, file_bytes, _ = runs[len(runs) // 2]
+    total, seconds, file_bytes, _, cpu_s = runs[len(runs) // 2]
     reads = sorted(r[2] / 1e6 / r[3] for r in runs)
     mb_s = total / 1e6 / seconds
     rate = full_stack_data_rate_mb_s()
     return {"mb_s": mb_s, "data_rate_mb_s": rate, "ratio": mb_s / rate, "bytes": float(total),
             "messages": float(len(schedule)), "seconds": seconds, "file_bytes": float(file_bytes),
             "runs_mb_s": [r[0] / 1e6 / r[1] for r in runs], "allocator_tuned": _ALLOCATOR_TUNED,
-            "read_mb_s": reads[len(reads) // 2]}
+            "read_mb_s": reads[len(reads) // 2], "direct_io": all(used_direct),
+            "cpu_ms_per_mb": cpu_s * 1e3 / (total / 1e6)}

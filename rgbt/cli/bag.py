@@ -66,6 +66,8 @@ def register(subparsers: Any) -> None:
     p.add_argument("--dir", help="directory for the temporary bag (default: system temp)")
     p.add_argument("--no-tune-allocator", action="store_true",
                    help="leave glibc's malloc defaults (see rgbt.bag.writer.tune_allocator)")
+    p.add_argument("--no-direct-io", action="store_true",
+                   help="write through the page cache instead of O_DIRECT (see rgbt.bag.writer._DirectFile)")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=_write_rate)
 
@@ -191,7 +193,8 @@ def _write_rate(args: argparse.Namespace) -> int:
     from rgbt.cli.output import print_json
 
     res = measure_write_rate(args.duration, args.dir, compression=args.compression, serialize=not args.raw,
-                             repeats=args.repeats, tune_allocator=not args.no_tune_allocator)
+                             repeats=args.repeats, tune_allocator=not args.no_tune_allocator,
+                             direct_io=not args.no_direct_io)
     res["path"] = "raw CDR (recorder)" if args.raw else "build + serialize (simulator)"
     res["compression"] = args.compression
     if args.json:
@@ -199,7 +202,8 @@ def _write_rate(args: argparse.Namespace) -> int:
     else:
         print(f"MCAP write ({res['path']}, {args.compression}, allocator tuned: {res['allocator_tuned']}): {res['mb_s']:.0f} MB/s = {res['ratio']:.2f} x the "
               f"full stack's raw rate ({res['data_rate_mb_s']:.1f} MB/s); runs "
-              + ", ".join(f"{x:.0f}" for x in res["runs_mb_s"]) + f"; read back {res['read_mb_s']:.0f} MB/s")
+              + ", ".join(f"{x:.0f}" for x in res["runs_mb_s"]) + f"; read back {res['read_mb_s']:.0f} MB/s; "
+              f"O_DIRECT {res['direct_io']}, CPU {res['cpu_ms_per_mb']:.2f} ms per MB written")
     return 0
 
 

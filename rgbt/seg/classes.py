@@ -11,6 +11,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from rgbt.image.colormap import lut_rgb
+
 
 @dataclass(frozen=True)
 class SegClass:
@@ -54,11 +56,17 @@ def palette_array(classes: tuple[SegClass, ...] | list[SegClass] = CART_CLASSES)
     return lut
 
 
+_DEFAULT_PALETTE = palette_array()
+
+
 def colorize(class_ids: np.ndarray, lut: np.ndarray | None = None) -> np.ndarray:
     """Class-id map (uint8 HxW) -> RGB uint8 HxWx3 with the CART palette."""
     if class_ids.dtype != np.uint8:
         raise TypeError(f"class ids must be uint8, got {class_ids.dtype}")
-    return (palette_array() if lut is None else lut)[class_ids]
+    lut = _DEFAULT_PALETTE if lut is None else lut
+    if class_ids.ndim == 2 and lut.shape == (256, 3) and lut.dtype == np.uint8:
+        return lut_rgb(class_ids, lut)
+    return lut[class_ids]
 
 
 def overlay(base_rgb: np.ndarray, color: np.ndarray, alpha: float = 0.5) -> np.ndarray:

@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from rgbt.bag import open_bag
 from rgbt.bag.mcapscan import scan_mcap
 from rgbt.bag.recover import recover_bag
@@ -86,12 +88,11 @@ def test_file_size_limit_closes_cleanly_with_bag_error(tmp_path: Path) -> None:
     assert _numbers(out) == list(range(kept))
 
 
-def test_disk_full_drops_trailing_chunks_to_fit_summary(tmp_path: Path, monkeypatch) -> None:
+@pytest.mark.parametrize("direct_io", [False, True], ids=["page-cache", "o-direct"])
+def test_disk_full_drops_trailing_chunks_to_fit_summary(tmp_path: Path, monkeypatch, direct_io: bool) -> None:
     """ENOSPC on a nearly full disk: the summary of many small chunks does not fit in the space
     freed by the rollback, so trailing chunks are dropped until it does; the bag stays valid."""
     import errno
-
-    import pytest
 
     from rgbt.bag import BagWriter
     from rgbt.bag import writer as writer_mod
@@ -99,16 +100,19 @@ def test_disk_full_drops_trailing_chunks_to_fit_summary(tmp_path: Path, monkeypa
     from rgbt.errors import BagError
 
     quota = 300_000
-    real_write = writer_mod._RawFile.write
+    cls = writer_mod._DirectFile if direct_io else writer_mod._RawFile
+    real_write = cls.write
 
     def full_disk_write(self, data):  # a disk with `quota` bytes free for this file
         if self.tell() + len(memoryview(data).cast("B")) > quota:
             raise OSError(errno.ENOSPC, "No space left on device")
         return real_write(self, data)
 
-    monkeypatch.setattr(writer_mod._RawFile, "write", full_disk_write)
+    monkeypatch.setattr(cls, "write", full_disk_write)
     String = ros2_typestore().types["std_msgs/msg/String"]
-    w = BagWriter(tmp_path / "nospc", chunk_size_bytes=1000, fsync=False)
+    w = BagWriter(tmp_path / "nospc", chunk_size_bytes=1000, fsync=False, direct_io=direct_io)
+    if direct_io and not isinstance(w._file.bio, cls):
+        pytest.skip(f"the filesystem of {tmp_path} refuses O_DIRECT: the page-cache case covers it")
     w.add_topic("/n", "std_msgs/msg/String")
     with pytest.raises(BagError, match=r"No space left on device \(errno 28\).*closed cleanly") as info:
         for i in range(10_000):
