@@ -222,7 +222,7 @@ def fly_with_faults(profile: str, faults: list[str], sim_s: float, cameras: list
             row = judge(fault, bag, published, t_events.get(fault), t_prev, t_next)
             group = _killed_group(fault, recorder)
             row.update({"t_event_ns": t_events.get(fault), "back_s": back.get(fault), "restarts": [
-                {"group": r["group"], "exit_code": r["exit_code"],
+                {"group": r["group"], "exit_code": r["exit_code"], "warm": bool(r.get("warm")),
                  "restart_after_s": round((r["restart_wall_ns"] - r["exit_wall_ns"]) / 1e9, 3)}
                 for r in restarts if r["group"] == group],
                 "manifest_restarts": None if manifest_restarts is None else

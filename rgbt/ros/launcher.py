@@ -99,18 +99,60 @@ class Graph:
         """The supervisor's status file (named in every child's environment)."""
         return None if self.workdir is None else self.workdir / STATUS_FILE
 
+    spares: dict[str, subprocess.Popen] = field(default_factory=dict)  # warm spares (``--standby``), by group
+
     def start_group(self, group: str) -> subprocess.Popen:
         """Start (or start again) one process group's child."""
         # own session: a terminal Ctrl-C reaches the launcher only, which stops children in order
         self.procs[group] = subprocess.Popen(self.commands[group], start_new_session=True, **self.popen_kw)
         return self.procs[group]
 
+    def start_spare(self, group: str) -> subprocess.Popen:
+        """Start a warm spare of ``group``: its command with ``--standby`` (imported, waiting on stdin)."""
+        cmd = list(self.commands[group])
+        at = cmd.index("--ros-args") if "--ros-args" in cmd else len(cmd)
+        self.spares[group] = subprocess.Popen(cmd[:at] + ["--standby"] + cmd[at:], stdin=subprocess.PIPE,
+                                              start_new_session=True, **self.popen_kw)
+        return self.spares[group]
+
+    def activate_spare(self, group: str) -> subprocess.Popen | None:
+        """Let ``group``'s warm spare start its nodes and make it the group's process; None when there
+        is no spare ready (none started, or it died)."""
+        spare = self.spares.pop(group, None)
+        if spare is None or spare.poll() is not None or spare.stdin is None:
+            return None
+        try:
+            spare.stdin.write(b"start\n")
+            spare.stdin.flush()
+        except OSError:  # it died between the poll and the write
+            return None
+        self.procs[group] = spare
+        return spare
+
+    def stop_spares(self, grace_s: float = 5.0) -> None:
+        """End the warm spares: end of input (they exit 0 without starting), SIGKILL if they linger."""
+        for spare in self.spares.values():
+            try:
+                if spare.stdin is not None:
+                    spare.stdin.close()
+            except OSError:
+                pass
+        for spare in self.spares.values():
+            try:
+                spare.wait(timeout=grace_s)
+            except subprocess.TimeoutExpired:
+                spare.kill()
+                spare.wait()
+        self.spares.clear()
+
     def alive(self) -> list[str]:
         return [n for n, p in self.procs.items() if p.poll() is None]
 
     def stop(self, grace_s: float = 15.0, settle_s: float = 0.3) -> dict[str, int]:
         """End the children by PID in profile order (sources first, so what they published reaches
-        the recorder): SIGINT, wait up to ``grace_s``, SIGKILL if still alive; then clean /dev/shm."""
+        the recorder): SIGINT, wait up to ``grace_s``, SIGKILL if still alive; then clean /dev/shm.
+        Warm spares are ended first (they never started nodes)."""
+        self.stop_spares()
         for proc in self.procs.values():
             if proc.poll() is None:
                 proc.send_signal(signal.SIGINT)

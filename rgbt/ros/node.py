@@ -45,6 +45,20 @@ class RgbtNode(Node):
 
     options_model: ClassVar[type[NodeOptions]] = NodeOptions
     default_name: ClassVar[str] = "rgbt_node"
+    #: modules the node imports when it starts (models, simulators): a warm spare imports them ahead
+    prewarm_modules: ClassVar[tuple[str, ...]] = ()
+
+    @classmethod
+    def prewarm(cls) -> None:
+        """Import :attr:`prewarm_modules` (a warm spare's start-up work; creates nothing). One that is
+        not installed is left to the node's own start, which says what is missing."""
+        import importlib
+
+        for name in cls.prewarm_modules:
+            try:
+                importlib.import_module(name)
+            except ImportError:
+                pass
 
     def __init__(self, name: str | None = None, **kwargs: Any) -> None:
         super().__init__(name or self.default_name, **kwargs)

@@ -10,6 +10,9 @@ before rclpy shuts down.
 
 ``python -m rgbt.ros.spin --node NAME:EXECUTABLE [...] [--duration S] --ros-args ...`` runs
 several nodes of ``nodes/`` in one process (how ``rgbt up`` starts a profile's process groups).
+With ``--standby`` the process is a warm spare (:mod:`rgbt.ros.supervisor`): it imports the node
+modules and what they load at start (``RgbtNode.prewarm``), then waits for one line on stdin before
+it creates the nodes, so a restart skips the interpreter's and the libraries' start-up.
 """
 
 from __future__ import annotations
@@ -206,12 +209,19 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m rgbt.ros.spin")
     parser.add_argument("--node", action="append", required=True, help="NAME:EXECUTABLE")
     parser.add_argument("--duration", type=float, default=None)
+    parser.add_argument("--standby", action="store_true",
+                        help="a warm spare: import everything, then wait for a line on stdin before starting "
+                             "the nodes (end of input: exit 0 without starting them)")
     args = parser.parse_args(argv)
     factories = []
     for item in args.node:
         name, _, exe = item.partition(":")
         cls = node_class(exe or name)
         factories.append(lambda cls=cls, name=name: cls(name))
+        if args.standby:
+            cls.prewarm()
+    if args.standby and not sys.stdin.readline():
+        return 0  # the supervisor went away or stopped the graph: never started
     return run_nodes(factories, ["rgbt", *ros_args], args.duration)
 
 

@@ -8,6 +8,14 @@ left down. The recorder's group is never restarted and never stopped by another 
 the flight ends (nothing would be recorded any more). With ``strict`` any non-zero exit stops the
 graph (the fail-fast behaviour tests may want).
 
+Warm spares (``warm_spares``, default on): ``spare_delay_s`` after the graph starts, each restartable
+group gets a spare process (``python -m rgbt.ros.spin ... --standby``) that has imported the
+interpreter's share of the work (rclpy, numpy, OpenCV, onnxruntime, the node modules) and waits.
+A restart hands the group to it (a line on its stdin), so the new nodes start without that
+start-up (about 1 s of CPU per group here, several seconds of wall time on a loaded 2-core host);
+a new spare follows ``spare_delay_s`` later, once the restart has settled. A spare costs the
+memory of an idle interpreter with those libraries (~100-200 MB); a dead spare means a cold start.
+
 Known limit (Fast DDS, eProsima/Fast-DDS issues 5053 and 6117): after a ``kill -9`` under heavy CPU
 load a restarted participant's shared-memory ports can fail to open ("Failed init_port ...
 open_and_lock_file failed") and its data then never arrives; ``rgbt bench faults`` shows it as a
@@ -43,12 +51,16 @@ class SupervisorOptions(BaseModel):
     backoff_max_s: float = Field(5.0, ge=0)
     max_restarts: int = Field(5, ge=0)  # restarts of one group within window_s before it is left down
     window_s: float = Field(60.0, gt=0)
+    warm_spares: bool = True  # keep one imported, waiting process per restartable group (a restart skips start-up)
+    spare_delay_s: float = Field(5.0, ge=0)  # start a spare this long after the graph starts / the last one was used
 
     def describe(self) -> str:
         if self.strict:
             return "strict (a failed process stops the graph)"
+        spares = (f"; a warm spare per group (started {self.spare_delay_s:g} s after the graph / its last use)"
+                  if self.warm_spares else "; no warm spares")
         return (f"restart failed groups after {self.backoff_initial_s:g} s x {self.backoff_factor:g}^n "
-                f"(max {self.backoff_max_s:g} s), at most {self.max_restarts} per {self.window_s:g} s; "
+                f"(max {self.backoff_max_s:g} s), at most {self.max_restarts} per {self.window_s:g} s{spares}; "
                 "the recorder's exit ends the flight")
 
     def delay_s(self, recent_restarts: int) -> float:
@@ -67,6 +79,7 @@ class Restart:
     restart_wall_ns: int  # when the new process was started
     delay_s: float
     pid: int  # the new process
+    warm: bool = False  # the group's warm spare took over (no interpreter / library start-up)
 
 
 @dataclass
@@ -92,6 +105,11 @@ class Supervisor:
         self.status_path = status_path
         self.state = {g: _GroupState() for g in graph.procs}
         self.history: list[Restart] = []
+        # when each restartable group's next warm spare is due (monotonic s; None: it has one)
+        spares = self.o.warm_spares and not self.o.strict and hasattr(graph, "start_spare")
+        start = time.monotonic() + self.o.spare_delay_s
+        self.spare_due: dict[str, float | None] = {g: start for g in graph.procs
+                                                   if spares and g not in self.recorder_groups}
         self.write_status()
 
     def pending(self) -> bool:
@@ -101,6 +119,10 @@ class Supervisor:
     def poll(self, now: float | None = None) -> str | None:
         """Check the groups once: schedule / run restarts. Returns why the flight must end, or None."""
         now = time.monotonic() if now is None else now
+        for group, due in self.spare_due.items():
+            if due is not None and now >= due and not self.state[group].gave_up:
+                self.graph.start_spare(group)
+                self.spare_due[group] = None
         for group, proc in list(self.graph.procs.items()):
             st = self.state[group]
             if st.due is not None:
@@ -133,11 +155,17 @@ class Supervisor:
         st = self.state[group]
         st.due = None
         st.restarts.append(now)
-        proc = self.graph.start_group(group)
+        proc = self.graph.activate_spare(group) if group in self.spare_due else None
+        warm = proc is not None
+        if proc is None:
+            proc = self.graph.start_group(group)
+        if group in self.spare_due:
+            self.spare_due[group] = now + self.o.spare_delay_s  # the next spare, once this start has settled
         attempt = sum(1 for r in self.history if r.group == group) + 1
         self.history.append(Restart(group, attempt, st.exit_code, st.exit_wall_ns, time.time_ns(),
-                                    round(st.delay_s, 3), proc.pid))
-        self.log(f"rgbt up: restarted process group {group!r} [{proc.pid}] (restart {attempt})")
+                                    round(st.delay_s, 3), proc.pid, warm))
+        self.log(f"rgbt up: restarted process group {group!r} [{proc.pid}] (restart {attempt}"
+                 f"{', its warm spare' if warm else ''})")
         self.write_status()
 
     def counts(self) -> dict[str, int]:

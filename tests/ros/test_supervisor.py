@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -107,3 +108,41 @@ def test_options_are_described_and_validated() -> None:
     assert [o.delay_s(n) for n in range(6)] == [0.25, 0.5, 1.0, 2.0, 4.0, 5.0]
     with pytest.raises(ValueError):
         SupervisorOptions(backoff_factor=0.5)
+
+
+@pytest.mark.ros
+def test_warm_spare_takes_over_a_killed_group(ros_env: dict, tmp_path: Path, stop_after) -> None:
+    """A real node process (``python -m rgbt.ros.spin --node health:health``): after
+    ``spare_delay_s`` the supervisor keeps an imported ``--standby`` spare of it; ``kill -9`` of the
+    group hands the group to that spare (``warm``), which starts its node; a new spare follows; on
+    stop a spare that never started exits 0."""
+    from rgbt.paths import REPO_ROOT
+
+    err = open(tmp_path / "nodes.log", "w")
+    env = dict(os.environ, PYTHONPATH=str(REPO_ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    spin = [sys.executable, "-m", "rgbt.ros.spin", "--node", "health:health", "--ros-args",
+            "-p", "period_s:=0.2", "-p", f"disk_path:={tmp_path}"]
+    graph = Graph(workdir=tmp_path, commands={"health": spin, "recorder": SLEEP},
+                  popen_kw={"env": env, "stdout": subprocess.DEVNULL, "stderr": err})
+    for group in graph.commands:
+        graph.start_group(group)
+    stop_after(graph)
+    options = FAST.model_copy(update={"spare_delay_s": 0.5})
+    sup = Supervisor(graph, options, {"recorder"}, log=lambda m: None, status_path=graph.status_path)
+    assert _run(sup, 10.0, until=lambda: "health" in graph.spares) is None and "recorder" not in graph.spares
+    spare = graph.spares["health"]
+    time.sleep(3.0)  # the spare imports meanwhile; it must not start a node before it is told to
+    assert spare.poll() is None and (tmp_path / "nodes.log").read_text().count("HealthOptions") == 1
+    os.kill(graph.procs["health"].pid, signal.SIGKILL)
+    assert _run(sup, 10.0, until=lambda: bool(sup.history)) is None
+    (restart,) = sup.history
+    assert restart.warm and restart.pid == spare.pid and graph.procs["health"] is spare
+    deadline = time.monotonic() + 30
+    while (tmp_path / "nodes.log").read_text().count("HealthOptions") < 2:  # the spare's node started
+        assert time.monotonic() < deadline and spare.poll() is None, (tmp_path / "nodes.log").read_text()
+        time.sleep(0.1)
+    assert _run(sup, 10.0, until=lambda: "health" in graph.spares) is None  # the next spare
+    new_spare = graph.spares["health"]
+    assert new_spare is not spare and json.loads(graph.status_path.read_text())["restarts"][0]["warm"] is True
+    graph.stop(grace_s=10, settle_s=0)
+    assert new_spare.returncode == 0 and not graph.spares
