@@ -33,7 +33,7 @@ from rgbt.ros.messages import frame_info, imu, imu_sync_info, navsatfix, pose_st
 from rgbt.ros.node import RgbtNode
 from rgbt.ros.options import ARMED_TOPIC, TRIGGER_TOPIC, VirtualStackOptions
 from rgbt.ros.qos import topic_qos
-from rgbt.ros.spin import node_main
+from rgbt.ros.spin import freeze_startup_objects, node_main
 from rgbt.ros.wallstep import WallStep
 
 
@@ -99,6 +99,7 @@ class VirtualStackNode(RgbtNode):
         try:
             samples, n = preload(self.sim.samples(), o.preload_s, self._stop.is_set)
             self.get_logger().info(f"preloaded {n} samples ({o.preload_s} s)")
+            freeze_startup_objects()  # thousands of preloaded samples: out of the cyclic collector's walks
             self.wait_for_subscribers(o.wait_for, o.wait_timeout_s, self._stop)
             # the paced times are on the (unstepped) wall clock: to the driver clock's monotonic through its
             # own offset, so stamps equal the paced times exactly until a step (held) or a slew (followed)

@@ -275,7 +275,7 @@ class Recording:
             factory = self.writer_factory or BagWriter
             writer = factory(path, split_size_bytes=int(self.o.split_size_mb * 1e6) or None,
                              split_duration_ns=int(self.o.split_duration_s * 1e9) or None,
-                             compression=self.o.compression, custom_data=custom)
+                             compression=self.o.compression, custom_data=custom, direct_io=self.o.direct_io)
             info = {"path": str(path), "start_reason": reason, "start_wall_ns": time.time_ns(),
                     "counts": {}, "first_ns": {}, "last_ns": {}, "bytes": 0, "lost": {},
                     "disk_free_mb_start": round(self._free_mb(), 1),

@@ -131,3 +131,20 @@ def test_drain_handles_queued_messages_and_stops_timers(ros_env: dict) -> None:
         ex.shutdown()
     finally:
         ctx.try_shutdown()
+
+
+def test_startup_objects_are_frozen_out_of_the_cyclic_collector() -> None:
+    """After start-up the heap built so far is frozen (``gc.freeze``): a full collection during the
+    flight walks only what was allocated since, not the modules, types and preloaded data."""
+    import gc
+
+    from rgbt.ros.spin import freeze_startup_objects
+
+    gc.unfreeze()
+    junk = [[i] for i in range(10_000)]  # containers the collector tracks
+    freeze_startup_objects()
+    try:
+        assert gc.get_freeze_count() >= len(junk)
+        assert not any(gc.is_tracked(x) and x in gc.get_objects(generation=2) for x in junk[:3])
+    finally:
+        gc.unfreeze()
