@@ -13,7 +13,9 @@ graph itself (its ``/diagnostics``, the recorder's manifest, psutil on its proce
   trigger-to-recorder (the simulated sensor-to-host latency, 8-12 ms, + two hops): ``"since": "trigger"``.
 * ``published``: the virtual stack's manifest; ``dropped`` = published - received.
 * ``recorder``: ``received`` / ``dropped`` summed over every stream the virtual stack published,
-  plus what the middleware reported lost and what exceeded the recorder's memory budget.
+  plus what the middleware reported lost, what exceeded the recorder's memory budget, and
+  ``stamp_gaps``: messages the recorder saw missing by each stream's own header stamps (a reader
+  queue overrun the middleware does not report shows there; so do the sensor's own drops).
 * ``breakdown``: per processing node, p50 / p99 ms of ``arrival`` (stamp -> subscription callback:
   upstream, transport and executor wait), ``wait`` (callback -> worker), ``work`` (processing),
   ``serialize`` (array -> CDR) and ``publish`` (middleware write), with the frames dropped as stale;
@@ -307,7 +309,7 @@ def summarize(sources: dict, recorded: dict, status: dict[str, dict[str, str]], 
                        "p99_ms": _num(sync.get(f"{stack_topic}.p99_ms")),
                        "since": "publish", "hop": "virtual_stack -> trigger_sync"}
     expected = {**published, **restamped}
-    rec_received = rec_dropped = lost = over_budget = 0
+    rec_received = rec_dropped = lost = over_budget = gaps = 0
     unstamped: dict[str, dict] = {}
     rec_topics = recorded.get("topics", {})
     # frames from before the sync lock arrive host-stamped on {raw}/unlocked (nodes/trigger_sync.py): counted
@@ -337,6 +339,7 @@ def summarize(sources: dict, recorded: dict, status: dict[str, dict[str, str]], 
                          "since": "trigger" if since_trigger else "publish", "hop": "-> recorder"}
         lost += int(rec.get("lost", 0))
         over_budget += int(rec.get("dropped_budget", 0))
+        gaps += int(rec.get("stamp_gaps", 0))
         if topic in expected:
             rec_received += received
             rec_dropped += max(0, int(pub - received))
@@ -350,7 +353,8 @@ def summarize(sources: dict, recorded: dict, status: dict[str, dict[str, str]], 
     recorder_diag = next((v for k, v in status.items() if k.startswith("recorder")), {})
     return {"topics": topics,
             "recorder": {"received": rec_received, "dropped": rec_dropped, "lost_in_middleware": lost,
-                         "dropped_budget": over_budget, "bag_written": bool(recorded), "unstamped_topics": unstamped,
+                         "dropped_budget": over_budget, "stamp_gaps": gaps, "bag_written": bool(recorded),
+                         "unstamped_topics": unstamped,
                          "writer_budget_mb": _num(recorder_diag.get("writer_budget_mb"))},
             "segmentation_hz": seg["rate_hz"] if seg and seg["count"] > 1 else None,
             "fusion_hz": fused["rate_hz"] if fused and fused["count"] > 1 else None,

@@ -22,8 +22,22 @@ class TopicStats:
     count: int = 0
     drops: int = 0
     errors: int = 0
+    gaps: int = 0  # messages missing by the stream's own header stamps (see check_gap)
     latencies_ns: deque = field(default_factory=lambda: deque(maxlen=2000))
     _window: deque = field(default_factory=lambda: deque(maxlen=400))
+    _last_stamp_ns: int | None = None
+
+    def check_gap(self, stamp_ns: int, period_ns: int) -> int:
+        """Count the messages missing before this one by its header stamp (ns) for a stream of known
+        period (ns): a step of more than 1.5 periods means ``round(step / period) - 1`` missing, whoever
+        lost them (the sensor, the middleware, a queue). Out-of-order stamps are ignored. Returns them."""
+        last, missing = self._last_stamp_ns, 0
+        if last is not None and period_ns > 0 and stamp_ns - last > 1.5 * period_ns:
+            missing = round((stamp_ns - last) / period_ns) - 1
+            self.gaps += missing
+        if last is None or stamp_ns > last:
+            self._last_stamp_ns = stamp_ns
+        return missing
 
     def tick(self, latency_ns: int | None = None, now_ns: int | None = None) -> None:
         """Count one message (optionally with its latency in ns)."""
@@ -48,7 +62,7 @@ class TopicStats:
 
     def summary(self) -> dict:
         p50, p99 = self.latency_ms()
-        return {"count": self.count, "drops": self.drops, "errors": self.errors,
+        return {"count": self.count, "drops": self.drops, "errors": self.errors, "gaps": self.gaps,
                 "rate_hz": round(self.rate_hz(), 3), "p50_ms": p50, "p99_ms": p99}
 
 

@@ -152,8 +152,14 @@ class Recording:
     def on_message(self, topic: str, raw: bytes, t_ns: int) -> None:
         """Count a message and queue it for the bag's writer thread (never blocks on the disk)."""
         stats = self.topic_stats[topic]
-        stamped = self.topics[topic][0] in STAMPED_TYPES
-        stats.tick(t_ns - cdr_stamp_ns(raw) if stamped else None, now_ns=t_ns)
+        if self.topics[topic][0] in STAMPED_TYPES:
+            stamp = cdr_stamp_ns(raw)
+            stats.tick(t_ns - stamp, now_ns=t_ns)
+            hz = self.expected_rates.get(topic)
+            if hz:  # a stream of known rate: what its own stamps say is missing
+                stats.check_gap(stamp, int(1e9 / hz))
+        else:
+            stats.tick(None, now_ns=t_ns)
         with self._lock:
             sink = self.sink
             if sink is None:
@@ -279,7 +285,8 @@ class Recording:
             info = {"path": str(path), "start_reason": reason, "start_wall_ns": time.time_ns(),
                     "counts": {}, "first_ns": {}, "last_ns": {}, "bytes": 0, "lost": {},
                     "disk_free_mb_start": round(self._free_mb(), 1),
-                    "drops_at_start": {t: s.drops for t, s in self.topic_stats.items()}}
+                    "drops_at_start": {t: s.drops for t, s in self.topic_stats.items()},
+                    "gaps_at_start": {t: s.gaps for t, s in self.topic_stats.items()}}
             info["dropped_budget"] = {}
             self.sink = _BagSink(writer, info, self._on_write_error, self.writer_budget_bytes)
             for name, (msgtype, qos) in self.topics.items():
@@ -396,7 +403,8 @@ class Recording:
                             "latency_p50_ms": p50, "latency_p99_ms": p99,
                             "lost": b["lost"].get(name, 0),
                             "dropped_budget": b.get("dropped_budget", {}).get(name, 0),
-                            "drops": stats.drops - b["drops_at_start"].get(name, 0)}
+                            "drops": stats.drops - b["drops_at_start"].get(name, 0),
+                            "stamp_gaps": stats.gaps - b.get("gaps_at_start", {}).get(name, 0)}
         sync = {name: {k: v for k, v in vals.items() if k.startswith("sync.") or "ffc" in k}
                 for name, vals in self.peers.items()}
         manifest = {

@@ -109,3 +109,35 @@ def test_sync_lock_wait_ends_on_disarm_or_timeout(tmp_path: Path) -> None:
     rec2.on_armed(True, 1 * S)
     assert rec2.state == "recording"
     rec2.stop("test")
+
+
+def test_stamp_gaps_count_messages_missing_from_a_stream_of_known_rate(tmp_path: Path) -> None:
+    """A 200 Hz IMU stream whose header stamps skip 3 samples in one place and 1 in another (with
+    +-1 ms of jitter elsewhere, never a gap): the manifest's ``stamp_gaps`` says 4; a stream of
+    unknown rate is not judged."""
+    import numpy as np
+
+    store = ros2_typestore()
+    Imu, Header, Time = (store.types[t] for t in ("sensor_msgs/msg/Imu", "std_msgs/msg/Header",
+                                                   "builtin_interfaces/msg/Time"))
+    Quat, Vec = store.types["geometry_msgs/msg/Quaternion"], store.types["geometry_msgs/msg/Vector3"]
+    cov = np.zeros(9)
+    rec = Recording(RecorderOptions(out_dir=str(tmp_path / "bags"), min_free_mb=10, start="manual"), log=lambda m: None)
+    for topic in ("/imu/imu", "/other/imu"):
+        rec.add_topic(topic, "sensor_msgs/msg/Imu")
+    rec.expected_rates = {"/imu/imu": 200.0}
+    rec.manual_start()
+    jitter = np.random.default_rng(3).integers(-1_000_000, 1_000_000, 400)
+    for i in range(400):
+        if i in (100, 101, 102, 250):
+            continue
+        stamp = 10 * S + i * 5_000_000 + int(jitter[i])
+        msg = Imu(Header(Time(stamp // S, stamp % S), "imu"), Quat(0.0, 0.0, 0.0, 1.0), cov, Vec(0.0, 0.0, 0.0),
+                  cov, Vec(0.0, 0.0, 9.81), cov)
+        raw = bytes(store.serialize_cdr(msg, "sensor_msgs/msg/Imu"))
+        rec.on_message("/imu/imu", raw, stamp + 1_000_000)
+        rec.on_message("/other/imu", raw, stamp + 1_000_000)
+    rec.manual_stop()
+    topics = json.loads((Path(rec.bags[0]) / MANIFEST).read_text())["topics"]
+    assert topics["/imu/imu"]["stamp_gaps"] == 4 and topics["/imu/imu"]["count"] == 396
+    assert topics["/other/imu"]["stamp_gaps"] == 0
