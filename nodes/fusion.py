@@ -43,7 +43,7 @@ class FusionNode(LatestFrameNode, RgbtNode):
         t_ns = thermal.t_ns
         result = self.stage.process(thermal.pixels, color.pixels)
         self.publish_image(self.pub_ids, result.class_ids, t_ns, thermal.frame_id, "mono8")
-        if self.colorize is not None:
+        if self.colorize is not None and self.subscribed(self.pub_color):
             self.publish_image(self.pub_color, self.colorize(result.class_ids), t_ns, thermal.frame_id, "rgb8")
         self.diag.topic("pairs").tick(self.now_ns() - t_ns)
         self.diag.set_values("timing", result.timing)

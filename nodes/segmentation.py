@@ -29,7 +29,8 @@ class SegmentationNode(RgbtNode):
 
         o = self.options
         self.input_topic = o.input_topic or self.stack().cameras["thermal"].topic
-        self.stage = make_stage(o.model, o.backend, {"color": o.publish_color, **o.stage})
+        # class colours (the model's palette) are drawn per frame, only while /color has a subscriber
+        self.stage = make_stage(o.model, o.backend, {**o.stage, "color": False})
         self.pipeline = SegPipeline(self.stage, self.on_result,
                                     on_error=lambda t_ns, exc: self.report_error(f"frame {t_ns}", exc, self.input_topic))
         self.get_logger().info(f"{self.stage.options}")
@@ -46,8 +47,8 @@ class SegmentationNode(RgbtNode):
     def on_result(self, t_ns: int, result) -> None:  # type: ignore[no-untyped-def]  # inference thread
         frame_id = result.tag
         self.pub_ids.publish(image_to_cdr(result.class_ids, t_ns, frame_id, "mono8"))
-        if result.color is not None:
-            self.pub_color.publish(image_to_cdr(result.color, t_ns, frame_id, "rgb8"))
+        if self.options.publish_color and self.subscribed(self.pub_color):
+            self.pub_color.publish(image_to_cdr(self.stage.colorize(result.class_ids), t_ns, frame_id, "rgb8"))
         self.diag.topic(self.input_topic).tick(self.now_ns() - t_ns)
         self.last_timing = result.timing
 

@@ -1,5 +1,7 @@
 """Thermal preprocess: raw mono16 counts -> normalized 32FC1 [0, 1], mono8, and a colormapped rgb8 view.
 
+Each output is built only while something subscribes to it (the normalization itself always runs).
+
 Wraps ``rgbt.image.normalize`` (1st-99th percentile + CLAHE by default) and
 ``rgbt.image.colormap``. Output stamps = input stamps (the restamped trigger time).
 Overload policy: frames arrive as raw CDR and only the newest is processed, on a low-priority
@@ -59,14 +61,18 @@ class ThermalPreprocessNode(LatestFrameNode, RgbtNode):
     def on_image(self, raw: bytes) -> None:  # worker thread: the newest frame
         o = self.options
         t_ns, frame, _, pixels = cdr_to_image(raw)
-        img01 = self.normalize(pixels)
-        if o.publish_float:
+        img01 = self.normalize(pixels)  # always: its cost is the node's, whoever listens
+        # outputs nobody subscribes to are not built (a viewer that subscribes gets them from its first frame)
+        want_float = o.publish_float and self.subscribed(self.pub_float)
+        want_mono8 = o.publish_mono8 and self.subscribed(self.pub_mono8)
+        want_color = o.publish_colormap and self.subscribed(self.pub_color)
+        if want_float:
             self.publish_image(self.pub_float, img01, t_ns, frame, "32FC1")
-        if o.publish_mono8 or o.publish_colormap:
+        if want_mono8 or want_color:
             u8 = self.to_uint8(img01)
-            if o.publish_mono8:
+            if want_mono8:
                 self.publish_image(self.pub_mono8, u8, t_ns, frame, "mono8")
-            if o.publish_colormap:
+            if want_color:
                 self.publish_image(self.pub_color, self.apply_colormap(u8, o.colormap), t_ns, frame, "rgb8")
         self.diag.topic(self.input_topic).tick(self.now_ns() - t_ns)
 

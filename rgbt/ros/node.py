@@ -48,6 +48,11 @@ class RgbtNode(Node):
     #: modules the node imports when it starts (models, simulators): a warm spare imports them ahead
     prewarm_modules: ClassVar[tuple[str, ...]] = ()
 
+    @staticmethod
+    def subscribed(publisher: Any) -> bool:
+        """Whether anyone subscribes to ``publisher`` now (display outputs are built only then)."""
+        return publisher.get_subscription_count() > 0
+
     @classmethod
     def prewarm(cls) -> None:
         """Import :attr:`prewarm_modules` (a warm spare's start-up work; creates nothing). One that is
