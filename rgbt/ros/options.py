@@ -96,6 +96,7 @@ class VirtualStackOptions(NodeOptions, HostClockOptions):
     start_delay_s: float = Field(1.0, ge=0)  # then this long for the matching to complete
     raw_prefix: str = RAW_PREFIX
     manifest_path: str = ""  # JSON: counts + CRC32 of every published frame, written at exit
+    manifest_crc: bool = True  # the CRC32s (the fault bench's ground truth; ~0.1 of a core at full rate)
     exit_when_done: bool = False
 
 
