@@ -120,9 +120,12 @@ class Supervisor:
         """Check the groups once: schedule / run restarts. Returns why the flight must end, or None."""
         now = time.monotonic() if now is None else now
         for group, due in self.spare_due.items():
-            if due is not None and now >= due and not self.state[group].gave_up:
+            if due is None or now < due:
+                continue
+            finished = self.graph.procs[group].poll() == 0  # its job is done: it is not restarted
+            if not (finished or self.state[group].gave_up):
                 self.graph.start_spare(group)
-                self.spare_due[group] = None
+            self.spare_due[group] = None
         for group, proc in list(self.graph.procs.items()):
             st = self.state[group]
             if st.due is not None:
