@@ -14,7 +14,7 @@ interpreter's share of the work (rclpy, numpy, OpenCV, onnxruntime, the node mod
 A restart hands the group to it (a line on its stdin), so the new nodes start without that
 start-up (about 1 s of CPU per group here, several seconds of wall time on a loaded 2-core host);
 a new spare follows ``spare_delay_s`` later, once the restart has settled. A spare costs the
-memory of an idle interpreter with those libraries (~100-200 MB); a dead spare means a cold start.
+memory of an idle interpreter with those libraries (101-128 MB RSS measured); a dead spare means a cold start.
 
 Known limit (Fast DDS, eProsima/Fast-DDS issues 5053 and 6117): after a ``kill -9`` under heavy CPU
 load a restarted participant's shared-memory ports can fail to open ("Failed init_port ...
