@@ -129,21 +129,22 @@ class Graph:
         self.procs[group] = spare
         return spare
 
-    def stop_spares(self, grace_s: float = 5.0) -> None:
-        """End the warm spares: end of input (they exit 0 without starting), SIGKILL if they linger."""
-        for spare in self.spares.values():
+    def stop_spares(self, groups: list[str] | None = None, grace_s: float = 5.0) -> None:
+        """End the warm spares of ``groups`` (default all): end of input (they exit 0 without
+        starting), SIGKILL if they linger."""
+        spares = [self.spares.pop(g) for g in (list(self.spares) if groups is None else groups) if g in self.spares]
+        for spare in spares:
             try:
                 if spare.stdin is not None:
                     spare.stdin.close()
             except OSError:
                 pass
-        for spare in self.spares.values():
+        for spare in spares:
             try:
                 spare.wait(timeout=grace_s)
             except subprocess.TimeoutExpired:
                 spare.kill()
                 spare.wait()
-        self.spares.clear()
 
     def alive(self) -> list[str]:
         return [n for n, p in self.procs.items() if p.poll() is None]

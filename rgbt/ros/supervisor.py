@@ -145,6 +145,9 @@ class Supervisor:
             st.restarts = [t for t in st.restarts if now - t < self.o.window_s]
             if len(st.restarts) >= self.o.max_restarts:
                 st.gave_up = True
+                if group in self.spare_due:
+                    self.spare_due[group] = None
+                    self.graph.stop_spares([group])  # left down: its spare would only hold memory
                 self.log(f"rgbt up: process group {group!r} failed ({exit_text(code)}); {len(st.restarts)} restarts in "
                          f"{self.o.window_s:g} s: left down, the flight goes on without it")
                 self.write_status()

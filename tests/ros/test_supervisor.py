@@ -146,3 +146,18 @@ def test_warm_spare_takes_over_a_killed_group(ros_env: dict, tmp_path: Path, sto
     assert new_spare is not spare and json.loads(graph.status_path.read_text())["restarts"][0]["warm"] is True
     graph.stop(grace_s=10, settle_s=0)
     assert new_spare.returncode == 0 and not graph.spares
+
+
+def test_a_group_left_down_has_its_spare_ended(tmp_path: Path, stop_after) -> None:
+    """A group that keeps failing: its first restart takes the warm spare; once it is left down the
+    next spare is ended too (it would only hold memory), and no further one is started."""
+    crash_later = [sys.executable, "-c", "import sys, time; time.sleep(1.5); sys.exit(3)"]
+    graph = _graph(tmp_path, crashy=crash_later, recorder=SLEEP)
+    stop_after(graph)
+    options = FAST.model_copy(update={"max_restarts": 1, "spare_delay_s": 0.1})
+    sup = Supervisor(graph, options, {"recorder"}, log=lambda m: None, status_path=graph.status_path)
+    assert _run(sup, 20.0, until=lambda: bool(sup.gave_up())) is None
+    (restart,) = sup.history
+    assert restart.warm and sup.gave_up() == ["crashy"]
+    assert not graph.spares and sup.spare_due["crashy"] is None
+    assert _run(sup, 0.5) is None and not graph.spares  # none started afterwards
