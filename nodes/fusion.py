@@ -21,7 +21,7 @@ from rgbt.ros.spin import node_main
 class FusionNode(LatestFrameNode, RgbtNode):
     options_model = FusionOptions
     default_name = "fusion"
-    prewarm_modules = ('rgbt.ros.seg_adapter', 'onnxruntime')
+    prewarm_modules = ("rgbt.ros.seg_adapter", "onnxruntime")
 
     def __init__(self, name: str | None = None, **kwargs) -> None:  # type: ignore[no-untyped-def]
         super().__init__(name, **kwargs)

@@ -23,7 +23,7 @@ from rgbt.ros.spin import node_main
 class RectifyNode(LatestFrameNode, RgbtNode):
     options_model = RectifyOptions
     default_name = "rectify"
-    prewarm_modules = ('rgbt.image.rectify',)
+    prewarm_modules = ("rgbt.image.rectify",)
 
     def __init__(self, name: str | None = None, **kwargs) -> None:  # type: ignore[no-untyped-def]
         super().__init__(name, **kwargs)

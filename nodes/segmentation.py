@@ -21,7 +21,7 @@ from rgbt.seg.pipeline import SegPipeline
 class SegmentationNode(RgbtNode):
     options_model = SegmentationOptions
     default_name = "segmentation"
-    prewarm_modules = ('rgbt.ros.seg_adapter', 'onnxruntime')
+    prewarm_modules = ("rgbt.ros.seg_adapter", "onnxruntime")
 
     def __init__(self, name: str | None = None, **kwargs) -> None:  # type: ignore[no-untyped-def]
         super().__init__(name, **kwargs)

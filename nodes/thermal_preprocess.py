@@ -26,7 +26,7 @@ from rgbt.ros.stamps import cdr_stamp_ns
 class ThermalPreprocessNode(LatestFrameNode, RgbtNode):
     options_model = PreprocessOptions
     default_name = "thermal_preprocess"
-    prewarm_modules = ('rgbt.image.colormap', 'rgbt.image.normalize')
+    prewarm_modules = ("rgbt.image.colormap", "rgbt.image.normalize")
 
     def __init__(self, name: str | None = None, **kwargs) -> None:  # type: ignore[no-untyped-def]
         super().__init__(name, **kwargs)

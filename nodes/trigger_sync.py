@@ -29,7 +29,7 @@ from rgbt.timeref import decode_frame, decode_imu
 class TriggerSyncNode(RgbtNode):
     options_model = TriggerSyncOptions
     default_name = "trigger_sync"
-    prewarm_modules = ('rgbt.ros.sync_adapter',)
+    prewarm_modules = ("rgbt.ros.sync_adapter",)
 
     def __init__(self, name: str | None = None, **kwargs) -> None:  # type: ignore[no-untyped-def]
         super().__init__(name, **kwargs)

@@ -32,7 +32,7 @@ from rgbt.ros.stamps import cdr_stamp_ns
 class VioBridgeNode(LatestFrameNode, RgbtNode):
     options_model = VioBridgeOptions
     default_name = "vio_bridge"
-    prewarm_modules = ('rgbt.vio.feed',)
+    prewarm_modules = ("rgbt.vio.feed",)
 
     def __init__(self, name: str | None = None, **kwargs) -> None:  # type: ignore[no-untyped-def]
         super().__init__(name, **kwargs)

@@ -40,7 +40,7 @@ from rgbt.ros.wallstep import WallStep
 class VirtualStackNode(RgbtNode):
     options_model = VirtualStackOptions
     default_name = "virtual_stack"
-    prewarm_modules = ('rgbt.sim', 'rgbt.sim.live')
+    prewarm_modules = ("rgbt.sim", "rgbt.sim.live")
 
     def __init__(self, name: str | None = None, **kwargs) -> None:  # type: ignore[no-untyped-def]
         super().__init__(name, **kwargs)
