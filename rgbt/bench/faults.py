@@ -22,7 +22,8 @@ the kills that leave the sources up one after the other, ``SPACING_S`` apart, in
 Per fault (``lost``, ``recovered_s``, ``bag_complete``, ``stamps_monotonic``):
 
 * ``lost``: messages the sources published (the virtual stack's manifest) on the streams the recorder
-  records that are not in the bag (``streams`` lists which): every recorded source stream, whose
+  records that are not in the bag (``streams``: per stream counted, its losses and when the
+  missing frames were sent): every recorded source stream, whose
   publisher stays up, except for ``kill_sources`` (then: what the restarted sources published,
   against what the bag holds after the restart) and for ``kill_recorder`` / ``disk_full`` (the
   frames and IMU samples sent before the event: their send times are in the manifest). Counted on
@@ -33,7 +34,9 @@ Per fault (``lost``, ``recovered_s``, ``bag_complete``, ``stamps_monotonic``):
   ``GAP_S``, bag log times, up to the next fault or 30 s); ``null`` when one does not come back in
   that window, and for ``kill_recorder`` / ``disk_full`` (the recording ends, by design).
   ``interrupted`` lists the streams that had a gap and when each came back.
-* ``back_s`` (kills): until every node of the killed group publishes ``/diagnostics`` again.
+* ``back_s`` (kills): until every node of the killed group publishes ``/diagnostics`` again. A kill
+  waits (``spare_wait_s``, at most ``SPARE_WAIT_S``) until its group's warm spare is ready, as in a
+  recording's steady state; ``restarts[].warm`` says whether the spare took over.
 * ``bag_complete``: the bag opens and, per camera stream, the frames logged before the event are,
   in order, the first frames published (CRC32), and every frame sent before the event is in the
   bag in publication order (when the recorder stops at the event - ``kill_recorder``,
@@ -77,6 +80,9 @@ STEP_S = 5.0
 CAP_MB = 250.0
 #: the preprocess output recorded in a fault flight (the pipeline group's stream when rectify has no colour)
 PREPROCESS_TOPIC = "/rgbt/thermal/image_mono8"
+#: a kill waits at most this long (s) for its group's warm spare to be ready (imports, DDS participant:
+#: the steady state of a recording), and flights with kills simulate this much longer to leave room
+SPARE_WAIT_S = 8.0
 #: seconds between two faults of one flight (--quick)
 SPACING_S = 4.5
 #: the quick set (CI): the acceptance faults and a host-clock step
@@ -132,7 +138,8 @@ def run(args: argparse.Namespace) -> dict:
     faults: dict[str, dict] = {}
     plan = flights(names, args.quick)
     for i, group in enumerate(plan):
-        sim_s = args.sim_s or LEAD_S + SPACING_S * (len(group) - 1) + (TAIL_QUICK_S if args.quick else TAIL_S)
+        sim_s = args.sim_s or (LEAD_S + SPACING_S * (len(group) - 1) + (TAIL_QUICK_S if args.quick else TAIL_S)
+                               + (SPARE_WAIT_S if any(f.startswith("kill_") for f in group) else 0.0))
         print(f"rgbt bench faults: flight {i + 1}/{len(plan)}: {', '.join(group)} ...", file=sys.stderr, flush=True)
         rows = fly_with_faults(args.profile, group, sim_s, cameras=cameras, keep=args.keep)
         for name, row in rows.items():
@@ -167,6 +174,7 @@ def fly_with_faults(profile: str, faults: list[str], sim_s: float, cameras: list
     events: list[str] = []
     t_events: dict[str, int] = {}  # fault -> injection wall time (ns)
     back: dict[str, float] = {}  # fault -> s until the killed group's nodes publish diagnostics again
+    spare_wait: dict[str, float] = {}  # kill -> s it waited for its group's warm spare to be ready
     try:
         with open(work / "graph.log", "wb") as log:
             graph = start_graph(specs, env, duration_s=sim_s * 8 + 120, stdout=log, stderr=log)
@@ -184,7 +192,12 @@ def fly_with_faults(profile: str, faults: list[str], sim_s: float, cameras: list
                         t_pub = now
                     pending = [f for f in faults if f not in t_events]
                     if t_pub is not None and pending and now - max(t_pub + LEAD_S - SPACING_S, t_last) >= SPACING_S:
-                        t_events[pending[0]], t_last = inject(pending[0], graph, recorder, step_file), now
+                        group = _killed_group(pending[0], recorder)
+                        waited = now - spare_wait.setdefault(pending[0], now)
+                        # a steady-state recording has its spares ready: wait for the killed group's (bounded)
+                        if group not in sup.spare_due or graph.spare_ready(group) or waited >= SPARE_WAIT_S:
+                            spare_wait[pending[0]] = round(waited, 2)
+                            t_events[pending[0]], t_last = inject(pending[0], graph, recorder, step_file), now
                     for fault in t_events:
                         group = _killed_group(fault, recorder)
                         if fault not in back and group in members and sup.state[group].restarts:
@@ -221,7 +234,8 @@ def fly_with_faults(profile: str, faults: list[str], sim_s: float, cameras: list
             t_prev = t_events[order[i - 1]] if fault in t_events and i > 0 else None
             row = judge(fault, bag, published, t_events.get(fault), t_prev, t_next)
             group = _killed_group(fault, recorder)
-            row.update({"t_event_ns": t_events.get(fault), "back_s": back.get(fault), "restarts": [
+            row.update({"t_event_ns": t_events.get(fault), "back_s": back.get(fault),
+                        "spare_wait_s": spare_wait.get(fault) if group in sup.spare_due else None, "restarts": [
                 {"group": r["group"], "exit_code": r["exit_code"], "warm": bool(r.get("warm")),
                  "restart_after_s": round((r["restart_wall_ns"] - r["exit_wall_ns"]) / 1e9, 3)}
                 for r in restarts if r["group"] == group],
@@ -414,24 +428,27 @@ def _complete(streams: dict, published: dict, t_event: int, terminal: bool) -> b
     return True
 
 
-def lost(streams: dict, published: dict, window: tuple[int, int]) -> tuple[int, list[str]]:
+def lost(streams: dict, published: dict, window: tuple[int, int]) -> tuple[int, dict[str, dict]]:
     """Messages the sources published (sent) in ``window`` (wall ns) that the bag lacks: frames by
-    CRC32; IMU samples by count (their true times against the restamped stamps in the bag)."""
+    CRC32; IMU samples by count (their true times against the restamped stamps in the bag). Also,
+    per stream counted: ``{"lost": n, "sent_s": [...]}`` with when (s after the window opened) the
+    missing frames were sent (IMU samples are counted, not matched one by one)."""
     a, b = window
-    n = 0
+    per: dict[str, dict] = {}
     for topic, frames in published.get("frames", {}).items():
         s = streams.get(topic, {"log": [], "crc": []})
         have = {c for t, c in zip(s["log"], s["crc"]) if t >= a}  # logged after it was sent
-        n += sum(1 for c, t in zip(frames["crc32"], frames["t_pub_ns"]) if a <= t < b and c not in have)
+        gone = [t for c, t in zip(frames["crc32"], frames["t_pub_ns"]) if a <= t < b and c not in have]
+        per[topic] = {"lost": len(gone), "sent_s": [round((t - a) / 1e9, 3) for t in gone[:10]]}
     names = sorted(published.get("frames", {}))
     imu = next((t for t in published.get("stack_topics", {}) if t not in names), None)
     if imu and published.get("imu_t_pub_ns"):
         sent = [tt for tt, tp in zip(published["imu_t_true_ns"], published["imu_t_pub_ns"]) if a <= tp < b]
+        got = 0
         if sent:
             got = sum(1 for t in streams.get(imu, {"stamp": []})["stamp"] if sent[0] - 2e6 <= t <= sent[-1] + 2e6)
-            n += max(0, len(sent) - got)
-        names.append(imu)
-    return n, names
+        per[imu] = {"lost": max(0, len(sent) - got), "sent": len(sent)}
+    return sum(v["lost"] for v in per.values()), dict(sorted(per.items()))
 
 
 def recovered_s(streams: dict, t_event: int, window_s: float = 30.0) -> tuple[float | None, dict[str, float | None]]:

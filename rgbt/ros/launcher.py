@@ -108,12 +108,31 @@ class Graph:
         return self.procs[group]
 
     def start_spare(self, group: str) -> subprocess.Popen:
-        """Start a warm spare of ``group``: its command with ``--standby`` (imported, waiting on stdin)."""
+        """Start a warm spare of ``group``: its command with ``--standby`` (imported, waiting on stdin;
+        with a ``workdir`` it writes its PID to :meth:`spare_ready_path` once it is ready)."""
         cmd = list(self.commands[group])
         at = cmd.index("--ros-args") if "--ros-args" in cmd else len(cmd)
-        self.spares[group] = subprocess.Popen(cmd[:at] + ["--standby"] + cmd[at:], stdin=subprocess.PIPE,
+        standby = ["--standby"]
+        ready = self.spare_ready_path(group)
+        if ready is not None:
+            ready.unlink(missing_ok=True)
+            standby += ["--ready-file", str(ready)]
+        self.spares[group] = subprocess.Popen(cmd[:at] + standby + cmd[at:], stdin=subprocess.PIPE,
                                               start_new_session=True, **self.popen_kw)
         return self.spares[group]
+
+    def spare_ready_path(self, group: str) -> Path | None:
+        return None if self.workdir is None else self.workdir / f"spare_{group}.ready"
+
+    def spare_ready(self, group: str) -> bool:
+        """``group`` has a live warm spare that has finished its start-up (imports, DDS participant)."""
+        spare, path = self.spares.get(group), self.spare_ready_path(group)
+        if spare is None or spare.poll() is not None or path is None:
+            return False
+        try:
+            return path.read_text().strip() == str(spare.pid)
+        except OSError:
+            return False
 
     def activate_spare(self, group: str) -> subprocess.Popen | None:
         """Let ``group``'s warm spare start its nodes and make it the group's process; None when there

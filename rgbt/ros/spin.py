@@ -11,8 +11,11 @@ before rclpy shuts down.
 ``python -m rgbt.ros.spin --node NAME:EXECUTABLE [...] [--duration S] --ros-args ...`` runs
 several nodes of ``nodes/`` in one process (how ``rgbt up`` starts a profile's process groups).
 With ``--standby`` the process is a warm spare (:mod:`rgbt.ros.supervisor`): it imports the node
-modules and what they load at start (``RgbtNode.prewarm``), then waits for one line on stdin before
-it creates the nodes, so a restart skips the interpreter's and the libraries' start-up.
+modules and what they load at start (``RgbtNode.prewarm``) and creates its DDS participant (a
+hidden placeholder node, :data:`STANDBY_NODE`: the participant is what makes a process's first
+node slow, 1.2-2.5 s of a loaded 2-core host, and once it exists the other processes have
+discovered it), then waits for one line on stdin before it creates the nodes, so a restart skips
+the interpreter's, the libraries' and the middleware's start-up.
 """
 
 from __future__ import annotations
@@ -98,13 +101,28 @@ def freeze_startup_objects() -> None:
     gc.freeze()
 
 
+#: name of a warm spare's placeholder node (hidden: leading underscore; no parameter services, no rosout)
+STANDBY_NODE = "_rgbt_standby"
+
+
+def standby_placeholder(args: list[str] | None = None) -> Node:
+    """Initialise rclpy and create the DDS participant ahead of the nodes: a hidden node with no
+    services, topics or log publisher, for :func:`run_nodes` to end once the real nodes exist
+    (ending it first would end the participant with it)."""
+    rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
+    return Node(STANDBY_NODE, start_parameter_services=False, enable_rosout=False)
+
+
 def run_nodes(factories: Sequence[Callable[[], Node]], args: list[str] | None = None,
-              duration_s: float | None = None) -> int:
+              duration_s: float | None = None, placeholder: Node | None = None) -> int:
     """Create the nodes, spin them until SIGINT/SIGTERM, ``duration_s`` or every node ``finished``.
 
-    Returns 0 on a clean stop. ``args`` are the ROS arguments (``--ros-args ...``).
+    Returns 0 on a clean stop. ``args`` are the ROS arguments (``--ros-args ...``). With a
+    ``placeholder`` (:func:`standby_placeholder`) rclpy is already initialised; it is destroyed
+    once the nodes exist.
     """
-    rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
+    if placeholder is None:
+        rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
     stop = {"signal": 0}
 
     def on_signal(signum: int, _frame: object) -> None:
@@ -120,6 +138,9 @@ def run_nodes(factories: Sequence[Callable[[], Node]], args: list[str] | None = 
         for make in factories:
             nodes.append(make())
             executor.add_node(nodes[-1])
+        if placeholder is not None:
+            placeholder.destroy_node()
+            placeholder = None
         freeze_startup_objects()
         deadline = None if not duration_s else time.monotonic() + duration_s
         while rclpy.ok() and not stop["signal"]:
@@ -136,7 +157,7 @@ def run_nodes(factories: Sequence[Callable[[], Node]], args: list[str] | None = 
             except Exception as exc:  # noqa: BLE001 - keep closing the others
                 print(f"rgbt: closing {node.get_name()} failed: {exc}", file=sys.stderr)
         executor.shutdown()
-        for node in nodes:
+        for node in nodes + ([placeholder] if placeholder is not None else []):
             node.destroy_node()
         rclpy.try_shutdown()
         for s, handler in old.items():
@@ -223,6 +244,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--standby", action="store_true",
                         help="a warm spare: import everything, then wait for a line on stdin before starting "
                              "the nodes (end of input: exit 0 without starting them)")
+    parser.add_argument("--ready-file", default=None,
+                        help="with --standby: write this process's PID here once it is ready to start")
     args = parser.parse_args(argv)
     factories = []
     for item in args.node:
@@ -231,9 +254,17 @@ def main(argv: list[str] | None = None) -> int:
         factories.append(lambda cls=cls, name=name: cls(name))
         if args.standby:
             cls.prewarm()
-    if args.standby and not sys.stdin.readline():
-        return 0  # the supervisor went away or stopped the graph: never started
-    return run_nodes(factories, ["rgbt", *ros_args], args.duration)
+    if not args.standby:
+        return run_nodes(factories, ["rgbt", *ros_args], args.duration)
+    placeholder = standby_placeholder(["rgbt", *ros_args])
+    if args.ready_file:
+        with open(args.ready_file, "w") as fh:
+            fh.write(str(os.getpid()))
+    if not sys.stdin.readline():  # the supervisor went away or stopped the graph: never started
+        placeholder.destroy_node()
+        rclpy.try_shutdown()
+        return 0
+    return run_nodes(factories, ["rgbt", *ros_args], args.duration, placeholder=placeholder)
 
 
 if __name__ == "__main__":

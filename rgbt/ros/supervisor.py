@@ -182,7 +182,14 @@ class Supervisor:
 
     def status(self) -> dict[str, Any]:
         return {"options": self.o.model_dump(), "restarts": [asdict(r) for r in self.history],
-                "counts": self.counts(), "gave_up": self.gave_up(), "updated_wall_ns": time.time_ns()}
+                "counts": self.counts(), "gave_up": self.gave_up(), "spares": self.spares(),
+                "updated_wall_ns": time.time_ns()}
+
+    def spares(self) -> dict[str, str]:
+        """Per restartable group with warm spares: ``ready`` (a restart now is warm), ``starting``
+        (its spare is still importing) or ``none`` (not started yet, used, or the group left down)."""
+        spares, ready = getattr(self.graph, "spares", {}), getattr(self.graph, "spare_ready", lambda _g: False)
+        return {g: "none" if g not in spares else "ready" if ready(g) else "starting" for g in self.spare_due}
 
     def write_status(self) -> None:
         """Write the status file atomically (read by the recorder)."""

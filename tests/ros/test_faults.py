@@ -88,9 +88,10 @@ def test_judging_rules_on_made_up_streams() -> None:
     sent_ns = [int(i * 0.5e9) for i in range(10)]  # frame i sent at i * 0.5 s
     published = {"frames": {"/cam": {"crc32": crcs, "t_pub_ns": sent_ns}}}
     late = {"/cam": {"log": [t + int(1.5e9) for t in sent_ns], "crc": crcs}}  # all there, 1.5 s late
-    assert lost(late, published, (0, 2**63)) == (0, ["/cam"]) and _complete(late, published, int(2.2e9), False)
+    assert lost(late, published, (0, 2**63)) == (0, {"/cam": {"lost": 0, "sent_s": []}}) and _complete(late, published, int(2.2e9), False)
     gap = {"/cam": {"log": [t for i, t in enumerate(sent_ns) if i != 3], "crc": [c for c in crcs if c != 3]}}
-    assert lost(gap, published, (0, 2**63))[0] == 1 and lost(gap, published, (int(2e9), 2**63))[0] == 0
+    assert lost(gap, published, (0, 2**63)) == (1, {"/cam": {"lost": 1, "sent_s": [1.5]}})
+    assert lost(gap, published, (int(2e9), 2**63))[0] == 0
     assert not _complete(gap, published, int(4e9), False)
     stopped = {"/cam": {"log": sent_ns[:4], "crc": crcs[:4]}}  # the recorder gone at 1.6 s
     assert _complete(stopped, published, int(1.6e9), terminal=True)

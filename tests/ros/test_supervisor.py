@@ -115,8 +115,30 @@ def test_warm_spare_takes_over_a_killed_group(ros_env: dict, tmp_path: Path, sto
     """A real node process (``python -m rgbt.ros.spin --node health:health``): after
     ``spare_delay_s`` the supervisor keeps an imported ``--standby`` spare of it; ``kill -9`` of the
     group hands the group to that spare (``warm``), which starts its node; a new spare follows; on
-    stop a spare that never started exits 0."""
+    stop a spare that never started exits 0. A waiting spare's DDS participant already exists (its
+    hidden placeholder node is in the graph); once the spare's node runs, the placeholder is gone."""
+    from rgbt.ros.spin import BackgroundNode
+
+    watcher = BackgroundNode("spare_watcher")
+    watcher.start()
+    try:
+        _warm_spare_takes_over(tmp_path, stop_after, watcher)
+    finally:
+        watcher.close()
+
+
+def _warm_spare_takes_over(tmp_path: Path, stop_after, watcher) -> None:  # type: ignore[no-untyped-def]
     from rgbt.paths import REPO_ROOT
+    from rgbt.ros.spin import STANDBY_NODE
+
+    def names() -> list[str]:
+        return [n for n, _ in watcher.node.get_node_names_and_namespaces()]
+
+    def wait_names(cond) -> list[str]:  # type: ignore[no-untyped-def]
+        deadline = time.monotonic() + 20
+        while not cond(names()) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        return names()
 
     err = open(tmp_path / "nodes.log", "w")
     env = dict(os.environ, PYTHONPATH=str(REPO_ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
@@ -133,6 +155,11 @@ def test_warm_spare_takes_over_a_killed_group(ros_env: dict, tmp_path: Path, sto
     spare = graph.spares["health"]
     time.sleep(3.0)  # the spare imports meanwhile; it must not start a node before it is told to
     assert spare.poll() is None and (tmp_path / "nodes.log").read_text().count("HealthOptions") == 1
+    assert wait_names(lambda n: STANDBY_NODE in n and "health" in n).count("health") == 1  # spare's participant up
+    deadline = time.monotonic() + 20
+    while not graph.spare_ready("health") and time.monotonic() < deadline:  # its ready file names its PID
+        time.sleep(0.1)
+    assert sup.status()["spares"] == {"health": "ready"}
     os.kill(graph.procs["health"].pid, signal.SIGKILL)
     assert _run(sup, 10.0, until=lambda: bool(sup.history)) is None
     (restart,) = sup.history
@@ -141,7 +168,11 @@ def test_warm_spare_takes_over_a_killed_group(ros_env: dict, tmp_path: Path, sto
     while (tmp_path / "nodes.log").read_text().count("HealthOptions") < 2:  # the spare's node started
         assert time.monotonic() < deadline and spare.poll() is None, (tmp_path / "nodes.log").read_text()
         time.sleep(0.1)
+    # the node runs in the spare's participant, its placeholder gone (no next spare yet: sup not polled)
+    assert STANDBY_NODE not in wait_names(lambda n: STANDBY_NODE not in n and "health" in n)
+    assert sup.status()["spares"] == {"health": "none"}  # used; the next one is due later
     assert _run(sup, 10.0, until=lambda: "health" in graph.spares) is None  # the next spare
+    assert wait_names(lambda n: STANDBY_NODE in n).count(STANDBY_NODE) == 1
     new_spare = graph.spares["health"]
     assert new_spare is not spare and json.loads(graph.status_path.read_text())["restarts"][0]["warm"] is True
     graph.stop(grace_s=10, settle_s=0)
