@@ -10,19 +10,34 @@ Supervision as in ``rgbt up`` (:class:`rgbt.ros.supervisor.SupervisorOptions` de
 that exits is respawned after ``backoff_initial_s`` (``launch`` has a fixed delay, no growing
 back-off), at most ``max_restarts`` times where this ``launch`` supports ``respawn_max_retries``;
 the recorder's group is not respawned and its exit shuts the launch down. ``strict:=true`` turns
-respawning off. ``launch`` logs each respawn; the restart counts in ``/diagnostics`` and the bag
-manifest come from ``rgbt up``'s supervisor only.
+respawning off. ``launch`` respawns a clean exit (code 0) too, while ``rgbt up`` leaves it down.
+
+Restarts are counted as ``rgbt up`` counts them: ``OnProcessStart`` / ``OnProcessExit`` handlers of
+every group feed :class:`rgbt.ros.launch_restarts.LaunchRestarts`, which writes the supervisor's
+status file (``RGBT_SUPERVISOR_STATUS``, set for the children, next to the parameters file); the
+recorder reads it into ``/diagnostics`` (``supervisor.restarts``) and each bag manifest's
+``restarts``. A group that fails with no respawn left is listed as left down (``gave_up``).
 """
 
 import inspect
 
 from launch import LaunchDescription
-from launch.actions import DeclareLaunchArgument, ExecuteProcess, OpaqueFunction, SetEnvironmentVariable, Shutdown
+from launch.actions import (DeclareLaunchArgument, ExecuteProcess, LogInfo, OpaqueFunction, RegisterEventHandler,
+                            SetEnvironmentVariable, Shutdown)
+from launch.event_handlers import OnProcessExit, OnProcessStart
 from launch.substitutions import LaunchConfiguration
 
+from rgbt.ros.launch_restarts import LaunchRestarts
 from rgbt.ros.launcher import group_commands, recorder_groups, write_params_file
 from rgbt.ros.profile import launch_environment, node_specs
-from rgbt.ros.supervisor import SupervisorOptions
+from rgbt.ros.supervisor import STATUS_ENV, STATUS_FILE, SupervisorOptions
+
+
+def _max_retries():
+    """``respawn_max_retries`` where this ``launch`` has it, else None (it respawns without limit)."""
+    if "respawn_max_retries" in inspect.signature(ExecuteProcess.__init__).parameters:
+        return SupervisorOptions().max_restarts
+    return None
 
 
 def _respawn(group, recorders, strict):
@@ -31,11 +46,26 @@ def _respawn(group, recorders, strict):
         return {"on_exit": [Shutdown(reason=f"the recorder's process group {group!r} exited")]}
     if strict:
         return {}
-    o = SupervisorOptions()
-    kw = {"respawn": True, "respawn_delay": o.backoff_initial_s}
-    if "respawn_max_retries" in inspect.signature(ExecuteProcess.__init__).parameters:
-        kw["respawn_max_retries"] = o.max_restarts
+    kw = {"respawn": True, "respawn_delay": SupervisorOptions().backoff_initial_s}
+    if _max_retries() is not None:
+        kw["respawn_max_retries"] = _max_retries()
     return kw
+
+
+def _log(message):
+    return [LogInfo(msg=message)] if message else None
+
+
+def _counted(proc, group, restarts):
+    """Handlers counting ``proc``'s starts and exits in ``restarts`` (registered before it starts)."""
+    def on_start(event, context):
+        return _log(restarts.started(group, event.pid))
+
+    def on_exit(event, context):
+        return _log(restarts.exited(group, event.returncode, shutting_down=getattr(context, "is_shutdown", False)))
+
+    return [RegisterEventHandler(OnProcessStart(target_action=proc, on_start=on_start)),
+            RegisterEventHandler(OnProcessExit(target_action=proc, on_exit=on_exit))]
 
 
 def _groups(context, *args, **kwargs):
@@ -44,10 +74,16 @@ def _groups(context, *args, **kwargs):
     specs = node_specs(profile)
     params = write_params_file(specs)
     recorders = recorder_groups(specs)
-    actions = [SetEnvironmentVariable(name, value) for name, value in launch_environment(profile).items()]
-    for group, cmd in group_commands(specs, params).items():
-        actions.append(ExecuteProcess(cmd=cmd, name=group, output="screen", sigterm_timeout="15",
-                                      **_respawn(group, recorders, strict)))
+    commands = group_commands(specs, params)
+    status = params.parent / STATUS_FILE
+    restarts = LaunchRestarts(commands, status, SupervisorOptions().backoff_initial_s,
+                              _max_retries(), recorders, strict)
+    env = {**launch_environment(profile), STATUS_ENV: str(status)}
+    actions = [SetEnvironmentVariable(name, value) for name, value in env.items()]
+    for group, cmd in commands.items():
+        proc = ExecuteProcess(cmd=cmd, name=group, output="screen", sigterm_timeout="15",
+                              **_respawn(group, recorders, strict))
+        actions += [*_counted(proc, group, restarts), proc]
     return actions
 
 

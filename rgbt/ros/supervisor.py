@@ -21,7 +21,9 @@ load a restarted participant's shared-memory ports can fail to open ("Failed ini
 open_and_lock_file failed") and its data then never arrives; ``rgbt bench faults`` shows it as a
 stream that does not come back (``recovered_s: null``). Every restart is logged and written, with the counts, to a small JSON status file
 (:data:`STATUS_ENV` names it in every child's environment); the recorder reads it into its
-``/diagnostics`` values and into each bag's ``rgbt_manifest.json`` (``restarts``).
+``/diagnostics`` values and into each bag's ``rgbt_manifest.json`` (``restarts``). :class:`RestartLog`
+keeps those records and writes that file, for this supervisor and for ``ros2 launch``'s respawns
+(:class:`rgbt.ros.launch_restarts.LaunchRestarts`).
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ import signal
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -82,6 +84,69 @@ class Restart:
     warm: bool = False  # the group's warm spare took over (no interpreter / library start-up)
 
 
+class RestartLog:
+    """The restarts of a graph's process groups, the groups left down, and the JSON status file the
+    recorder reads (:func:`read_status`). Shared by :class:`Supervisor` (``rgbt up``) and
+    :class:`rgbt.ros.launch_restarts.LaunchRestarts` (``ros2 launch`` respawns): one format.
+
+    ``options``: the restart policy as written in the file (``SupervisorOptions`` fields);
+    ``spares``: the warm spares' state per group at writing time (``{}`` without spares);
+    ``status_path``: None writes nothing."""
+
+    def __init__(self, groups: Iterable[str], options: dict[str, Any], status_path: Path | None = None,
+                 spares: Callable[[], dict[str, str]] = dict) -> None:
+        self.groups = list(groups)
+        self.options = options
+        self.status_path = status_path
+        self.spares = spares
+        self.history: list[Restart] = []
+        self.left_down: set[str] = set()
+
+    def _check(self, group: str) -> None:
+        if group not in self.groups:
+            raise ValueError(f"unknown process group {group!r}: expected one of {self.groups}")
+
+    def add(self, group: str, exit_code: int, exit_wall_ns: int, delay_s: float, pid: int, warm: bool = False,
+            restart_wall_ns: int | None = None) -> Restart:
+        """Record a restart of ``group`` (its ``exit_code`` seen at ``exit_wall_ns``, restarted after
+        ``delay_s`` s as process ``pid``; ``restart_wall_ns`` default: now) and write the status file."""
+        self._check(group)
+        restart = Restart(group, self.count(group) + 1, exit_code, exit_wall_ns,
+                          time.time_ns() if restart_wall_ns is None else restart_wall_ns,
+                          round(delay_s, 3), pid, warm)
+        self.history.append(restart)
+        self.write_status()
+        return restart
+
+    def give_up(self, group: str) -> None:
+        """``group`` stays down (no restart left) and write the status file."""
+        self._check(group)
+        self.left_down.add(group)
+        self.write_status()
+
+    def count(self, group: str) -> int:
+        return sum(1 for r in self.history if r.group == group)
+
+    def counts(self) -> dict[str, int]:
+        return {g: self.count(g) for g in self.groups}
+
+    def gave_up(self) -> list[str]:
+        return [g for g in self.groups if g in self.left_down]
+
+    def status(self) -> dict[str, Any]:
+        return {"options": self.options, "restarts": [asdict(r) for r in self.history],
+                "counts": self.counts(), "gave_up": self.gave_up(), "spares": self.spares(),
+                "updated_wall_ns": time.time_ns()}
+
+    def write_status(self) -> None:
+        """Write the status file atomically (read by the recorder)."""
+        if self.status_path is None:
+            return
+        tmp = self.status_path.with_name(self.status_path.name + ".tmp")
+        tmp.write_text(json.dumps(self.status()))
+        os.replace(tmp, self.status_path)
+
+
 @dataclass
 class _GroupState:
     restarts: list[float] = field(default_factory=list)  # monotonic times of restarts
@@ -89,7 +154,6 @@ class _GroupState:
     exit_code: int = 0
     exit_wall_ns: int = 0
     delay_s: float = 0.0
-    gave_up: bool = False
 
 
 class Supervisor:
@@ -102,15 +166,22 @@ class Supervisor:
         self.o = options or SupervisorOptions()
         self.recorder_groups = set(recorder_groups)
         self.log = log
-        self.status_path = status_path
         self.state = {g: _GroupState() for g in graph.procs}
-        self.history: list[Restart] = []
+        self.record = RestartLog(graph.procs, self.o.model_dump(), status_path, self.spares)
         # when each restartable group's next warm spare is due (monotonic s; None: it has one)
         spares = self.o.warm_spares and not self.o.strict and hasattr(graph, "start_spare")
         start = time.monotonic() + self.o.spare_delay_s
         self.spare_due: dict[str, float | None] = {g: start for g in graph.procs
                                                    if spares and g not in self.recorder_groups}
         self.write_status()
+
+    @property
+    def status_path(self) -> Path | None:
+        return self.record.status_path
+
+    @property
+    def history(self) -> list[Restart]:
+        return self.record.history
 
     def pending(self) -> bool:
         """Whether a restart is waiting for its back-off delay."""
@@ -123,7 +194,7 @@ class Supervisor:
             if due is None or now < due:
                 continue
             finished = self.graph.procs[group].poll() == 0  # its job is done: it is not restarted
-            if not (finished or self.state[group].gave_up):
+            if not (finished or group in self.record.left_down):
                 self.graph.start_spare(group)
             self.spare_due[group] = None
         for group, proc in list(self.graph.procs.items()):
@@ -133,7 +204,7 @@ class Supervisor:
                     self._restart(group, now)
                 continue
             code = proc.poll()
-            if code is None or st.gave_up:
+            if code is None or group in self.record.left_down:
                 continue
             if group in self.recorder_groups and not (self.o.strict and code == 0):
                 return f"the recorder's process group {group!r} exited ({exit_text(code)}): ending the flight"
@@ -144,13 +215,12 @@ class Supervisor:
             st.exit_code, st.exit_wall_ns = code, time.time_ns()
             st.restarts = [t for t in st.restarts if now - t < self.o.window_s]
             if len(st.restarts) >= self.o.max_restarts:
-                st.gave_up = True
                 if group in self.spare_due:
                     self.spare_due[group] = None
                     self.graph.stop_spares([group])  # left down: its spare would only hold memory
                 self.log(f"rgbt up: process group {group!r} failed ({exit_text(code)}); {len(st.restarts)} restarts in "
                          f"{self.o.window_s:g} s: left down, the flight goes on without it")
-                self.write_status()
+                self.record.give_up(group)
                 continue
             st.delay_s = self.o.delay_s(len(st.restarts))
             st.due = now + st.delay_s
@@ -167,23 +237,18 @@ class Supervisor:
             proc = self.graph.start_group(group)
         if group in self.spare_due:
             self.spare_due[group] = now + self.o.spare_delay_s  # the next spare, once this start has settled
-        attempt = sum(1 for r in self.history if r.group == group) + 1
-        self.history.append(Restart(group, attempt, st.exit_code, st.exit_wall_ns, time.time_ns(),
-                                    round(st.delay_s, 3), proc.pid, warm))
-        self.log(f"rgbt up: restarted process group {group!r} [{proc.pid}] (restart {attempt}"
+        restart = self.record.add(group, st.exit_code, st.exit_wall_ns, st.delay_s, proc.pid, warm)
+        self.log(f"rgbt up: restarted process group {group!r} [{proc.pid}] (restart {restart.attempt}"
                  f"{', its warm spare' if warm else ''})")
-        self.write_status()
 
     def counts(self) -> dict[str, int]:
-        return {g: sum(1 for r in self.history if r.group == g) for g in self.state}
+        return self.record.counts()
 
     def gave_up(self) -> list[str]:
-        return [g for g, s in self.state.items() if s.gave_up]
+        return self.record.gave_up()
 
     def status(self) -> dict[str, Any]:
-        return {"options": self.o.model_dump(), "restarts": [asdict(r) for r in self.history],
-                "counts": self.counts(), "gave_up": self.gave_up(), "spares": self.spares(),
-                "updated_wall_ns": time.time_ns()}
+        return self.record.status()
 
     def spares(self) -> dict[str, str]:
         """Per restartable group with warm spares: ``ready`` (a restart now is warm), ``starting``
@@ -193,11 +258,7 @@ class Supervisor:
 
     def write_status(self) -> None:
         """Write the status file atomically (read by the recorder)."""
-        if self.status_path is None:
-            return
-        tmp = self.status_path.with_name(self.status_path.name + ".tmp")
-        tmp.write_text(json.dumps(self.status()))
-        os.replace(tmp, self.status_path)
+        self.record.write_status()
 
 
 def read_status(path: str | Path | None = None) -> dict[str, Any] | None:

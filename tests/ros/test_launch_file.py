@@ -2,13 +2,16 @@
 rgbt.ros.spin`` process per profile group, same nodes, same arguments, same parameters.
 
 The launch file runs twice: with small recording stand-ins for the ``launch`` package (always), and
-with the real ``launch`` package where it is installed (an optional ROS 2 dependency)."""
+with the real ``launch`` package where it is installed (an optional ROS 2 dependency). Its respawns
+are counted in the supervisor's status file the recorder reads: its process start / exit handlers
+are driven here with made-up events."""
 
 from __future__ import annotations
 
 import json
 import runpy
 import sys
+import time
 import types
 from pathlib import Path
 
@@ -16,8 +19,10 @@ import pytest
 import yaml
 
 from rgbt.paths import LAUNCH_DIR
-from rgbt.ros.launcher import group_commands
+from rgbt.ros.launcher import group_commands, recorder_groups
 from rgbt.ros.profile import node_specs, params_file_data
+from rgbt.ros.recording import supervisor_section, supervisor_values
+from rgbt.ros.supervisor import STATUS_ENV, SupervisorOptions, read_status
 
 PROFILES = ["bench-sim", "flight", "replay"]
 
@@ -38,14 +43,41 @@ def _params_of(cmd: list[str]) -> Path:
     return Path(cmd[cmd.index("--params-file") + 1])
 
 
-def _run_with_stand_ins(profile: str, strict: str = "false") -> tuple[list[dict], dict]:
-    """Execute the launch file with stand-ins recording the ExecuteProcess actions it creates."""
+class _Launched(types.SimpleNamespace):
+    """What the launch file created under the stand-ins: ``started`` (ExecuteProcess keyword
+    arguments per group), ``env`` (SetEnvironmentVariable), ``actions`` (the OpaqueFunction's list),
+    ``on_start`` / ``on_exit`` (group -> registered handler function)."""
+
+
+def _run_with_stand_ins(profile: str, strict: str = "false") -> _Launched:
+    """Execute the launch file with stand-ins recording the actions it creates."""
     started: list[dict] = []
     env: dict = {}
+    on_start: dict = {}
+    on_exit: dict = {}
 
     class ExecuteProcess:
-        def __init__(self, **kw):
-            started.append(kw)
+        def __init__(self, respawn_max_retries: int = -1, **kw):  # a launch with respawn_max_retries (Iron+)
+            self.kw = kw if respawn_max_retries == -1 else {**kw, "respawn_max_retries": respawn_max_retries}
+            started.append(self.kw)
+
+    class OnProcessStart:
+        def __init__(self, target_action, on_start):
+            self.target, self.fn = target_action, on_start
+
+    class OnProcessExit:
+        def __init__(self, target_action, on_exit):
+            self.target, self.fn = target_action, on_exit
+
+    class RegisterEventHandler:
+        def __init__(self, event_handler):
+            self.event_handler = event_handler
+            handlers = on_start if isinstance(event_handler, OnProcessStart) else on_exit
+            handlers[event_handler.target.kw["name"]] = event_handler.fn
+
+    class LogInfo:
+        def __init__(self, msg):
+            self.msg = msg
 
     class SetEnvironmentVariable:
         def __init__(self, name, value):
@@ -76,8 +108,11 @@ def _run_with_stand_ins(profile: str, strict: str = "false") -> tuple[list[dict]
     mods = {
         "launch": types.SimpleNamespace(LaunchDescription=LaunchDescription),
         "launch.actions": types.SimpleNamespace(DeclareLaunchArgument=DeclareLaunchArgument,
-                                                ExecuteProcess=ExecuteProcess, OpaqueFunction=OpaqueFunction,
+                                                ExecuteProcess=ExecuteProcess, LogInfo=LogInfo,
+                                                OpaqueFunction=OpaqueFunction,
+                                                RegisterEventHandler=RegisterEventHandler,
                                                 SetEnvironmentVariable=SetEnvironmentVariable, Shutdown=Shutdown),
+        "launch.event_handlers": types.SimpleNamespace(OnProcessExit=OnProcessExit, OnProcessStart=OnProcessStart),
         "launch.substitutions": types.SimpleNamespace(LaunchConfiguration=LaunchConfiguration),
     }
     saved = {k: sys.modules.get(k) for k in mods}
@@ -86,19 +121,19 @@ def _run_with_stand_ins(profile: str, strict: str = "false") -> tuple[list[dict]
         ns = runpy.run_path(str(LAUNCH_DIR / "rgbt.launch.py"))
         desc = ns["generate_launch_description"]()
         opaque = [a for a in desc if isinstance(a, OpaqueFunction)][0]
-        opaque.function({"profile": profile, "strict": strict})
+        actions = opaque.function({"profile": profile, "strict": strict})
     finally:
         for k, v in saved.items():
             if v is None:
                 sys.modules.pop(k, None)
             else:
                 sys.modules[k] = v
-    return started, env
+    return _Launched(started=started, env=env, actions=actions, on_start=on_start, on_exit=on_exit)
 
 
 @pytest.mark.parametrize("profile", PROFILES)
 def test_launch_file_starts_the_groups_of_rgbt_up(profile: str, rgbt_cli) -> None:  # type: ignore[no-untyped-def]
-    started, _env = _run_with_stand_ins(profile)
+    started = _run_with_stand_ins(profile).started
     expected = _groups_from_print(json.loads(rgbt_cli("up", profile, "--print").stdout))
     assert [p["name"] for p in started] == list(expected)
     assert {p["name"]: _nodes_of(p["cmd"]) for p in started} == expected
@@ -115,18 +150,86 @@ def test_launch_file_starts_the_groups_of_rgbt_up(profile: str, rgbt_cli) -> Non
 def test_launch_file_respawns_groups_but_not_the_recorder() -> None:
     """Supervision in the launch file: every group respawns except the recorder's, whose exit shuts
     the launch down; ``strict:=true`` respawns nothing."""
-    from rgbt.ros.launcher import recorder_groups
-
     recorders = recorder_groups(node_specs("bench-sim"))
-    started, _env = _run_with_stand_ins("bench-sim")
+    started = _run_with_stand_ins("bench-sim").started
     assert recorders and {p["name"] for p in started} > recorders
     for proc in started:
         if proc["name"] in recorders:
             assert not proc.get("respawn") and "recorder" in proc["on_exit"][0].reason
         else:
             assert proc["respawn"] is True and proc["respawn_delay"] > 0
-    strict, _env = _run_with_stand_ins("bench-sim", strict="true")
+    strict = _run_with_stand_ins("bench-sim", strict="true").started
     assert not any(p.get("respawn") for p in strict)
+
+
+def _msg(actions) -> str:  # type: ignore[no-untyped-def]
+    """The text of the LogInfo a handler returned ('' for None)."""
+    return "" if actions is None else " ".join(a.msg for a in actions)
+
+
+def test_launch_file_counts_respawns_in_the_supervisor_status() -> None:
+    """The children get ``RGBT_SUPERVISOR_STATUS`` (next to the params file); the start / exit handlers
+    (registered before each process) write restarts, counts and groups left down there, read by the
+    recorder's ``supervisor_section`` / ``supervisor_values``."""
+    run = _run_with_stand_ins("bench-sim")
+    recorder = next(iter(recorder_groups(node_specs("bench-sim"))))
+    group = next(p["name"] for p in run.started if p["name"] != recorder)
+    status_path = Path(run.env[STATUS_ENV])
+    assert status_path.parent == _params_of(run.started[0]["cmd"]).parent
+    for i, action in enumerate(run.actions):  # both handlers come before the process they count
+        if hasattr(action, "kw"):
+            registered = [a.event_handler.target for a in run.actions[:i] if hasattr(a, "event_handler")]
+            assert registered.count(action) == 2
+    status = read_status(status_path)
+    assert set(status["counts"]) == set(run.on_start) == set(run.on_exit) == {p["name"] for p in run.started}
+    assert not any(status["counts"].values()) and status["gave_up"] == [] and status["restarts"] == []
+    assert status["options"]["by"] == "ros2 launch"
+
+    live = types.SimpleNamespace(is_shutdown=False)
+    for start in run.on_start.values():
+        assert start(types.SimpleNamespace(pid=100), live) is None  # first starts are no restarts
+    t0 = time.time_ns()
+    assert "respawning" in _msg(run.on_exit[group](types.SimpleNamespace(returncode=-9), live))
+    assert "restart 1" in _msg(run.on_start[group](types.SimpleNamespace(pid=101), live))
+    status = read_status(status_path)
+    (restart,) = status["restarts"]
+    assert restart["group"] == group and restart["exit_code"] == -9 and restart["pid"] == 101
+    assert restart["restart_wall_ns"] >= restart["exit_wall_ns"] >= t0
+    assert restart["delay_s"] == SupervisorOptions().backoff_initial_s and restart["warm"] is False
+    section = supervisor_section(status, t0, time.time_ns())
+    assert [r["group"] for r in section["restarts"]] == [group] and section["supervisor"]["restarts"][group] == 1
+    assert supervisor_values(status)[f"supervisor.restarts.{group}"] == "1"
+
+    # the recorder's exit (which shuts the launch down) and exits during shutdown are not counted
+    assert run.on_exit[recorder](types.SimpleNamespace(returncode=-9), live) is None
+    other = next(g for g in run.on_exit if g not in (group, recorder))
+    assert run.on_exit[other](types.SimpleNamespace(returncode=-2), types.SimpleNamespace(is_shutdown=True)) is None
+    assert run.on_start[other](types.SimpleNamespace(pid=102), live) is None
+    status = read_status(status_path)
+    assert status["gave_up"] == [] and sum(status["counts"].values()) == 1
+
+    # respawn_max_retries respawns in all (launch counts them over the whole launch), then left down
+    max_retries = SupervisorOptions().max_restarts
+    assert next(p for p in run.started if p["name"] == group)["respawn_max_retries"] == max_retries
+    for pid in range(102, 102 + max_retries - 1):
+        run.on_exit[group](types.SimpleNamespace(returncode=1), live)
+        run.on_start[group](types.SimpleNamespace(pid=pid), live)
+    assert "left down" in _msg(run.on_exit[group](types.SimpleNamespace(returncode=1), live))
+    status = read_status(status_path)
+    assert status["counts"][group] == max_retries and status["gave_up"] == [group]
+    assert [r["attempt"] for r in status["restarts"]] == list(range(1, max_retries + 1))
+    assert supervisor_values(status)["supervisor.gave_up"] == group
+
+
+def test_launch_file_strict_counts_a_failure_as_left_down() -> None:
+    run = _run_with_stand_ins("bench-sim", strict="true")
+    recorder = next(iter(recorder_groups(node_specs("bench-sim"))))
+    group = next(p["name"] for p in run.started if p["name"] != recorder)
+    live = types.SimpleNamespace(is_shutdown=False)
+    assert "left down" in _msg(run.on_exit[group](types.SimpleNamespace(returncode=3), live))
+    status = read_status(run.env[STATUS_ENV])
+    assert status["gave_up"] == [group] and status["restarts"] == [] and status["options"]["strict"] is True
+    assert supervisor_values(status)["supervisor.gave_up"] == group
 
 
 def test_rgbt_up_starts_the_shared_command_lines(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -162,14 +265,42 @@ def _launch_missing() -> str | None:
 
 @pytest.mark.skipif(_launch_missing() is not None, reason=str(_launch_missing()))
 def test_real_launch_description_has_one_process_per_group() -> None:
-    from launch.actions import ExecuteProcess, OpaqueFunction
+    """With the real ``launch``: one ExecuteProcess per group, and its registered start / exit
+    handlers, fed the real ``ProcessStarted`` / ``ProcessExited`` events of a ``kill -9`` and the
+    respawn, write the restart into the status file named in the children's environment."""
+    from launch.actions import ExecuteProcess, OpaqueFunction, RegisterEventHandler, SetEnvironmentVariable
+    from launch.events.process import ProcessExited, ProcessStarted
     from launch.launch_context import LaunchContext
+    from launch.utilities import perform_substitutions
 
     ns = runpy.run_path(str(LAUNCH_DIR / "rgbt.launch.py"))
     desc = ns["generate_launch_description"]()
     context = LaunchContext()
-    context.launch_configurations["profile"] = "flight"
+    context.launch_configurations.update({"profile": "flight", "strict": "false"})
     opaque = [e for e in desc.entities if isinstance(e, OpaqueFunction)][0]
-    procs = [a for a in opaque.execute(context) if isinstance(a, ExecuteProcess)]
+    actions = opaque.execute(context)
+    procs = [a for a in actions if isinstance(a, ExecuteProcess)]
     groups = list(dict.fromkeys(s.process for s in node_specs("flight")))
-    assert [p.name for p in procs] == groups
+    names = {p: perform_substitutions(context, p.name) for p in procs}  # the names are substitutions
+    assert list(names.values()) == groups
+
+    env = {perform_substitutions(context, a.name): perform_substitutions(context, a.value)
+           for a in actions if isinstance(a, SetEnvironmentVariable)}
+    status_path = Path(env[STATUS_ENV])
+    handlers = [a.event_handler for a in actions if isinstance(a, RegisterEventHandler)]
+    recorders = recorder_groups(node_specs("flight"))
+    proc = next(p for p in procs if names[p] not in recorders)
+
+    def emit(event) -> None:  # type: ignore[no-untyped-def]
+        matched = [h for h in handlers if h.matches(event)]
+        assert len(matched) == 1  # exactly this group's handler for this kind of event
+        matched[0].handle(event, context)
+
+    args = {"action": proc, "name": names[proc], "cmd": ["python3"], "cwd": None, "env": None}
+    emit(ProcessStarted(pid=100, **args))
+    emit(ProcessExited(returncode=-9, pid=100, **args))
+    emit(ProcessStarted(pid=101, **args))
+    status = read_status(status_path)
+    (restart,) = status["restarts"]
+    assert restart["group"] == names[proc] and restart["exit_code"] == -9 and restart["pid"] == 101
+    assert supervisor_values(status)[f"supervisor.restarts.{names[proc]}"] == "1"
