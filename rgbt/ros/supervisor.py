@@ -195,7 +195,8 @@ class Supervisor:
                 continue
             finished = self.graph.procs[group].poll() == 0  # its job is done: it is not restarted
             if not (finished or group in self.record.left_down):
-                self.graph.start_spare(group)
+                spare = self.graph.start_spare(group)
+                self.log(f"rgbt up: started a warm spare of process group {group!r} [{spare.pid}]")
             self.spare_due[group] = None
         for group, proc in list(self.graph.procs.items()):
             st = self.state[group]
