@@ -1,13 +1,23 @@
-"""Thermal query service: temperature at a pixel, over a region or over a segmentation class.
+"""Thermal query node: temperature at a pixel, over a region or over a segmentation class.
 
-JSON over ``std_msgs/String`` request / response topics (reliable); see
-:mod:`rgbt.ros.thermal_query` for the request and response format. Keeps the latest raw thermal
-frame and the latest class-id mask with the same stamp.
+Two interfaces, one logic (:mod:`rgbt.ros.thermal_query`, which documents the request and
+response):
+
+* the typed service ``rgbt_interfaces/srv/ThermalQuery`` on ``service`` (default
+  ``/rgbt/thermal_query``), offered whenever the ``rgbt_interfaces`` package
+  (``ros2_ws/src/rgbt_interfaces``) is built and importable: ``colcon build`` on a ROS 2 install,
+  ``scripts/build_interfaces.sh`` on the PyPI wheels;
+* JSON over ``std_msgs/String`` on ``request_topic`` / ``response_topic`` (reliable), always: the
+  fallback where the interface package is not built.
+
+Start-up logs which of them are served (and, without the typed service, why). Keeps the latest raw
+thermal frame and the latest class-id mask with the same stamp.
 """
 
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from sensor_msgs.msg import Image
 from std_msgs.msg import String
@@ -18,7 +28,15 @@ from rgbt.ros.options import ThermalQueryOptions
 from rgbt.ros.qos import qos_profile
 from rgbt.ros.spin import node_main
 from rgbt.ros.stamps import stamp_to_ns
-from rgbt.ros.thermal_query import answer, converter
+from rgbt.ros.thermal_query import answer, answer_typed, converter
+
+try:  # built from ros2_ws/src/rgbt_interfaces; absent where that package is not built
+    from rgbt_interfaces.srv import ThermalQuery
+    TYPED_MISSING = ""
+except ImportError as exc:
+    ThermalQuery = None
+    TYPED_MISSING = (f"rgbt_interfaces not importable ({exc}): build ros2_ws/src/rgbt_interfaces with colcon, "
+                     "or scripts/build_interfaces.sh on the PyPI wheels")
 
 
 class ThermalQueryNode(RgbtNode):
@@ -40,6 +58,22 @@ class ThermalQueryNode(RgbtNode):
         self.pub = self.create_publisher(String, o.response_topic, qos_profile("reliable"))
         self.create_subscription(String, o.request_topic, self.guard(self.on_request, o.request_topic),
                                  qos_profile("reliable"))
+        json_line = f"JSON over std_msgs/String on {o.request_topic} -> {o.response_topic}"
+        why = TYPED_MISSING or ("" if o.service else "the 'service' option is empty")
+        if not why:
+            try:
+                self.create_service(ThermalQuery, o.service, self.on_service)
+            except Exception as exc:  # noqa: BLE001 - rosidl's UnsupportedTypeSupport: built, but its libraries do not load
+                why = (f"rgbt_interfaces is importable but its type support does not load ({exc}): "
+                       "its lib folder must be on LD_LIBRARY_PATH (source its install's setup.bash)")
+        self.typed = not why
+        if self.typed:
+            self.get_logger().info(f"thermal query: typed service {o.service} (rgbt_interfaces/srv/ThermalQuery), "
+                                   f"and {json_line}")
+        elif ThermalQuery is None or not o.service:
+            self.get_logger().info(f"thermal query: {json_line} only (no typed service: {why})")
+        else:
+            self.get_logger().warning(f"thermal query: {json_line} only (no typed service: {why})")
 
     def on_thermal(self, msg: Image) -> None:
         self.frame = image_to_numpy(msg).copy()  # the message buffer is not kept
@@ -52,6 +86,18 @@ class ThermalQueryNode(RgbtNode):
         response = answer(msg.data, self.frame, self.stamp_ns, self.to_celsius, self.class_ids)
         self.pub.publish(String(data=json.dumps(response)))
         self.diag.topic(self.options.request_topic).tick()
+
+    def on_service(self, request: Any, response: Any) -> Any:
+        """The typed service: answered through the same logic as the JSON topics. An unexpected
+        exception is logged and counted like any callback's and answered with ``success = False``."""
+        self.callbacks_run += 1
+        try:
+            response = answer_typed(request, response, self.frame, self.stamp_ns, self.to_celsius, self.class_ids)
+        except Exception as exc:  # noqa: BLE001 - a node keeps running and a caller always gets an answer
+            self.report_error("on_service", exc, self.options.service)
+            response.success, response.error = False, f"{type(exc).__name__}: {exc}"
+        self.diag.topic(self.options.service).tick()
+        return response
 
 
 NODE = ThermalQueryNode

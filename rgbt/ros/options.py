@@ -273,10 +273,13 @@ class MavlinkBridgeOptions(NodeOptions):
 
 
 class ThermalQueryOptions(NodeOptions):
-    """Answers temperature queries (pixel / region / class) on radiometric thermal frames."""
+    """Answers temperature queries (pixel / region / class) on radiometric thermal frames: the typed
+    service ``rgbt_interfaces/srv/ThermalQuery`` where that package is importable, and JSON over
+    ``std_msgs/String`` request / response topics always (:mod:`rgbt.ros.thermal_query`)."""
 
     thermal_topic: str = ""
     class_topic: str = "/rgbt/seg/class_ids"
+    service: str = "/rgbt/thermal_query"  # the typed service's name; empty: JSON topics only
     request_topic: str = "/rgbt/thermal_query/request"
     response_topic: str = "/rgbt/thermal_query/response"
     radiometry: dict[str, Any] = Field(default_factory=dict)
