@@ -1,4 +1,9 @@
-"""Recorder: raw CDR from best-effort subscriptions into MCAP through ``rgbt.bag.writer.BagWriter``.
+"""Recorder: raw CDR from the subscriptions into MCAP through ``rgbt.bag.writer.BagWriter``.
+
+The stack's camera and IMU topics (and their before-lock topics) are subscribed reliable, as the
+trigger sync publishes them, so a sample the transport drops is repaired from the publisher's
+history (``reliable_stack``; a best-effort publisher there makes it fall back to best effort, logged
+and counted as ``qos_fallbacks``); other topics best effort (``input_qos``).
 
 Starts on the autopilot's arm (``std_msgs/Bool`` on ``/rgbt/armed``, latched on both ends: a recorder
 (re)started after the arm learns it at once) and stops when disarmed for ``debounce_s``; ``start: always`` records from start-up; services ``~/start``, ``~/stop``,
@@ -31,8 +36,8 @@ from rgbt.ros.msgtypes import get_message
 from rgbt.ros.node import RgbtNode
 from rgbt.ros.options import ARMED_TOPIC, RecorderOptions
 from rgbt.ros.qos import TOPIC_QOS, qos_profile, qos_to_yaml, topic_qos
-from rgbt.ros.recording import (Recording, driver_extra_topic_types, plan_buffers, stack_message_bytes,
-                                stack_rates, stack_topic_types)
+from rgbt.ros.recording import (Recording, driver_extra_topic_types, plan_buffers, reliable_stack_topics,
+                                stack_message_bytes, stack_rates, stack_topic_types)
 from rgbt.ros.spin import node_main
 
 
@@ -58,6 +63,11 @@ class RecorderNode(RgbtNode):
         self.get_logger().info(f"memory budget {self.plan.budget_bytes / 1e6:.0f} MB: reader queues "
                                f"{self.plan.depths}, writer queue {self.plan.writer_bytes / 1e6:.0f} MB")
         self.subscribed: dict[str, str] = {}
+        self._recorded_subs: dict[str, object] = {}
+        # subscribed reliable (as the trigger sync publishes them) until a best-effort publisher shows up
+        self.reliable = set(reliable_stack_topics(stack)) if o.reliable_stack else set()
+        self._fall_back: set[str] = set()  # reliable subscriptions a best-effort publisher could not match
+        self.diag.values["qos_fallbacks"] = "0"
         self._write_errors_seen = 0
         for topic in self.wanted:
             if topic in known:
@@ -79,18 +89,42 @@ class RecorderNode(RgbtNode):
     def _subscribe(self, topic: str, msgtype: str) -> None:
         o = self.options
         depth = self.plan.depths.get(topic)
+        reliable = topic in self.reliable
         if topic in TOPIC_QOS:  # fixed on both ends (a latched topic's last sample arrives on subscribing)
             qos = topic_qos(topic, depth=depth or o.input_depth)
+        elif reliable:
+            qos = qos_profile("reliable", depth or (o.input_depth if msgtype == "sensor_msgs/msg/Image"
+                                                    else 8 * o.input_depth))
         elif depth:
             qos = qos_profile(o.input_qos, depth)
         else:
             qos = self.in_qos if msgtype == "sensor_msgs/msg/Image" else self.small_qos
         events = SubscriptionEventCallbacks(message_lost=lambda info, t=topic: self.rec.lost(t, info.total_count_change))
-        self.create_subscription(get_message(msgtype), topic, self.guard(lambda raw, t=topic: self.rec.on_message(
-            t, raw, self.now_ns()), topic), qos, raw=True, event_callbacks=events)
+        if reliable:
+            events.incompatible_qos = lambda info, t=topic: self._reliable_unmatched(t, info)
+        self._recorded_subs[topic] = self.create_subscription(
+            get_message(msgtype), topic, self.guard(lambda raw, t=topic: self.rec.on_message(t, raw, self.now_ns()),
+                                                    topic), qos, raw=True, event_callbacks=events)
+        if topic not in self.subscribed:
+            # the publishers' QoS (what ``ros2 bag play`` offers again)
+            self.rec.add_topic(topic, msgtype, qos_to_yaml(qos_profile("reliable") if reliable else topic_qos(topic)))
         self.subscribed[topic] = msgtype
-        # the publishers' QoS (what ``ros2 bag play`` offers again), not this best-effort subscription's
-        self.rec.add_topic(topic, msgtype, qos_to_yaml(topic_qos(topic)))
+
+    def _reliable_unmatched(self, topic: str, info) -> None:  # type: ignore[no-untyped-def]
+        """A publisher on ``topic`` offers less than reliable: subscribe best effort instead (next tick)."""
+        self._fall_back.add(topic)
+
+    def _fall_back_to_best_effort(self) -> None:
+        for topic in sorted(self._fall_back):
+            self.reliable.discard(topic)
+            sub = self._recorded_subs.pop(topic, None)
+            if sub is not None:
+                self.destroy_subscription(sub)
+            self._subscribe(topic, self.subscribed[topic])
+            self.diag.values["qos_fallbacks"] = str(int(self.diag.values["qos_fallbacks"]) + 1)
+            self.get_logger().warning(f"{topic}: a publisher offers best effort; recording it best effort "
+                                      f"(what the transport drops is then lost, and counted)")
+        self._fall_back.clear()
 
     def apply_options(self, new: RecorderOptions, changed: set[str]) -> None:  # type: ignore[override]
         super().apply_options(new, changed)
@@ -103,6 +137,8 @@ class RecorderNode(RgbtNode):
         if self._last_tick_ns is not None:
             self.diag.topic("executor_lag").tick(max(0, now - self._last_tick_ns - self._tick_period_ns))
         self._last_tick_ns = now
+        if self._fall_back:
+            self._fall_back_to_best_effort()
         if len(self.subscribed) < len(self.wanted):
             types = dict(self.get_topic_names_and_types())
             for topic in self.wanted:

@@ -44,9 +44,10 @@ class TriggerSyncNode(RgbtNode):
         for cam in o.cameras:
             spec = self.stack_model.cameras[cam]
             self.pairs[cam] = StampPairer()
-            self.outputs[cam] = self.create_publisher(Image, spec.topic, self.out_qos)
+            out = self.out_qos_for(spec.rate_hz)
+            self.outputs[cam] = self.create_publisher(Image, spec.topic, out)
             if o.unlocked == "separate":
-                self.unlocked_outputs[cam] = self.create_publisher(Image, unlocked_topic(cam, o.raw_prefix), self.out_qos)
+                self.unlocked_outputs[cam] = self.create_publisher(Image, unlocked_topic(cam, o.raw_prefix), out)
             self.create_subscription(TimeReference, f"{o.raw_prefix}/{cam}/frame_info",
                                      self.guard(lambda m, c=cam: self.on_frame_info(c, m), spec.topic), self.small_qos)
             self.create_subscription(Image, f"{o.raw_prefix}/{cam}/image",
@@ -54,9 +55,10 @@ class TriggerSyncNode(RgbtNode):
                                      raw=True)
         self.imu_topic = self.stack_model.imu.topic
         self.pairs["imu"] = StampPairer()
-        self.outputs["imu"] = self.create_publisher(Imu, self.imu_topic, self.out_qos)
+        imu_out = self.out_qos_for(self.stack_model.imu.rate_hz)
+        self.outputs["imu"] = self.create_publisher(Imu, self.imu_topic, imu_out)
         if o.unlocked == "separate":
-            self.unlocked_outputs["imu"] = self.create_publisher(Imu, unlocked_topic("imu", o.raw_prefix), self.out_qos)
+            self.unlocked_outputs["imu"] = self.create_publisher(Imu, unlocked_topic("imu", o.raw_prefix), imu_out)
         self.create_subscription(TimeReference, f"{o.raw_prefix}/imu/sync_info",
                                  self.guard(lambda m: self.on_frame_info("imu", m), self.imu_topic), self.small_qos)
         self.create_subscription(Imu, f"{o.raw_prefix}/imu", self.guard(lambda raw: self.on_frame("imu", raw),

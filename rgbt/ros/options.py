@@ -51,6 +51,9 @@ class NodeOptions(BaseModel):
     input_qos: QosName = "sensor_data"
     output_qos: QosName = "sensor_data"
     input_depth: int = Field(5, ge=1)  # subscription queue (keep last N)
+    # a reliable publisher of a stream with a known rate keeps this many seconds of it (history depth
+    # = rate x s, at least 10): what a reliable reader (the recorder) can still have repaired after a hiccup
+    output_history_s: float = Field(1.0, gt=0)
     diagnostics_period_s: float = Field(1.0, gt=0)
     stack_path: str = ""  # calib/stack.yaml of the repository when empty
     # the process's niceness (all its threads, rgbt.ros.priority): > 0 yields the CPU (processing),
@@ -104,6 +107,9 @@ class TriggerSyncOptions(NodeOptions):
     """Restamps frames and IMU samples onto the trigger grid (``rgbt.sync.TriggerRestamper``)."""
 
     input_depth: int = Field(150, ge=1)  # must never lose a frame: deep queues (2.5 s of thermal)
+    # the restamped stack topics are what the recorder keeps: reliable, so a sample the transport drops
+    # (a peer process killed mid-transfer stalls shared memory ~1 s) is repaired from the history
+    output_qos: QosName = "reliable"
     raw_prefix: str = RAW_PREFIX
     cameras: list[str] = Field(default_factory=lambda: ["thermal", "color", "mono"])
     restamper: dict[str, Any] = Field(default_factory=dict)  # rgbt.sync.RestamperOptions fields
@@ -194,6 +200,10 @@ class RecorderOptions(NodeOptions):
     # whole blocks of the open bag file with O_DIRECT (no page-cache copy: ~6x less CPU per MB measured),
     # where the filesystem takes it; false: ordinary buffered writes (rgbt.bag.writer._DirectFile)
     direct_io: bool = True
+    # the stack's camera and IMU topics (and their before-lock topics) subscribed reliable, as the trigger
+    # sync publishes them: what the transport drops is repaired. A best-effort publisher on one of them
+    # (QoS incompatible with a reliable reader) makes the recorder subscribe that topic best effort instead.
+    reliable_stack: bool = True
     max_total_mb: float = Field(0, ge=0)  # 0: no cap; reaching it closes the bag (never corrupt)
     min_free_mb: float = Field(500, ge=0)  # stop recording below this free disk space
     prearm_minutes: float = Field(10, ge=0)  # disk space needed for this many minutes

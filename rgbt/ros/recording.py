@@ -111,6 +111,17 @@ def driver_extra_topic_types(stack: Any) -> dict[str, str]:
     return types
 
 
+def reliable_stack_topics(stack: Any) -> list[str]:
+    """The topics the trigger sync publishes reliable (``TriggerSyncOptions.output_qos``) and the
+    recorder subscribes reliable (``RecorderOptions.reliable_stack``): the restamped camera and IMU
+    topics and their before-lock topics."""
+    from rgbt.ros.options import unlocked_topic
+
+    names = [*stack.cameras, "imu"]
+    return ([cam.topic for cam in stack.cameras.values()] + [stack.imu.topic]
+            + [unlocked_topic(name) for name in names])
+
+
 class Recording:
     """Arm-to-disarm recording of raw CDR messages into MCAP bags under ``options.out_dir``."""
 

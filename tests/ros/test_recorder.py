@@ -207,3 +207,56 @@ def test_exception_while_writing_closes_the_bag_and_recording_goes_on(
     second = [_index(m) for _, m, _ in read_bag(bags[1])[TOPIC]]
     assert second and second == list(range(second[0], second[0] + len(second)))  # gap-free again
     assert recorder.rec.write_errors == 1 and recorder.diag.errors == 1
+
+
+def test_stack_topics_reliable_and_a_best_effort_publisher_is_still_recorded(ros_env: dict, tmp_path: Path,
+                                                                             read_bag) -> None:
+    """The stack's camera / IMU topics are subscribed reliable (what the trigger sync offers); a
+    best-effort publisher on one of them cannot match a reliable reader, so the recorder falls back to
+    best effort for that topic (logged) instead of recording nothing."""
+    import rclpy
+    from rclpy.node import Node
+    from rclpy.qos import QoSProfile, ReliabilityPolicy
+    from sensor_msgs.msg import Image, Imu
+
+    from rgbt.stack import load_stack
+
+    stack = load_stack()
+    thermal, imu = stack.cameras["thermal"].topic, stack.imu.topic
+    out_dir = tmp_path / "bags"
+    env = dict(os.environ, PYTHONPATH=str(REPO_ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    proc = subprocess.Popen([sys.executable, "-m", "rgbt.ros.spin", "--node", "recorder:recorder", "--ros-args",
+                             "-p", f"out_dir:={out_dir}", "-p", f"topics:=['{thermal}', '{imu}']",
+                             "-p", "min_free_mb:=10.0", "-p", "start:=always"],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    node = Node("rgbt_test_qos_publisher", context=context)
+    try:
+        frames = node.create_publisher(Image, thermal, QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE))
+        samples = node.create_publisher(Imu, imu, QoSProfile(depth=10, reliability=ReliabilityPolicy.BEST_EFFORT))
+        deadline = time.monotonic() + 60
+        while frames.get_subscription_count() == 0 or samples.get_subscription_count() == 0:
+            assert time.monotonic() < deadline and proc.poll() is None, "the recorder never subscribed both"
+            time.sleep(0.1)
+        time.sleep(0.5)
+        for i in range(40):
+            msg = Image(height=4, width=4, encoding="mono8", step=4, data=bytes(16))
+            msg.header.frame_id = str(i)
+            msg.header.stamp.sec, msg.header.stamp.nanosec = divmod(time.time_ns(), 1_000_000_000)
+            frames.publish(msg)
+            sample = Imu()
+            sample.header.stamp = msg.header.stamp
+            samples.publish(sample)
+            time.sleep(0.05)
+    finally:
+        node.destroy_node()
+        context.try_shutdown()
+        proc.send_signal(signal.SIGTERM)
+        out, _ = proc.communicate(timeout=30)
+    assert proc.returncode == 0, out
+    assert f"{imu}: a publisher offers best effort; recording it best effort" in out, out
+    (bag,) = sorted(out_dir.iterdir())
+    recorded = read_bag(bag)
+    assert [_index(m) for _, m, _ in recorded[thermal]] == list(range(40))  # reliable end to end
+    assert len(recorded[imu]) > 0  # best effort after the fall-back (samples before it are not there)
