@@ -123,8 +123,6 @@ def run_nodes(factories: Sequence[Callable[[], Node]], args: list[str] | None = 
     """
     if placeholder is None:
         rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
-    if os.environ.get("RGBT_GIL_SWITCH_MS"):  # EXPERIMENT
-        sys.setswitchinterval(float(os.environ["RGBT_GIL_SWITCH_MS"]) / 1000)
     stop = {"signal": 0}
 
     def on_signal(signum: int, _frame: object) -> None:

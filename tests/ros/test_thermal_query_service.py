@@ -194,6 +194,16 @@ def _with_interfaces(prefix: Path) -> dict[str, str]:
     return env
 
 
+def _stop(node: subprocess.Popen) -> None:
+    """SIGINT (the node's clean stop), SIGKILL if it lingers."""
+    node.send_signal(signal.SIGINT)
+    try:
+        node.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        node.kill()
+        node.wait()
+
+
 @pytest.mark.ros
 def test_typed_service_over_dds_beside_the_json_topics(ros_env: dict, interfaces_prefix: Path,
                                                        tmp_path: Path) -> None:
@@ -214,12 +224,7 @@ def test_typed_service_over_dds_beside_the_json_topics(ros_env: dict, interfaces
             client = subprocess.run([sys.executable, str(CLIENT), json.dumps(requests)], env=env, cwd=REPO_ROOT,
                                     capture_output=True, text=True, timeout=120)
         finally:
-            node.send_signal(signal.SIGINT)
-            try:
-                node.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                node.kill()
-                node.wait()
+            _stop(node)
     node_log = log.read_text()
     assert client.returncode == 0, client.stdout + client.stderr + node_log
     answers = [json.loads(line) for line in client.stdout.splitlines()]
@@ -259,12 +264,7 @@ def test_half_installed_interfaces_fall_back_to_json_with_the_reason(ros_env: di
             while "thermal query:" not in log.read_text() and node.poll() is None and time.monotonic() < deadline:
                 time.sleep(0.1)
         finally:
-            node.send_signal(signal.SIGINT)
-            try:
-                node.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                node.kill()
-                node.wait()
+            _stop(node)
     text = log.read_text()
     assert "only (no typed service: rgbt_interfaces is importable but its type support does not load" in text, text
     assert "JSON over std_msgs/String on /rgbt/thermal_query/request" in text and "LD_LIBRARY_PATH" in text
