@@ -92,16 +92,12 @@ class RecorderNode(RgbtNode):
         reliable = topic in self.reliable
         if topic in TOPIC_QOS:  # fixed on both ends (a latched topic's last sample arrives on subscribing)
             qos = topic_qos(topic, depth=depth or o.input_depth)
-        elif reliable:
-            qos = qos_profile("reliable", depth or (o.input_depth if msgtype == "sensor_msgs/msg/Image"
-                                                    else 8 * o.input_depth))
-        elif depth:
-            qos = qos_profile(o.input_qos, depth)
-        else:
-            qos = self.in_qos if msgtype == "sensor_msgs/msg/Image" else self.small_qos
+        else:  # the planned depth, else in_qos's / small_qos's
+            depth = depth or (o.input_depth if msgtype == "sensor_msgs/msg/Image" else 8 * o.input_depth)
+            qos = qos_profile("reliable" if reliable else o.input_qos, depth)
         events = SubscriptionEventCallbacks(message_lost=lambda info, t=topic: self.rec.lost(t, info.total_count_change))
-        if reliable:
-            events.incompatible_qos = lambda info, t=topic: self._reliable_unmatched(t, info)
+        if reliable:  # a best-effort publisher cannot match: subscribe best effort instead (next tick)
+            events.incompatible_qos = lambda info, t=topic: self._fall_back.add(t)
         self._recorded_subs[topic] = self.create_subscription(
             get_message(msgtype), topic, self.guard(lambda raw, t=topic: self.rec.on_message(t, raw, self.now_ns()),
                                                     topic), qos, raw=True, event_callbacks=events)
@@ -109,10 +105,6 @@ class RecorderNode(RgbtNode):
             # the publishers' QoS (what ``ros2 bag play`` offers again)
             self.rec.add_topic(topic, msgtype, qos_to_yaml(qos_profile("reliable") if reliable else topic_qos(topic)))
         self.subscribed[topic] = msgtype
-
-    def _reliable_unmatched(self, topic: str, info) -> None:  # type: ignore[no-untyped-def]
-        """A publisher on ``topic`` offers less than reliable: subscribe best effort instead (next tick)."""
-        self._fall_back.add(topic)
 
     def _fall_back_to_best_effort(self) -> None:
         for topic in sorted(self._fall_back):

@@ -431,15 +431,17 @@ def _complete(streams: dict, published: dict, t_event: int, terminal: bool) -> b
 def lost(streams: dict, published: dict, window: tuple[int, int]) -> tuple[int, dict[str, dict]]:
     """Messages the sources published (sent) in ``window`` (wall ns) that the bag lacks: frames by
     CRC32; IMU samples by count (their true times against the restamped stamps in the bag). Also,
-    per stream counted: ``{"lost": n, "sent_s": [...]}`` with when (s after the window opened) the
-    missing frames were sent (IMU samples are counted, not matched one by one)."""
+    per stream counted: ``{"lost": n, "sent_s": [...]}`` with when the missing frames were sent (s
+    after the window opened; a window from 0: after the stream's first frame); IMU samples are
+    counted, not matched one by one."""
     a, b = window
     per: dict[str, dict] = {}
     for topic, frames in published.get("frames", {}).items():
         s = streams.get(topic, {"log": [], "crc": []})
         have = {c for t, c in zip(s["log"], s["crc"]) if t >= a}  # logged after it was sent
         gone = [t for c, t in zip(frames["crc32"], frames["t_pub_ns"]) if a <= t < b and c not in have]
-        per[topic] = {"lost": len(gone), "sent_s": [round((t - a) / 1e9, 3) for t in gone[:10]]}
+        ref = a or min(frames["t_pub_ns"], default=0)
+        per[topic] = {"lost": len(gone), "sent_s": [round((t - ref) / 1e9, 3) for t in gone[:10]]}
     names = sorted(published.get("frames", {}))
     imu = next((t for t in published.get("stack_topics", {}) if t not in names), None)
     if imu and published.get("imu_t_pub_ns"):
