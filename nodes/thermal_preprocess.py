@@ -1,6 +1,8 @@
 """Thermal preprocess: raw mono16 counts -> normalized 32FC1 [0, 1], mono8, and a colormapped rgb8 view.
 
-Each output is built only while something subscribes to it (the normalization itself always runs).
+Each output is built only while something subscribes to it; with no subscriber to any of them the
+frame is not normalized either (counted: ``frames_without_subscriber``; the normalization's cost is
+``rgbt bench preprocess``'s). The segmentation and the VIO bridge normalize for themselves.
 
 Wraps ``rgbt.image.normalize`` (1st-99th percentile + CLAHE by default) and
 ``rgbt.image.colormap``. Output stamps = input stamps (the restamped trigger time).
@@ -40,6 +42,7 @@ class ThermalPreprocessNode(LatestFrameNode, RgbtNode):
         self.pub_float = self.create_publisher(Image, f"{o.output_prefix}/normalized", self.out_qos)
         self.pub_mono8 = self.create_publisher(Image, f"{o.output_prefix}/image_mono8", self.out_qos)
         self.pub_color = self.create_publisher(Image, f"{o.output_prefix}/colormap", self.out_qos)
+        self.unread = 0  # frames taken while no output had a subscriber (not normalized)
         self.mailbox = self.latest(self.on_image, self.input_topic)
         self.create_subscription(Image, self.input_topic, self.guard(lambda raw: self.mailbox.submit(raw, cdr_stamp_ns(raw)),
                                                                 self.input_topic), self.in_qos, raw=True)
@@ -61,11 +64,16 @@ class ThermalPreprocessNode(LatestFrameNode, RgbtNode):
     def on_image(self, raw: bytes) -> None:  # worker thread: the newest frame
         o = self.options
         t_ns, frame, _, pixels = cdr_to_image(raw)
-        img01 = self.normalize(pixels)  # always: its cost is the node's, whoever listens
         # outputs nobody subscribes to are not built (a viewer that subscribes gets them from its first frame)
         want_float = o.publish_float and self.subscribed(self.pub_float)
         want_mono8 = o.publish_mono8 and self.subscribed(self.pub_mono8)
         want_color = o.publish_colormap and self.subscribed(self.pub_color)
+        if not (want_float or want_mono8 or want_color):  # nobody listens: no normalization either
+            self.unread += 1
+            self.diag.values["frames_without_subscriber"] = str(self.unread)
+            self.diag.topic(self.input_topic).tick(self.now_ns() - t_ns)
+            return
+        img01 = self.normalize(pixels)
         if want_float:
             self.publish_image(self.pub_float, img01, t_ns, frame, "32FC1")
         if want_mono8 or want_color:

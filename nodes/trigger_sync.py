@@ -3,8 +3,10 @@
 Inputs (driver level, host-stamped): ``{raw_prefix}/<camera>/image`` + ``.../frame_info``
 (``sensor_msgs/TimeReference``: ``source`` = frame counter, ``;ffc`` suffix when frozen),
 ``{raw_prefix}/imu`` + ``{raw_prefix}/imu/sync_info`` (``source`` = ``SyncInCnt;TimeSyncIn_ns``,
-``time_ref`` = the sample's time on the IMU clock, VN-100 TimeStartup). IMU samples are restamped
-onto the host clock through the restamper's IMU clock fit. A frame and its info are paired by their
+``time_ref`` = the sample's time on the IMU clock, VN-100 TimeStartup). From drivers of the same
+process they arrive in-process, on the driver's thread (``rgbt.ros.local_topics``; the handlers hold
+one lock), else through the middleware (diagnostics ``inputs``). IMU samples are restamped onto the
+host clock through the restamper's IMU clock fit. A frame and its info are paired by their
 identical header stamp. Outputs: the stack topics (``/boson/thermal/image_raw``, ...) with the
 header stamp replaced by the restamped trigger time, patched in the raw CDR bytes (pixels are
 forwarded untouched, never deserialized). Before lock, frames and samples have no trigger time:
@@ -17,6 +19,7 @@ waits for it).
 
 from __future__ import annotations
 
+import threading
 
 from sensor_msgs.msg import Image, Imu, TimeReference
 
@@ -33,11 +36,16 @@ class TriggerSyncNode(RgbtNode):
 
     def __init__(self, name: str | None = None, **kwargs) -> None:  # type: ignore[no-untyped-def]
         super().__init__(name, **kwargs)
+        from rgbt.bag.writer import tune_allocator
         from rgbt.ros.sync_adapter import StampPairer, make_restamper
 
+        tune_allocator()  # frames are allocated and freed per message: keep them on the heap, no mmap / munmap
         o = self.options
         self.stack_model = self.stack()
         self.restamper = make_restamper(self.stack_model, o.restamper, o.camera_latency_ms)
+        # drivers in this process call the handlers on their own threads; the executor runs the timers
+        self._lock = threading.RLock()
+        self.inputs: dict[str, str] = {}  # driver topic -> "in-process" | "middleware"
         self.pairs: dict[str, StampPairer] = {}
         self.outputs = {}
         self.unlocked_outputs = {}
@@ -48,23 +56,35 @@ class TriggerSyncNode(RgbtNode):
             self.outputs[cam] = self.create_publisher(Image, spec.topic, out)
             if o.unlocked == "separate":
                 self.unlocked_outputs[cam] = self.create_publisher(Image, unlocked_topic(cam, o.raw_prefix), out)
-            self.create_subscription(TimeReference, f"{o.raw_prefix}/{cam}/frame_info",
-                                     self.guard(lambda m, c=cam: self.on_frame_info(c, m), spec.topic), self.small_qos)
-            self.create_subscription(Image, f"{o.raw_prefix}/{cam}/image",
-                                     self.guard(lambda raw, c=cam: self.on_frame(c, raw), spec.topic), self.in_qos,
-                                     raw=True)
+            self._input(TimeReference, f"{o.raw_prefix}/{cam}/frame_info",
+                        lambda m, c=cam: self.on_frame_info(c, m), spec.topic, self.small_qos)
+            self._input(Image, f"{o.raw_prefix}/{cam}/image", lambda raw, c=cam: self.on_frame(c, raw), spec.topic,
+                        self.in_qos, raw=True)
         self.imu_topic = self.stack_model.imu.topic
         self.pairs["imu"] = StampPairer()
         imu_out = self.out_qos_for(self.stack_model.imu.rate_hz)
         self.outputs["imu"] = self.create_publisher(Imu, self.imu_topic, imu_out)
         if o.unlocked == "separate":
             self.unlocked_outputs["imu"] = self.create_publisher(Imu, unlocked_topic("imu", o.raw_prefix), imu_out)
-        self.create_subscription(TimeReference, f"{o.raw_prefix}/imu/sync_info",
-                                 self.guard(lambda m: self.on_frame_info("imu", m), self.imu_topic), self.small_qos)
-        self.create_subscription(Imu, f"{o.raw_prefix}/imu", self.guard(lambda raw: self.on_frame("imu", raw),
-                                                                        self.imu_topic), self.small_qos, raw=True)
+        self._input(TimeReference, f"{o.raw_prefix}/imu/sync_info", lambda m: self.on_frame_info("imu", m),
+                    self.imu_topic, self.small_qos)
+        self._input(Imu, f"{o.raw_prefix}/imu", lambda raw: self.on_frame("imu", raw), self.imu_topic, self.small_qos,
+                    raw=True)
         self.diag.values["unlocked"] = "0"
         self.locked_kinds: set[str] = set()  # streams whose stamps are restamped (lock reached)
+        ways = sorted(set(self.inputs.values()))
+        self.diag.values["inputs"] = "+".join(ways)
+        self.get_logger().info(f"driver topics received {' and '.join(ways)}: "
+                               + ", ".join(f"{t} ({w})" for t, w in self.inputs.items()))
+
+    def _input(self, msg_type, topic: str, handler, stack_topic: str, qos, raw: bool = False) -> None:  # type: ignore[no-untyped-def]
+        """Subscribe a driver topic: in-process when its driver runs in this process (the handler then
+        runs on the driver's thread, under ``self._lock``), else through the middleware."""
+        def locked(m):  # type: ignore[no-untyped-def]
+            with self._lock:
+                handler(m)
+
+        self.inputs[topic] = self.subscribe_local_first(msg_type, topic, self.guard(locked, stack_topic), qos, raw=raw)
 
     def on_frame_info(self, kind: str, info: TimeReference) -> None:
         stamp = stamp_to_ns(info.header.stamp)
@@ -106,7 +126,9 @@ class TriggerSyncNode(RgbtNode):
         self.diag.topic(topic).tick(self.now_ns() - t_host_ns)  # every frame received, locked or not
 
     def publish_diagnostics(self) -> None:
-        for key, value in self.restamper.status().items():
+        with self._lock:  # the restamper is also used on the drivers' threads
+            status = self.restamper.status()
+        for key, value in status.items():
             self.diag.values[f"sync.{key}"] = str(value)
         super().publish_diagnostics()
 

@@ -28,7 +28,7 @@ from sensor_msgs.msg import Image, Imu, NavSatFix, TimeReference
 from std_msgs.msg import Bool
 
 from rgbt.geometry import matrix_to_quat
-from rgbt.ros.image import numpy_to_image
+from rgbt.ros.image import image_to_cdr
 from rgbt.ros.messages import frame_info, imu, imu_sync_info, navsatfix, pose_stamped, time_reference
 from rgbt.ros.node import RgbtNode
 from rgbt.ros.options import ARMED_TOPIC, TRIGGER_TOPIC, VirtualStackOptions
@@ -44,8 +44,10 @@ class VirtualStackNode(RgbtNode):
 
     def __init__(self, name: str | None = None, **kwargs) -> None:  # type: ignore[no-untyped-def]
         super().__init__(name, **kwargs)
+        from rgbt.bag.writer import tune_allocator
         from rgbt.sim import SimOptions, SimStack
 
+        tune_allocator()  # frames are allocated and freed per message: keep them on the heap, no mmap / munmap
         o = self.options
         self.stack_model = self.stack()
         sim_fields = dict(o.sim)
@@ -56,12 +58,13 @@ class VirtualStackNode(RgbtNode):
         self.pubs: dict[str, object] = {}
         self.info_pubs: dict[str, object] = {}
         self.topics: dict[str, str] = {}
+        # driver topics: delivered in-process to a trigger sync of this process (rgbt.ros.local_topics)
         for cam in ("thermal", "color", "mono"):
             if cam in self.stack_model.cameras:
-                self._pub(cam, Image, f"{o.raw_prefix}/{cam}/image", out)
-                self.info_pubs[cam] = self.create_publisher(TimeReference, f"{o.raw_prefix}/{cam}/frame_info", out)
-        self._pub("imu", Imu, f"{o.raw_prefix}/imu", out)
-        self.info_pubs["imu"] = self.create_publisher(TimeReference, f"{o.raw_prefix}/imu/sync_info", out)
+                self._pub(cam, Image, f"{o.raw_prefix}/{cam}/image", out, local=True)
+                self.info_pubs[cam] = self.create_local_publisher(TimeReference, f"{o.raw_prefix}/{cam}/frame_info", out)
+        self._pub("imu", Imu, f"{o.raw_prefix}/imu", out, local=True)
+        self.info_pubs["imu"] = self.create_local_publisher(TimeReference, f"{o.raw_prefix}/imu/sync_info", out)
         self._pub("gnss", NavSatFix, self.stack_model.gnss.topic, out)
         self._pub("global", NavSatFix, self.stack_model.autopilot.global_topic, out)
         self._pub("pose", PoseStamped, self.stack_model.autopilot.pose_topic, out)
@@ -77,8 +80,9 @@ class VirtualStackNode(RgbtNode):
         self._thread = threading.Thread(target=self._play, name="virtual_stack", daemon=True)
         self._thread.start()
 
-    def _pub(self, kind: str, msg_type, topic: str, qos) -> None:  # type: ignore[no-untyped-def]
-        self.pubs[kind] = self.create_publisher(msg_type, topic, qos)
+    def _pub(self, kind: str, msg_type, topic: str, qos, local: bool = False) -> None:  # type: ignore[no-untyped-def]
+        create = self.create_local_publisher if local else self.create_publisher
+        self.pubs[kind] = create(msg_type, topic, qos)
         self.topics[kind] = topic
 
     def _count(self, kind: str, stack_topic: str | None = None) -> None:
@@ -146,13 +150,14 @@ class VirtualStackNode(RgbtNode):
         if kind in ("thermal", "color", "mono"):
             cam = self.stack_model.cameras[kind]
             self.info_pubs[kind].publish(frame_info(t_host, cam.frame_id, int(s.seq), bool(s.ffc)))
-            msg = numpy_to_image(s.data, t_host, cam.frame_id, cam.encoding)
-            self.pubs[kind].publish(msg)
+            raw = image_to_cdr(s.data, t_host, cam.frame_id, cam.encoding)  # serialized once, published as bytes
+            self.pubs[kind].publish(raw)
             frames = self.manifest["frames"].setdefault(cam.topic, {"crc32": [], "t_true_ns": [], "seq": [],
-                                                                    "t_pub_ns": []})
+                                                                    "t_pub_ns": [], "t_host_ns": []})
             if self.options.manifest_crc:  # instrumentation, not a driver's work: off in rgbt bench graph
-                frames["crc32"].append(zlib.crc32(msg.data))
+                frames["crc32"].append(zlib.crc32(memoryview(raw)[len(raw) - s.data.nbytes:]))  # the pixels
             frames["t_true_ns"].append(t_true)
+            frames["t_host_ns"].append(t_host)  # the driver's stamp: when the frame reached the host
             frames["t_pub_ns"].append(time.time_ns())  # when it went out (later than t_true when running late)
             frames["seq"].append(int(s.seq))
             self._count(kind, cam.topic)
@@ -162,6 +167,7 @@ class VirtualStackNode(RgbtNode):
             self.info_pubs["imu"].publish(imu_sync_info(t_host, t_true, d.syncin_count, d.t_since_sync_ns))
             self.pubs["imu"].publish(imu(t_host, self.stack_model.imu.frame_id, d.gyro_rad_s, d.accel_m_s2))
             self.manifest.setdefault("imu_t_true_ns", []).append(t_true)
+            self.manifest.setdefault("imu_t_host_ns", []).append(t_host)
             self.manifest.setdefault("imu_t_pub_ns", []).append(time.time_ns())
             self._count("imu", self.stack_model.imu.topic)
         elif kind in ("gnss", "global"):

@@ -17,8 +17,8 @@ class Vn100Node(DriverNode):
     def __init__(self, name: str | None = None, **kwargs) -> None:  # type: ignore[no-untyped-def]
         super().__init__(name, **kwargs)
         p = self.options.raw_prefix
-        self.pub = self.create_publisher(Imu, f"{p}/imu", self.out_qos)
-        self.pub_info = self.create_publisher(TimeReference, f"{p}/imu/sync_info", self.out_qos)
+        self.pub = self.create_local_publisher(Imu, f"{p}/imu", self.out_qos)
+        self.pub_info = self.create_local_publisher(TimeReference, f"{p}/imu/sync_info", self.out_qos)
         self.start()
 
     def open_device(self):  # type: ignore[no-untyped-def]

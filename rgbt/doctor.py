@@ -408,6 +408,40 @@ def check_disk(specs: list[Any], bag_dir: str | None = None) -> list[Check]:
     return [Check("disk", "ok", value)]
 
 
+# -- CPU priority -------------------------------------------------------------------------
+
+def can_raise_priority_to(nice: int, status_text: str | None = None) -> bool:
+    """Whether this process may set a nice value of ``nice`` (< 0): root, ``CAP_SYS_NICE`` in its
+    effective capabilities (``/proc/self/status``) or an ``RLIMIT_NICE`` that allows it."""
+    import resource
+
+    if os.geteuid() == 0:
+        return True
+    try:
+        text = status_text if status_text is not None else Path("/proc/self/status").read_text()
+        cap_eff = int(next(line.split()[1] for line in text.splitlines() if line.startswith("CapEff:")), 16)
+        if cap_eff & (1 << 23):  # CAP_SYS_NICE
+            return True
+    except (OSError, StopIteration, ValueError):
+        pass
+    soft, _ = resource.getrlimit(resource.RLIMIT_NICE)  # allows nice down to 20 - soft
+    return soft == resource.RLIM_INFINITY or 20 - soft <= nice
+
+
+def check_priority(specs: list[Any], status_text: str | None = None) -> list[Check]:
+    """The profile's raised priorities (drivers + sync, recorder: ``nice`` < 0) can be applied here."""
+    wanted = min((int(s.parameters.get("nice", 0)) for s in specs), default=0)
+    if wanted >= 0:
+        return [Check("CPU priority", "ok", "no raised priority in this profile")]
+    groups = sorted({s.process for s in specs if int(s.parameters.get("nice", 0)) < 0})
+    value = f"nice {wanted} for {', '.join(groups)}"
+    if can_raise_priority_to(wanted, status_text):
+        return [Check("CPU priority", "ok", value)]
+    return [Check("CPU priority", "warn", value + ": not permitted (they stay at nice 0, beside processing)",
+                  f"run with CAP_SYS_NICE or allow it: systemd LimitNICE={wanted}, or a limits.conf 'nice' "
+                  f"entry of {wanted} for this user")]
+
+
 # -- all -----------------------------------------------------------------------------------
 
 def run_checks(profile: str = "flight", bag_dir: str | None = None, environ: Mapping[str, str] | None = None,
@@ -438,6 +472,7 @@ def run_checks(profile: str = "flight", bag_dir: str | None = None, environ: Map
     checks += check_devices(specs)
     checks += check_clocks(jetson)
     checks += check_disk(specs, bag_dir)
+    checks += check_priority(specs)
     return checks
 
 

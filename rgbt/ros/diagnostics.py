@@ -13,6 +13,15 @@ from dataclasses import dataclass, field
 import numpy as np
 
 
+def p50_p99_ms(values_ns: deque) -> tuple[float, float]:
+    """(p50, p99) in ms of nanosecond samples. Diagnostics run on an executor that shares the GIL with
+    the drivers' threads: one percentile call on an array built by ``fromiter`` (~50 us for 2000
+    samples, a quarter of ``asarray`` on the deque + two calls)."""
+    a = np.fromiter(values_ns, dtype=np.float64, count=len(values_ns))
+    p50, p99 = np.percentile(a, (50, 99)) / 1e6
+    return float(p50), float(p99)
+
+
 @dataclass
 class TopicStats:
     """Counters of one topic: ``count`` handled, ``drops`` detected (sequence gaps, full queues),
@@ -57,8 +66,7 @@ class TopicStats:
         """(p50, p99) of the recent latencies in ms, or (None, None) when none were recorded."""
         if not self.latencies_ns:
             return None, None
-        a = np.asarray(self.latencies_ns, dtype=np.float64) / 1e6
-        return float(np.percentile(a, 50)), float(np.percentile(a, 99))
+        return p50_p99_ms(self.latencies_ns)
 
     def summary(self) -> dict:
         p50, p99 = self.latency_ms()

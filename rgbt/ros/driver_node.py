@@ -1,6 +1,7 @@
 """Base of the hardware driver nodes: a reader thread and the driver-level publishers.
 
-Drivers publish what the trigger sync node consumes (see ``nodes/trigger_sync.py``): frames on
+Drivers publish what the trigger sync node consumes (see ``nodes/trigger_sync.py``; in-process when
+both run in one process, ``rgbt.ros.local_topics``): frames on
 ``{raw_prefix}/<camera>/image`` with their device counters on ``.../frame_info``, IMU samples on
 ``{raw_prefix}/imu`` with SyncIn data on ``.../imu/sync_info`` (``source`` text: ``rgbt.timeref``).
 Host times from the drivers (``time.monotonic_ns``) are moved onto the ROS clock (system time) by
@@ -16,7 +17,7 @@ from typing import Any
 
 from sensor_msgs.msg import Image, Imu, TimeReference
 
-from rgbt.ros.image import numpy_to_image
+from rgbt.ros.image import image_to_cdr
 from rgbt.ros.messages import frame_info, imu, imu_sync_info
 from rgbt.ros.node import RgbtNode
 from rgbt.ros.options import DriverOptions
@@ -27,6 +28,9 @@ class DriverNode(RgbtNode):
 
     def __init__(self, name: str | None = None, **kwargs: Any) -> None:
         super().__init__(name, **kwargs)
+        from rgbt.bag.writer import tune_allocator
+
+        tune_allocator()  # frames are allocated and freed per message: keep them on the heap, no mmap / munmap
         self.stack_model = self.stack()
         o = self.options
         self.clock = o.host_clock(log=self.get_logger().warn)
@@ -64,14 +68,14 @@ class DriverNode(RgbtNode):
     # -- publishers ----------------------------------------------------------------------------
     def frame_publishers(self, camera: str) -> tuple[Any, Any]:
         prefix = f"{self.options.raw_prefix}/{camera}"
-        return (self.create_publisher(Image, f"{prefix}/image", self.out_qos),
-                self.create_publisher(TimeReference, f"{prefix}/frame_info", self.out_qos))
+        return (self.create_local_publisher(Image, f"{prefix}/image", self.out_qos),
+                self.create_local_publisher(TimeReference, f"{prefix}/frame_info", self.out_qos))
 
     def publish_frame(self, pubs: tuple[Any, Any], camera: str, image: Any, counter: int, t_host_ns: int,
                       ffc: bool = False) -> None:
         cam = self.stack_model.cameras[camera]
         pubs[1].publish(frame_info(t_host_ns, cam.frame_id, counter, ffc))
-        pubs[0].publish(numpy_to_image(image, t_host_ns, cam.frame_id, cam.encoding))
+        pubs[0].publish(image_to_cdr(image, t_host_ns, cam.frame_id, cam.encoding))  # serialized once
         self.diag.topic(cam.topic).tick(time.time_ns() - t_host_ns)
 
     def close(self) -> None:

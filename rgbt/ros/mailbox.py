@@ -23,20 +23,22 @@ import time
 from collections import deque
 from typing import Any, Callable
 
-import numpy as np
+from rgbt.ros.diagnostics import p50_p99_ms
 
 
 class LatestMailbox:
     """One slot, one worker thread: ``submit(item, t_ns)`` replaces a waiting item (counted stale);
-    ``handle(item)`` runs on the worker for the newest one. ``priority``: ``idle`` (``SCHED_IDLE``,
+    ``handle(item)`` runs on the worker for the newest one, at most ``max_rate_hz`` times a second
+    when that is > 0. ``priority``: ``idle`` (``SCHED_IDLE``,
     runs only on otherwise idle cores), ``low`` (nice 19) or ``normal`` (see
     :func:`rgbt.seg.pipeline.lower_thread_priority`). Exceptions in ``handle`` are counted and passed
     to ``on_error(exc)``; the worker keeps going."""
 
     def __init__(self, handle: Callable[[Any], None], name: str = "latest", priority: str = "low",
-                 on_error: Callable[[BaseException], None] | None = None) -> None:
+                 on_error: Callable[[BaseException], None] | None = None, max_rate_hz: float = 0.0) -> None:
         self._handle, self._on_error = handle, on_error
         self._priority = priority
+        self.max_rate_hz = max_rate_hz  # 0: no limit; else items in between are dropped as stale
         self._cv = threading.Condition()
         self._item: tuple[Any, int] | None = None
         self._stop = False
@@ -82,16 +84,21 @@ class LatestMailbox:
                     self._on_error(exc)
             self.samples["work"].append(time.monotonic_ns() - t0)
             self._cpu_ns += time.thread_time_ns() - c0
+            if self.max_rate_hz > 0:  # rest until the next start is due; newer items replace waiting ones
+                rest_s = (t0 - time.monotonic_ns()) / 1e9 + 1.0 / self.max_rate_hz
+                with self._cv:
+                    if rest_s > 0 and not self._stop:
+                        self._cv.wait_for(lambda: self._stop, timeout=rest_s)
 
     def stats(self) -> dict[str, Any]:
         """Counters, ``<stage>_p50_ms`` / ``<stage>_p99_ms`` of each stage with samples, ``cpu_s``."""
         out: dict[str, Any] = dict(self.counts)
         for key, values in self.samples.items():
             if values:
-                a = np.asarray(values, dtype=np.float64) / 1e6
-                out[f"{key}_p50_ms"], out[f"{key}_p99_ms"] = float(np.percentile(a, 50)), float(np.percentile(a, 99))
+                out[f"{key}_p50_ms"], out[f"{key}_p99_ms"] = p50_p99_ms(values)
         out["cpu_s"] = self._cpu_ns / 1e9
         out["priority"] = self.applied_priority
+        out["max_rate_hz"] = self.max_rate_hz
         return out
 
     def close(self, timeout_s: float = 2.0) -> None:
@@ -116,7 +123,8 @@ class LatestFrameNode:
 
         tune_allocator()  # multi-MB frames are allocated and freed per message: keep them on the heap
         box = LatestMailbox(handle, name=f"{self.get_name()}-{name}", priority=self.options.worker_priority,  # type: ignore[attr-defined]
-                            on_error=lambda exc: self.report_error(handle.__name__, exc, topic))  # type: ignore[attr-defined]
+                            on_error=lambda exc: self.report_error(handle.__name__, exc, topic),  # type: ignore[attr-defined]
+                            max_rate_hz=self.options.max_rate_hz)  # type: ignore[attr-defined]
         self.__dict__.setdefault("_mailboxes", {})[name] = box
         return box
 
@@ -162,6 +170,13 @@ class LatestFrameNode:
         pub.publish(raw)
         box.samples["serialize"].append(t1 - t0)
         box.samples["publish"].append(time.monotonic_ns() - t1)
+
+    def apply_options(self, new: Any, changed: set[str]) -> None:
+        """``max_rate_hz`` is live: the mailboxes take it at their next frame."""
+        super().apply_options(new, changed)  # type: ignore[misc]
+        if "max_rate_hz" in changed:
+            for box in self.__dict__.get("_mailboxes", {}).values():
+                box.max_rate_hz = new.max_rate_hz
 
     def publish_diagnostics(self) -> None:
         for name, box in self.__dict__.get("_mailboxes", {}).items():

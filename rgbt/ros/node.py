@@ -81,8 +81,9 @@ class RgbtNode(Node):
         self.add_on_set_parameters_callback(self._on_set_parameters)
         nice, current = self.options.nice, os.getpriority(os.PRIO_PROCESS, 0)
         # e.g. segmentation yields the CPU to sync and recorder (nice > 0, wins in a shared process);
-        # drivers, sync and recorder ask for more (nice < 0; needs CAP_SYS_NICE, else logged)
-        if nice > current or (nice < 0 and current <= 0 and nice < current):
+        # drivers, sync and recorder ask for more (nice < 0; needs CAP_SYS_NICE, else logged); a node
+        # that leaves nice at 0 keeps what its process has (health beside the recorder reset it to 0)
+        if nice and (nice > current or (nice < 0 and current <= 0 and nice < current)):
             from rgbt.ros.priority import set_process_nice
 
             self.get_logger().info(f"process priority: {set_process_nice(nice)}")
@@ -108,6 +109,40 @@ class RgbtNode(Node):
             events.incompatible_qos = lambda info, t=topic: self._qos_incompatible(t, "publisher", info)
         kwargs["event_callbacks"] = events
         return super().create_publisher(msg_type, topic, qos_profile, **kwargs)
+
+    def create_local_publisher(self, msg_type, topic: str, qos_profile):  # type: ignore[no-untyped-def]
+        """A publisher that also delivers to nodes of this process by a direct call
+        (:class:`rgbt.ros.local_topics.LocalPublisher`): drivers' topics, consumed by the trigger sync."""
+        from rgbt.ros.local_topics import LocalPublisher
+
+        pub = LocalPublisher(self.create_publisher(msg_type, topic, qos_profile), topic)
+        self.__dict__.setdefault("_local_endpoints", []).append(pub)
+        return pub
+
+    def subscribe_local_first(self, msg_type, topic: str, callback: Callable[[Any], None], qos_profile,  # type: ignore[no-untyped-def]
+                              raw: bool = False) -> str:
+        """Subscribe in-process when a node of this process publishes ``topic`` through
+        :meth:`create_local_publisher` (``callback`` then runs on the publisher's thread), else
+        through the middleware. Returns ``"in-process"`` or ``"middleware"``."""
+        from rgbt.ros import local_topics
+
+        if local_topics.has_local_publisher(topic):
+            sub = local_topics.subscribe(topic, msg_type, callback, raw=raw)
+            self.__dict__.setdefault("_local_endpoints", []).append(sub)
+            return "in-process"
+        self.create_subscription(msg_type, topic, callback, qos_profile, raw=raw)
+        return "middleware"
+
+    def count_subscribers(self, topic: str) -> int:  # type: ignore[override]
+        """Subscribers of ``topic`` in the middleware's graph plus this process's in-process ones."""
+        from rgbt.ros import local_topics
+
+        return super().count_subscribers(topic) + local_topics.subscriber_count(topic)
+
+    def destroy_node(self) -> None:
+        for endpoint in self.__dict__.pop("_local_endpoints", []):
+            endpoint.close()
+        super().destroy_node()
 
     def _message_lost(self, topic: str, info) -> None:  # type: ignore[no-untyped-def]
         """The middleware lost messages on ``topic`` before they reached this subscription (a best-effort

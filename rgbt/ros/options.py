@@ -69,6 +69,10 @@ class ProcessingOptions(NodeOptions):
     # CPU priority of the worker thread: low (nice 19: drivers, sync and recorder first), idle
     # (SCHED_IDLE: only otherwise idle cores; may starve beside segmentation) or normal
     worker_priority: Literal["idle", "low", "normal"] = "low"
+    # at most this many frames (pairs) a second, the newest each time (0: every frame the CPU allows):
+    # a heavy stage on a small host keeps a bounded CPU share and latency instead of taking what is left
+    max_rate_hz: float = Field(0.0, ge=0)
+    live: ClassVar[frozenset[str]] = NodeOptions.live | {"max_rate_hz"}
 
 
 class HostClockOptions(BaseModel):
@@ -131,8 +135,8 @@ class PreprocessOptions(ProcessingOptions):
     publish_float: bool = True
     publish_mono8: bool = True
     publish_colormap: bool = True
-    live: ClassVar[frozenset[str]] = NodeOptions.live | {"low", "high", "clahe", "colormap", "publish_float",
-                                                         "publish_mono8", "publish_colormap"}
+    live: ClassVar[frozenset[str]] = ProcessingOptions.live | {"low", "high", "clahe", "colormap", "publish_float",
+                                                               "publish_mono8", "publish_colormap"}
 
 
 class RectifyOptions(ProcessingOptions):
@@ -212,6 +216,9 @@ class RecorderOptions(NodeOptions):
     require_sync_lock: bool = False
     sync_lock_timeout_s: float = Field(30.0, ge=0)  # armed this long without lock: record anyway (0: wait)
     synthetic: bool = False  # labels the bag rgbt.synthetic=true
+    # instrumentation (rgbt bench graph): header stamp and arrival time (ns) of every stamped message,
+    # written to arrivals.json beside the manifest at close (16 bytes a message in memory)
+    arrival_trace: bool = False
     live: ClassVar[frozenset[str]] = NodeOptions.live | {"debounce_s", "max_total_mb", "min_free_mb", "prearm_minutes",
                                                          "require_sync_lock", "sync_lock_timeout_s"}
 

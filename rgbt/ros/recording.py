@@ -26,6 +26,8 @@ from rgbt.ros.stamps import cdr_stamp_ns
 from rgbt.ros.supervisor import read_status
 
 MANIFEST = "rgbt_manifest.json"
+#: with ``arrival_trace``: ``{topic: [[header stamp ns, arrival ns], ...]}`` of the bag (rgbt bench graph)
+ARRIVALS = "arrivals.json"
 
 #: message types whose first field is a std_msgs/Header (latency = arrival - header stamp)
 STAMPED_TYPES = frozenset({"sensor_msgs/msg/Image", "sensor_msgs/msg/Imu", "sensor_msgs/msg/NavSatFix",
@@ -166,6 +168,9 @@ class Recording:
         if self.topics[topic][0] in STAMPED_TYPES:
             stamp = cdr_stamp_ns(raw)
             stats.tick(t_ns - stamp, now_ns=t_ns)
+            sink = self.sink
+            if self.o.arrival_trace and sink is not None:
+                sink.info["arrivals"].setdefault(topic, []).append((stamp, t_ns))
             hz = self.expected_rates.get(topic)
             if hz:  # a stream of known rate: what its own stamps say is missing
                 stats.check_gap(stamp, int(1e9 / hz))
@@ -299,6 +304,7 @@ class Recording:
                     "drops_at_start": {t: s.drops for t, s in self.topic_stats.items()},
                     "gaps_at_start": {t: s.gaps for t, s in self.topic_stats.items()}}
             info["dropped_budget"] = {}
+            info["arrivals"] = {}  # topic -> [(header stamp, arrival) ns] with arrival_trace
             self.sink = _BagSink(writer, info, self._on_write_error, self.writer_budget_bytes)
             for name, (msgtype, qos) in self.topics.items():
                 self.sink.add_topic(name, msgtype, qos)
@@ -427,6 +433,8 @@ class Recording:
         }
         path = Path(b["path"])
         path.mkdir(parents=True, exist_ok=True)
+        if b["arrivals"]:
+            (path / ARRIVALS).write_text(json.dumps(b["arrivals"]))
         tmp = path / (MANIFEST + ".tmp")
         tmp.write_text(json.dumps(manifest, indent=2))
         tmp.replace(path / MANIFEST)

@@ -78,6 +78,34 @@ def test_mailbox_counts_errors_and_keeps_going() -> None:
     assert box.counts["processed"] == 1
 
 
+def test_mailbox_max_rate_takes_the_newest_once_per_interval() -> None:
+    """``max_rate_hz``: after a frame the worker rests until 1 / rate has passed since it started;
+    frames arriving meanwhile replace each other (counted stale) and the newest is taken next."""
+    starts: list[tuple[int, float]] = []
+    box = LatestMailbox(lambda item: starts.append((item, time.monotonic())), priority="normal", max_rate_hz=2.0)
+    try:
+        box.submit(1)
+        deadline = time.monotonic() + 10
+        while not starts and time.monotonic() < deadline:
+            time.sleep(0.005)
+        for item in (2, 3, 4):
+            box.submit(item)
+        deadline = time.monotonic() + 10
+        while len(starts) < 2 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        box.max_rate_hz = 0.0  # live change: no limit from the next frame on
+        box.submit(5)
+        deadline = time.monotonic() + 10
+        while len(starts) < 3 and time.monotonic() < deadline:
+            time.sleep(0.01)
+    finally:
+        box.close()
+    assert [item for item, _ in starts] == [1, 4, 5]
+    assert starts[1][1] - starts[0][1] >= 0.5  # not before 1 / max_rate_hz
+    stats = box.stats()
+    assert (stats["submitted"], stats["processed"], stats["dropped_stale"]) == (5, 3, 2)
+
+
 # --- the recorder's memory budget ----------------------------------------------------------------
 
 class _SlowWriter:
