@@ -33,13 +33,12 @@ class TriggerSyncNode(RgbtNode):
     options_model = TriggerSyncOptions
     default_name = "trigger_sync"
     prewarm_modules = ("rgbt.ros.sync_adapter",)
+    handles_frames = True
 
     def __init__(self, name: str | None = None, **kwargs) -> None:  # type: ignore[no-untyped-def]
         super().__init__(name, **kwargs)
-        from rgbt.bag.writer import tune_allocator
         from rgbt.ros.sync_adapter import StampPairer, make_restamper
 
-        tune_allocator()  # frames are allocated and freed per message: keep them on the heap, no mmap / munmap
         o = self.options
         self.stack_model = self.stack()
         self.restamper = make_restamper(self.stack_model, o.restamper, o.camera_latency_ms)

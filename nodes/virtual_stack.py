@@ -41,13 +41,12 @@ class VirtualStackNode(RgbtNode):
     options_model = VirtualStackOptions
     default_name = "virtual_stack"
     prewarm_modules = ("rgbt.sim", "rgbt.sim.live")
+    handles_frames = True
 
     def __init__(self, name: str | None = None, **kwargs) -> None:  # type: ignore[no-untyped-def]
         super().__init__(name, **kwargs)
-        from rgbt.bag.writer import tune_allocator
         from rgbt.sim import SimOptions, SimStack
 
-        tune_allocator()  # frames are allocated and freed per message: keep them on the heap, no mmap / munmap
         o = self.options
         self.stack_model = self.stack()
         sim_fields = dict(o.sim)

@@ -26,6 +26,7 @@ import numpy as np
 
 from rgbt.eval.trajectory import Trajectory
 from rgbt.eval.tracking import interpolate
+from rgbt.timematch import nearest_index
 from rgbt.sim.geo import lla_to_enu
 
 COLUMNS = ["stamp_ns", "log_ns", "camera", "file", "trigger_slot", "sync_residual_ns", "ffc",
@@ -82,11 +83,7 @@ class GnssTrack:
 
     def nearest(self, t_ns: np.ndarray) -> np.ndarray:
         """Index of the nearest fix of each time."""
-        t_ns = np.asarray(t_ns, dtype=np.int64)
-        i = np.clip(np.searchsorted(self.t, t_ns), 1, len(self.t) - 1) if len(self.t) > 1 else np.zeros(len(t_ns), int)
-        if len(self.t) > 1:
-            i = np.where(np.abs(self.t[i - 1] - t_ns) <= np.abs(self.t[i] - t_ns), i - 1, i)
-        return i
+        return nearest_index(self.t, np.asarray(t_ns, dtype=np.int64))
 
     def moving(self, t_ns: np.ndarray, threshold_m: float = 0.5, window_s: float = 2.0) -> np.ndarray:
         """1.0 moving, 0.0 still, NaN unknown (no GNSS at the time or ``window_s`` before)."""
@@ -109,10 +106,7 @@ def build_index(src: FrameSources, *, slot_tolerance_ns: int, moving_threshold_m
         return out
     if src.pulses:
         pt = np.asarray(sorted(src.pulses), dtype=np.int64)
-        j = np.clip(np.searchsorted(pt, t), 1, max(1, len(pt) - 1)) if len(pt) > 1 else np.zeros(len(t), int)
-        if len(pt) > 1:
-            j = np.where(np.abs(pt[j - 1] - t) <= np.abs(pt[j] - t), j - 1, j)
-        for row, k in zip(out, j):
+        for row, k in zip(out, nearest_index(pt, t)):
             res = int(row["stamp_ns"] - pt[k])
             row["sync_residual_ns"] = res
             if abs(res) <= slot_tolerance_ns:

@@ -317,46 +317,41 @@ def since_host(sources: dict, arrivals: dict[str, list], stack_topics: list[str]
     latency; the latency since the trigger also holds the simulated sensor-to-host transport."""
     import numpy as np
 
-    def table(pub: dict) -> tuple[np.ndarray, np.ndarray]:
-        true = np.asarray(pub.get("t_true_ns", []), dtype=np.int64)
-        host = np.asarray(pub.get("t_host_ns", []), dtype=np.int64)
-        return true, host
+    from rgbt.timematch import nearest_index
+
+    def table(true_ns: list, host_ns: list) -> tuple[np.ndarray, np.ndarray]:
+        """(true times sorted, host arrival of each); empty without host arrivals (an older manifest)."""
+        true, host = np.asarray(true_ns, dtype=np.int64), np.asarray(host_ns, dtype=np.int64)
+        if len(true) != len(host):
+            true = host = np.zeros(0, dtype=np.int64)
+        order = np.lexsort((host, true))
+        return true[order], host[order]
 
     frames = sources.get("frames", {})
-    streams = {t: table(frames[t]) for t in stack_topics if t in frames}
-    imu = [t for t in stack_topics if t not in frames]
-    for t in imu:
-        streams[t] = table({"t_true_ns": sources.get("imu_t_true_ns", []), "t_host_ns": sources.get("imu_t_host_ns", [])})
+    streams = {t: table(frames[t]["t_true_ns"], frames[t].get("t_host_ns", [])) for t in stack_topics if t in frames}
+    streams.update({t: table(sources.get("imu_t_true_ns", []), sources.get("imu_t_host_ns", []))
+                    for t in stack_topics if t not in frames})
     cams = [streams[t] for t in frames if t in streams]
     if cams:  # per trigger time, the last camera frame to arrive
-        true = np.concatenate([c[0] for c in cams])
-        host = np.concatenate([c[1] for c in cams])
-        order = np.lexsort((host, true))
-        true, host = true[order], host[order]
+        true, host = table(np.concatenate([c[0] for c in cams]), np.concatenate([c[1] for c in cams]))
         last = np.append(true[1:] != true[:-1], True)
         complete = (true[last], host[last])
     out: dict[str, dict] = {}
     for topic, rec in arrivals.items():
         if topic in streams:
             true, host = streams[topic]
-        elif cams and any(topic.startswith(prefix) for prefix in OUTPUTS):
+        elif cams and topic.startswith(tuple(OUTPUTS)):
             true, host = complete
         else:
             continue
         rec = np.asarray(rec, dtype=np.int64).reshape(-1, 2)
-        if len(true) == 0 or len(host) != len(true) or not len(rec):
+        if not len(true) or not len(rec):
             continue
-        order = np.argsort(true)
-        true, host = true[order], host[order]
-        i = np.clip(np.searchsorted(true, rec[:, 0]), 1, max(len(true) - 1, 1))
-        i = np.where(np.abs(true[i - 1] - rec[:, 0]) < np.abs(true[np.minimum(i, len(true) - 1)] - rec[:, 0]),
-                     i - 1, np.minimum(i, len(true) - 1))
+        i = nearest_index(true, rec[:, 0])
         ok = np.abs(true[i] - rec[:, 0]) < 1_000_000
-        if not ok.any():
-            continue
-        lat_ms = (rec[ok, 1] - host[i[ok]]) / 1e6
-        p50, p99 = np.percentile(lat_ms, (50, 99))
-        out[topic] = {"p50_ms": float(p50), "p99_ms": float(p99), "matched": int(ok.sum())}
+        if ok.any():
+            p50, p99 = np.percentile((rec[ok, 1] - host[i[ok]]) / 1e6, (50, 99))
+            out[topic] = {"p50_ms": float(p50), "p99_ms": float(p99), "matched": int(ok.sum())}
     return out
 
 

@@ -13,6 +13,7 @@ import numpy as np
 from rgbt.errors import EvaluationError
 from rgbt.eval.align import align, apply_alignment
 from rgbt.eval.trajectory import Trajectory
+from rgbt.timematch import nearest_index
 
 
 @dataclass
@@ -57,15 +58,9 @@ def associate(ref: Trajectory, est: Trajectory, max_diff_s: float = 0.01) -> Ass
     except sync.SyncException as exc:
         raise EvaluationError(f"cannot associate {est.name} with {ref.name}: {exc}") from exc
     # evo keeps the reference stamps for both; recover int ns of the estimate by nearest match.
-    idx_e = _nearest(est.t_s, e.timestamps)
-    idx_r = _nearest(ref.t_s, r.timestamps)
+    idx_e = nearest_index(est.t_s, e.timestamps)
+    idx_r = nearest_index(ref.t_s, r.timestamps)
     return Association(ref.slice(idx_r), est.slice(idx_e))
-
-
-def _nearest(stamps: np.ndarray, query: np.ndarray) -> np.ndarray:
-    i = np.clip(np.searchsorted(stamps, query), 1, len(stamps) - 1)
-    left = stamps[i - 1]
-    return np.where(np.abs(query - left) <= np.abs(stamps[i] - query), i - 1, i)
 
 
 def _stats(err: np.ndarray) -> dict:

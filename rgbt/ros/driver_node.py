@@ -26,11 +26,10 @@ from rgbt.ros.options import DriverOptions
 class DriverNode(RgbtNode):
     """Subclasses implement :meth:`open_device` and :meth:`read_once` (called in a loop in a thread)."""
 
+    handles_frames = True
+
     def __init__(self, name: str | None = None, **kwargs: Any) -> None:
         super().__init__(name, **kwargs)
-        from rgbt.bag.writer import tune_allocator
-
-        tune_allocator()  # frames are allocated and freed per message: keep them on the heap, no mmap / munmap
         self.stack_model = self.stack()
         o = self.options
         self.clock = o.host_clock(log=self.get_logger().warn)

@@ -118,10 +118,9 @@ class LatestFrameNode:
     ``worker_priority`` option. Samples are appended from the worker while diagnostics read them:
     safe under CPython's GIL (a deque is copied in C without releasing it)."""
 
-    def latest(self, handle: Callable[[Any], None], topic: str, name: str = "latest") -> LatestMailbox:
-        from rgbt.bag.writer import tune_allocator
+    handles_frames = True  # RgbtNode: multi-MB frames per message, kept on the heap
 
-        tune_allocator()  # multi-MB frames are allocated and freed per message: keep them on the heap
+    def latest(self, handle: Callable[[Any], None], topic: str, name: str = "latest") -> LatestMailbox:
         box = LatestMailbox(handle, name=f"{self.get_name()}-{name}", priority=self.options.worker_priority,  # type: ignore[attr-defined]
                             on_error=lambda exc: self.report_error(handle.__name__, exc, topic),  # type: ignore[attr-defined]
                             max_rate_hz=self.options.max_rate_hz)  # type: ignore[attr-defined]

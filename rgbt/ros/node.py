@@ -48,6 +48,9 @@ class RgbtNode(Node):
     default_name: ClassVar[str] = "rgbt_node"
     #: modules the node imports when it starts (models, simulators): a warm spare imports them ahead
     prewarm_modules: ClassVar[tuple[str, ...]] = ()
+    #: the node makes and frees multi-MB frames per message (drivers, sync, processing): glibc then keeps
+    #: them on the heap instead of an mmap / munmap each (``rgbt.bag.writer.tune_allocator``, process-wide)
+    handles_frames: ClassVar[bool] = False
 
     @staticmethod
     def subscribed(publisher: Any) -> bool:
@@ -77,6 +80,10 @@ class RgbtNode(Node):
             raise ConfigError(f"node {self.get_name()}", ".".join(map(str, err["loc"])), err.get("input"),
                               err["msg"]) from None
         self.get_logger().info(f"{type(self.options).__name__}: {self.options.model_dump_json()}")
+        if self.handles_frames:
+            from rgbt.bag.writer import tune_allocator
+
+            tune_allocator()
         self.option_parameters = declare_options(self, self.options)
         self.add_on_set_parameters_callback(self._on_set_parameters)
         nice, current = self.options.nice, os.getpriority(os.PRIO_PROCESS, 0)

@@ -168,18 +168,18 @@ class Recording:
         if self.topics[topic][0] in STAMPED_TYPES:
             stamp = cdr_stamp_ns(raw)
             stats.tick(t_ns - stamp, now_ns=t_ns)
-            sink = self.sink
-            if self.o.arrival_trace and sink is not None:
-                sink.info["arrivals"].setdefault(topic, []).append((stamp, t_ns))
             hz = self.expected_rates.get(topic)
             if hz:  # a stream of known rate: what its own stamps say is missing
                 stats.check_gap(stamp, int(1e9 / hz))
         else:
+            stamp = None
             stats.tick(None, now_ns=t_ns)
         with self._lock:
             sink = self.sink
             if sink is None:
                 return
+            if self.o.arrival_trace and stamp is not None:
+                sink.info["arrivals"].setdefault(topic, []).append((stamp, t_ns))
             if not sink.put(topic, t_ns, raw):
                 stats.drops += 1  # over the memory budget: counted, the manifest says so
             capped = bool(self.o.max_total_mb) and sink.queued_bytes >= self.o.max_total_mb * 1e6

@@ -1,0 +1,16 @@
+"""Nearest-stamp matching on sorted time arrays (no rclpy import): one implementation for the ATE
+association, the GNSS track of an extraction and the graph bench's latency join."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def nearest_index(stamps: np.ndarray, query: np.ndarray) -> np.ndarray:
+    """Index into ``stamps`` (sorted ascending, at least one element) of the stamp nearest each
+    ``query`` value (same unit); a tie goes to the earlier stamp."""
+    stamps, query = np.asarray(stamps), np.asarray(query)
+    if len(stamps) < 2:
+        return np.zeros(query.shape, dtype=np.intp)
+    i = np.clip(np.searchsorted(stamps, query), 1, len(stamps) - 1)
+    return np.where(np.abs(query - stamps[i - 1]) <= np.abs(stamps[i] - query), i - 1, i)
