@@ -4,6 +4,7 @@ one that shares its session leaves the autogroup alone. Real child processes, no
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -14,15 +15,19 @@ import pytest
 from rgbt.paths import REPO_ROOT
 
 AUTOGROUP = Path("/proc/self/autogroup")
-CHILD = ("import sys; from rgbt.ros.priority import set_process_nice; "
-         "print(set_process_nice(int(sys.argv[1]))); print(open('/proc/self/autogroup').read().strip())")
+# The child prints what it applied and what its /proc/self/autogroup then reads, as JSON: the file is
+# empty for a session in the kernel's default group (a container's init session, for one).
+CHILD = ("import json, sys; from rgbt.ros.priority import set_process_nice; "
+         "applied = set_process_nice(int(sys.argv[1])); "
+         "print(json.dumps([applied, open('/proc/self/autogroup').read().strip()]))")
 
 
-def _child(nice: int, new_session: bool) -> list[str]:
+def _child(nice: int, new_session: bool) -> tuple[str, str]:
     env = dict(os.environ, PYTHONPATH=str(REPO_ROOT))
     out = subprocess.run([sys.executable, "-c", CHILD, str(nice)], env=env, capture_output=True, text=True,
                          timeout=60, start_new_session=new_session, check=True)
-    return out.stdout.strip().splitlines()
+    applied, autogroup = json.loads(out.stdout)
+    return applied, autogroup
 
 
 @pytest.mark.skipif(not AUTOGROUP.exists() or Path("/proc/sys/kernel/sched_autogroup_enabled").read_text().strip()
