@@ -429,12 +429,16 @@ def can_raise_priority_to(nice: int, status_text: str | None = None) -> bool:
 
 
 def check_priority(specs: list[Any], status_text: str | None = None) -> list[Check]:
-    """The profile's raised priorities (drivers + sync, recorder: ``nice`` < 0) can be applied here."""
+    """The profile's raised priorities (groups with ``nice`` < 0: drivers + sync and recorder, segmentation,
+    the pipeline) can be applied here; the hint names the lowest."""
     wanted = min((int(s.parameters.get("nice", 0)) for s in specs), default=0)
     if wanted >= 0:
         return [Check("CPU priority", "ok", "no raised priority in this profile")]
-    groups = sorted({s.process for s in specs if int(s.parameters.get("nice", 0)) < 0})
-    value = f"nice {wanted} for {', '.join(groups)}"
+    by_nice: dict[int, set[str]] = {}
+    for s in specs:
+        if int(s.parameters.get("nice", 0)) < 0:
+            by_nice.setdefault(int(s.parameters["nice"]), set()).add(s.process)
+    value = "nice " + "; ".join(f"{n} for {', '.join(sorted(g))}" for n, g in sorted(by_nice.items()))
     if can_raise_priority_to(wanted, status_text):
         return [Check("CPU priority", "ok", value)]
     return [Check("CPU priority", "warn", value + ": not permitted (they stay at nice 0, beside processing)",

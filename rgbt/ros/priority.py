@@ -17,7 +17,10 @@ worker at nice 19 took CPU slices of the same length as the sources at nice -5 (
 ``perf sched``: the virtual stack's thread runnable but waiting 17 % of the time, mostly behind
 nice-19 workers of another process). A process that leads its session (its own autogroup) therefore
 sets the autogroup's nice too (``/proc/self/autogroup``); one that shares its session (``ros2
-launch`` children) leaves it, since that would change its siblings' share as well.
+launch`` children) leaves it, since that would change its siblings' share as well. Autogroups only
+apply to processes in the root CPU cgroup: inside a service's own cgroup (systemd with the ``cpu``
+controller on; CI's container) thread nice values already compare across the processes of that
+cgroup, and ``/proc/self/autogroup`` of a session in the default group reads empty.
 """
 
 from __future__ import annotations

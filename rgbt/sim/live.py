@@ -29,14 +29,18 @@ def host_order(samples: Iterable[SimSample]) -> Iterator[SimSample]:
 
 
 def preload(samples: Iterable[SimSample], seconds: float,
-            stop: Callable[[], bool] = lambda: False) -> tuple[Iterator[SimSample], int]:
+            stop: Callable[[], bool] = lambda: False, keep_labels: bool = False) -> tuple[Iterator[SimSample], int]:
     """Generate the first ``seconds`` of ``samples`` now (the simulator may be slower than real
     time on a small machine), so they can go out at the real rate; returns an iterator over all
-    samples and how many were generated ahead. ``stop`` ends the preload early."""
+    samples and how many were generated ahead. ``stop`` ends the preload early. Unless
+    ``keep_labels``, the samples held ahead lose their lazy ``label`` (its closure keeps the
+    renderer's intermediates: 2.8 GB instead of 1.0 GB for 4 s of the full stack, measured)."""
     it = iter(samples)
     buffer: list[SimSample] = []
     if seconds > 0:
         for s in it:
+            if not keep_labels:
+                s.label_fn = None
             buffer.append(s)
             if s.t_ns - buffer[0].t_ns >= seconds * 1e9 or stop():
                 break

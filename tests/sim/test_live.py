@@ -56,3 +56,14 @@ def test_paced_due_times_and_preload() -> None:
     first = out[0][0]
     # due = start + host time since the first sample: a constant offset from host time at speed 1
     assert out[0][1] == 1_000 and all(due - s.t_host_ns == 1_000 - first.t_host_ns for s, due in out)
+
+
+def test_preload_drops_the_lazy_labels_it_holds_unless_asked() -> None:
+    sim = SimStack(SimOptions(trajectory="hover", duration_s=0.2, cameras=["thermal"], drop_prob=0.0))
+    it, n = preload(sim.samples(), 0.1)
+    held = list(it)[:n]
+    frames = [s for s in held if s.kind == "thermal"]
+    assert frames and all(s.label is None for s in frames)  # the renderer's intermediates are not kept
+    it, n = preload(sim.samples(), 0.1, keep_labels=True)
+    frames = [s for s in list(it)[:n] if s.kind == "thermal"]
+    assert frames and all(s.label is not None and s.label.shape == s.data.shape[:2] for s in frames)
