@@ -16,7 +16,7 @@ from rgbt.paths import REPO_ROOT
 
 AUTOGROUP = Path("/proc/self/autogroup")
 # The child prints what it applied and what its /proc/self/autogroup then reads, as JSON: the file is
-# empty for a session in the kernel's default group (a container's init session, for one).
+# empty for a session in the kernel's default group (as on the CI machine).
 CHILD = ("import json, sys; from rgbt.ros.priority import set_process_nice; "
          "applied = set_process_nice(int(sys.argv[1])); "
          "print(json.dumps([applied, open('/proc/self/autogroup').read().strip()]))")

@@ -19,8 +19,9 @@ nice-19 workers of another process). A process that leads its session (its own a
 sets the autogroup's nice too (``/proc/self/autogroup``); one that shares its session (``ros2
 launch`` children) leaves it, since that would change its siblings' share as well. Autogroups only
 apply to processes in the root CPU cgroup: inside a service's own cgroup (systemd with the ``cpu``
-controller on; CI's container) thread nice values already compare across the processes of that
-cgroup, and ``/proc/self/autogroup`` of a session in the default group reads empty.
+controller on) thread nice values already compare across the processes of that cgroup. And
+``/proc/self/autogroup`` reads empty for a session in the kernel's default group (seen on the CI
+machine).
 """
 
 from __future__ import annotations
