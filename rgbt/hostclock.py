@@ -7,7 +7,9 @@ once and re-checks it at most every ``check_period_s``:
 
 - a change below ``step_threshold_ms`` is the clock being slewed (NTP frequency correction):
   followed, so long runs stay on the system clock;
-- a larger change is a *step*: logged and counted (``steps``, ``last_step_ns``); with
+- a larger change, seen again by a second measurement right after (a measurement whose reads were
+  split by a long preemption is not a step), is a *step*: logged and counted (``steps``,
+  ``last_step_ns``); with
   ``on_step="hold"`` (default) the offset is kept, so the driver's stamps stay continuous and
   monotonic through the step (the recording keeps one timeline; the step is visible in the
   counters); with ``"follow"`` the new offset is adopted (stamps jump with the wall clock).
@@ -57,6 +59,10 @@ class WallClockOffset:
     def check(self) -> None:
         """Re-measure the offset: follow a slew, count (and by policy hold or follow) a step."""
         now = self.measure()
+        if abs(now - self._measured_ns) >= self.step_threshold_ns:
+            again = self.measure()  # a step persists; a glitch in one measurement does not
+            if abs(again - now) >= self.step_threshold_ns:
+                now = again
         delta, self._measured_ns = now - self._measured_ns, now
         self._checked_ns = self.monotonic()
         if abs(delta) < self.step_threshold_ns:

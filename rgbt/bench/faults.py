@@ -322,7 +322,9 @@ def inject(fault: str, graph: Any, recorder: str, step_file: Path) -> int:
         busy = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(2 * (os.cpu_count() or 1))]
         threading.Timer(STARVE_S, lambda: [p.kill() or p.wait() for p in busy]).start()
     elif fault.startswith("clock_step_"):
-        step_file.write_text(str(int(float(fault[len("clock_step_"):-1]) * 1e9)))
+        tmp = step_file.with_suffix(".tmp")  # replaced whole: the virtual stack never reads a partial value
+        tmp.write_text(str(int(float(fault[len("clock_step_"):-1]) * 1e9)))
+        os.replace(tmp, step_file)
     # disk_full: the size cap set at start ends the recording by itself; the event is its last message
     return t
 
@@ -361,7 +363,8 @@ def judge(fault: str, bag: Path | None, published: dict, t_event: int | None, t_
         window = (t_event if t_prev else 0, t_next or 2**63)
     row["lost"], row["streams"] = lost(streams, published, window)
     if fault.startswith("clock_step_"):
-        row["clock_steps"] = int(published.get("clock", {}).get("steps", 0))  # seen by the sources' clock
+        clock = published.get("clock", {})  # what the sources' clock saw
+        row["clock_steps"], row["clock_last_step_ns"] = int(clock.get("steps", 0)), int(clock.get("last_step_ns", 0))
     if fault not in ("kill_recorder", "disk_full"):
         row["recovered_s"], row["interrupted"] = recovered_s(streams, t_event,
                                                              (t_next - t_event) / 1e9 if t_next else 30.0)

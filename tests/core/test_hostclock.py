@@ -76,3 +76,27 @@ def test_checked_at_most_once_per_period() -> None:
 def test_bad_policy_is_refused() -> None:
     with pytest.raises(ValueError, match="on_step"):
         WallClockOffset(on_step="jump")  # type: ignore[arg-type]
+
+
+def test_a_measurement_glitch_is_not_a_step_but_a_real_step_is() -> None:
+    """A measurement whose wall readings were all late (the thread preempted between its reads) is
+    re-measured at once and dropped; a real step is seen again and counted."""
+    c = Clocks()
+    glitch = [0]
+
+    def wall() -> int:
+        if glitch[0]:
+            glitch[0] -= 1
+            return c.wall() + 50_000_000  # one whole measurement (3 reads) 50 ms late
+        return c.wall()
+
+    logs: list[str] = []
+    off = WallClockOffset(wall=wall, monotonic=c.monotonic, log=logs.append)
+    c.mono += 2 * S
+    glitch[0] = 3
+    first = off.to_wall(c.mono)
+    assert off.steps == 0 and first == c.wall() and not logs
+    c.mono += 2 * S
+    c.wall_offset += 5 * S
+    off.to_wall(c.mono)
+    assert off.steps == 1 and off.last_step_ns == 5 * S and len(logs) == 1
