@@ -43,44 +43,35 @@ class RecorderCounts:
     with the monotonic time (s) each report arrived here: a real rclpy participant in this process."""
 
     def __init__(self, topic: str) -> None:
-        import rclpy
         from diagnostic_msgs.msg import DiagnosticArray
-        from rclpy.experimental import EventsExecutor
-        from rclpy.node import Node
 
         from rgbt.ros.qos import qos_profile
+        from rgbt.ros.spin import BackgroundNode
 
         self.reports: list[tuple[float, int]] = []  # (arrival, count)
-        self.context = rclpy.Context()
-        rclpy.init(context=self.context)
-        self.node = Node("rgbt_test_recorder_counts", context=self.context)
+        self.listener = BackgroundNode("rgbt_test_recorder_counts", handle_signals=False)
         key = f"{topic}.count"
 
         def on_diagnostics(msg: DiagnosticArray) -> None:
             for status in msg.status:
-                if status.name == "recorder":
-                    counts = [int(kv.value) for kv in status.values if kv.key == key]
-                    if counts:
-                        self.reports.append((time.monotonic(), counts[0]))
+                counts = [int(kv.value) for kv in status.values if kv.key == key]
+                if status.name == "recorder" and counts:
+                    self.reports.append((time.monotonic(), counts[0]))
 
-        self.node.create_subscription(DiagnosticArray, "/diagnostics", on_diagnostics, qos_profile("reliable", 50))
-        self.executor = EventsExecutor(context=self.context)
-        self.executor.add_node(self.node)
+        self.listener.node.create_subscription(DiagnosticArray, "/diagnostics", on_diagnostics,
+                                               qos_profile("reliable", 50))
+        self.listener.start()
 
-    def spin_until(self, done, timeout: float, what: str, proc: subprocess.Popen, log: Path) -> None:
-        from rclpy.task import Future
-
+    def wait_until(self, done, timeout: float, what: str, proc: subprocess.Popen, log: Path) -> None:
         deadline = time.monotonic() + timeout
-        while not done(self.reports):
+        while not done(list(self.reports)):
             assert proc.poll() is None, log.read_text()
             assert time.monotonic() < deadline, f"{what} not within {timeout} s; recorder reports " \
                                                 f"{self.reports[-5:]}\n{log.read_text()}"
-            self.executor.spin_until_future_complete(Future(), timeout_sec=0.1)
+            time.sleep(0.05)
 
     def close(self) -> None:
-        self.executor.shutdown()
-        self.node.destroy_node()
-        self.context.try_shutdown()
+        self.listener.close()
 
 
 @pytest.fixture
@@ -104,7 +95,7 @@ def test_kill_9_is_restarted_and_listed_in_the_manifest(ros_env: dict, tmp_path:
         assert "restart failed groups" in _wait_for(log, r"supervision: .*", up).group(0)
         pid = int(_wait_for(log, r"health\[(\d+)\]", up).group(1))
         counts = RecorderCounts("/rgbt/health")
-        counts.spin_until(lambda r: len(r) >= 2 and r[-1][1] > r[0][1], 60, "the recorder recording health", up, log)
+        counts.wait_until(lambda r: len(r) >= 2 and r[-1][1] > r[0][1], 60, "the recorder recording health", up, log)
         os.kill(pid, signal.SIGKILL)  # mostly a cold restart: the warm spare comes 5 s after the graph
         killed = time.monotonic()
         _wait_for(log, r"restarted process group 'health'", up)
@@ -116,7 +107,7 @@ def test_kill_9_is_restarted_and_listed_in_the_manifest(ros_env: dict, tmp_path:
 
         # A cold restart reuses the dead participant's ports, and Fast DDS finds its old shared-memory
         # port stale only after a while (1-2.5 s here): wait for the recording, not a fixed time.
-        counts.spin_until(recorded_after_restart, 30, "the restarted health monitor recorded", up, log)
+        counts.wait_until(recorded_after_restart, 30, "the restarted health monitor recorded", up, log)
         up.send_signal(signal.SIGINT)
         up.wait(timeout=60)
     finally:
