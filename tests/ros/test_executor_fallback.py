@@ -148,3 +148,55 @@ def test_startup_objects_are_frozen_out_of_the_cyclic_collector() -> None:
         assert not any(gc.is_tracked(x) and x in gc.get_objects(generation=2) for x in junk[:3])
     finally:
         gc.unfreeze()
+
+
+READER = """
+import sys, time
+from std_msgs.msg import UInt32
+from rgbt.ros.qos import qos_profile
+from rgbt.ros.spin import BackgroundNode
+reader = BackgroundNode("acked_reader", handle_signals=False)
+reader.node.create_subscription(UInt32, "/rgbt/test/acked", lambda m: None, qos_profile("reliable", 100))
+reader.start()
+print("ready", flush=True)
+sys.stdin.readline()
+reader.close()
+"""
+
+
+def test_closing_waits_until_reliable_readers_acknowledged(ros_env: dict) -> None:
+    """A process's reliable publications die with it: on the way out :func:`rgbt.ros.spin.drain` waits
+    (bounded) until every reliable reader acknowledged them. A reader process stopped with SIGSTOP
+    acknowledges nothing (the topic is reported after the bound); once it runs again, everything is."""
+    from std_msgs.msg import UInt32
+
+    from rgbt.ros.qos import qos_profile
+    from rgbt.ros.spin import BackgroundNode, wait_acknowledged
+
+    env = dict(os.environ, PYTHONPATH=str(REPO_ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    reader = subprocess.Popen([sys.executable, "-c", READER], env=env, stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True)
+    writer = BackgroundNode("acked_writer", handle_signals=False)
+    try:
+        assert reader.stdout.readline().strip() == "ready"
+        pub = writer.node.create_publisher(UInt32, "/rgbt/test/acked", qos_profile("reliable", 100))
+        deadline = time.monotonic() + 20
+        while pub.get_subscription_count() == 0:
+            assert time.monotonic() < deadline, "the reader never matched"
+            time.sleep(0.05)
+        time.sleep(0.5)  # both ends matched
+        pub.publish(UInt32(data=0))
+        assert wait_acknowledged([writer.node], 5.0) == []
+        os.kill(reader.pid, signal.SIGSTOP)
+        for i in range(10):
+            pub.publish(UInt32(data=i))
+        t0 = time.monotonic()
+        assert wait_acknowledged([writer.node], 0.5) == ["/rgbt/test/acked"]
+        assert time.monotonic() - t0 >= 0.45  # it waited for the bound
+        os.kill(reader.pid, signal.SIGCONT)
+        assert wait_acknowledged([writer.node], 10.0) == []
+    finally:
+        os.kill(reader.pid, signal.SIGCONT)
+        writer.close()
+        if reader.poll() is None:
+            reader.communicate("stop\n", timeout=20)
