@@ -36,8 +36,8 @@ from rgbt.ros.msgtypes import get_message
 from rgbt.ros.node import RgbtNode
 from rgbt.ros.options import ARMED_TOPIC, RecorderOptions
 from rgbt.ros.qos import TOPIC_QOS, qos_profile, qos_to_yaml, topic_qos
-from rgbt.ros.recording import (Recording, driver_extra_topic_types, plan_buffers, reliable_stack_topics,
-                                stack_message_bytes, stack_rates, stack_topic_types)
+from rgbt.ros.recording import (Recording, before_lock_streams, driver_extra_topic_types, plan_buffers,
+                                reliable_stack_topics, stack_message_bytes, stack_rates, stack_topic_types)
 from rgbt.ros.spin import node_main
 
 
@@ -58,7 +58,10 @@ class RecorderNode(RgbtNode):
         self.wanted = [t for t in dict.fromkeys(wanted)]
         rates = {t: hz for t, hz in stack_rates(stack).items() if t in self.wanted}
         self.rec.expected_rates = rates
-        self.plan = plan_buffers(o, rates, stack_message_bytes(stack))
+        # the before-lock topics carry the same streams before the sync locks (the first seconds, when a
+        # recorder started with the graph is still slow): the same queue depths
+        same = {t: of for t, of in before_lock_streams(stack).items() if t in self.wanted}
+        self.plan = plan_buffers(o, rates, stack_message_bytes(stack), same)
         self.rec.writer_budget_bytes = self.plan.writer_bytes
         self.get_logger().info(f"memory budget {self.plan.budget_bytes / 1e6:.0f} MB: reader queues "
                                f"{self.plan.depths}, writer queue {self.plan.writer_bytes / 1e6:.0f} MB")

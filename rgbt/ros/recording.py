@@ -75,18 +75,33 @@ class BufferPlan:
     writer_bytes: int
 
 
-def plan_buffers(options: RecorderOptions, rates: dict[str, float], sizes: dict[str, int]) -> BufferPlan:
+def plan_buffers(options: RecorderOptions, rates: dict[str, float], sizes: dict[str, int],
+                 same_stream: dict[str, str] | None = None) -> BufferPlan:
     """The recorder's memory plan from its options and each recorded stream's nominal rate (Hz) and
     message size (bytes): budget = ``memory_budget_mb`` or ``buffer_s`` x the streams' data rate;
     reader queues hold ``dds_window_s`` of each stream (at least 5 messages; ``input_depth`` for
     streams without a nominal rate); the writer queue gets the rest (at least 2 of the largest
-    message)."""
+    message).
+
+    ``same_stream``: topic -> the planned topic whose stream it carries at another time (a before-lock
+    topic -> its stack topic: a frame goes to one or the other). It gets the same queue depth, and the
+    budget counts the pair once (the two queues are not full at once)."""
     data_rate = sum(rates[t] * sizes.get(t, 64) for t in rates)
     budget = int(options.memory_budget_mb * 1e6) if options.memory_budget_mb else int(options.buffer_s * data_rate)
     depths = {t: max(5, math.ceil(hz * options.dds_window_s)) for t, hz in rates.items()}
     reserve = sum(depths[t] * sizes.get(t, 64) for t in depths)
+    depths.update({t: depths[of] for t, of in (same_stream or {}).items() if of in depths})
     largest = max(sizes.values(), default=0)
     return BufferPlan(budget, depths, max(budget - reserve, 2 * largest))
+
+
+def before_lock_streams(stack: Any) -> dict[str, str]:
+    """The trigger sync's before-lock topic -> the stack topic of the same stream (cameras and IMU)."""
+    from rgbt.ros.options import unlocked_topic
+
+    out = {unlocked_topic(name): cam.topic for name, cam in stack.cameras.items()}
+    out[unlocked_topic("imu")] = stack.imu.topic
+    return out
 
 
 def stack_topic_types(stack: Any) -> dict[str, str]:
@@ -117,11 +132,7 @@ def reliable_stack_topics(stack: Any) -> list[str]:
     """The topics the trigger sync publishes reliable (``TriggerSyncOptions.output_qos``) and the
     recorder subscribes reliable (``RecorderOptions.reliable_stack``): the restamped camera and IMU
     topics and their before-lock topics."""
-    from rgbt.ros.options import unlocked_topic
-
-    names = [*stack.cameras, "imu"]
-    return ([cam.topic for cam in stack.cameras.values()] + [stack.imu.topic]
-            + [unlocked_topic(name) for name in names])
+    return [cam.topic for cam in stack.cameras.values()] + [stack.imu.topic] + list(before_lock_streams(stack))
 
 
 class Recording:

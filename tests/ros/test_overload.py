@@ -167,6 +167,14 @@ def test_recorder_budget_plan_is_sized_from_the_stack() -> None:
     default = plan_buffers(RecorderOptions(), rates, sizes)  # 8 s of the stack, 3 s of it in reader queues
     assert default.budget_bytes == int(8.0 * data_rate) and default.budget_bytes < 1e9
     assert default.depths[thermal.topic] == 3 * int(thermal.rate_hz)
+    # a before-lock topic carries its stack stream before the sync locks: the same depth, counted once
+    from rgbt.ros.recording import before_lock_streams
+
+    same = before_lock_streams(stack)
+    with_before = plan_buffers(RecorderOptions(), rates, sizes, same)
+    assert len(same) == len(stack.cameras) + 1
+    assert all(with_before.depths[t] == default.depths[of] for t, of in same.items())
+    assert (with_before.writer_bytes, with_before.budget_bytes) == (default.writer_bytes, default.budget_bytes)
     explicit = plan_buffers(RecorderOptions(memory_budget_mb=50), rates, sizes)
     assert explicit.budget_bytes == 50_000_000
     assert explicit.writer_bytes == 2 * max(sizes.values())  # the reader queues take it all: a floor
