@@ -429,8 +429,8 @@ def can_raise_priority_to(nice: int, status_text: str | None = None) -> bool:
 
 
 def check_priority(specs: list[Any], status_text: str | None = None) -> list[Check]:
-    """The profile's raised priorities (groups with ``nice`` < 0: drivers + sync and the recorder in the
-    shipped profiles) can be applied here; the value names each level, the hint the lowest."""
+    """The profile's raised priorities (groups with ``nice`` < 0: drivers + sync and recorder, segmentation,
+    the pipeline in the shipped profiles) can be applied here; the value names each level, the hint the lowest."""
     wanted = min((int(s.parameters.get("nice", 0)) for s in specs), default=0)
     if wanted >= 0:
         return [Check("CPU priority", "ok", "no raised priority in this profile")]

@@ -124,11 +124,11 @@ def test_priority_check_names_the_groups_and_how_to_allow_it(monkeypatch: pytest
     monkeypatch.setattr(os, "geteuid", lambda: 1000)  # a service user without privileges
     monkeypatch.setattr(resource, "getrlimit", lambda _r: (0, 0))  # RLIMIT_NICE 0: nice >= 20 - 0 only
     (check,) = check_priority(specs, status_text="CapEff:\t0000000000000000\n")
-    assert check.status == "warn" and "nice -5 for drivers, recorder" in check.value
-    assert "LimitNICE=-5" in check.hint
+    assert check.status == "warn" and "nice -7 for drivers, recorder; -4 for segmentation; -1 for pipeline" in check.value
+    assert "LimitNICE=-7" in check.hint
     (check,) = check_priority(specs, status_text="CapEff:\t0000000000800000\n")  # CAP_SYS_NICE
     assert check.status == "ok"
-    monkeypatch.setattr(resource, "getrlimit", lambda _r: (25, 25))  # limits.conf nice -5
+    monkeypatch.setattr(resource, "getrlimit", lambda _r: (27, 27))  # limits.conf nice -7
     assert check_priority(specs, status_text="CapEff:\t0\n")[0].status == "ok"
     assert check_priority(node_specs("replay"))[0].value == "no raised priority in this profile"
 
