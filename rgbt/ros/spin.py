@@ -5,7 +5,7 @@ loop: its ``spin()`` busy-loops and ignores SIGINT. Where rclpy has no EventsExe
 the standard ``SingleThreadedExecutor`` runs instead; ``RGBT_EXECUTOR=single`` forces that fallback,
 ``RGBT_EXECUTOR=events`` requires the EventsExecutor (default ``auto``). The choice is logged at
 start-up. SIGINT / SIGTERM set a stop flag; on the way out the process drains (:func:`drain`: timers
-stopped, queued messages handled, reliable publications acknowledged) and every node's ``close()`` runs (the recorder closes its bag)
+stopped, queued messages handled) and every node's ``close()`` runs (the recorder closes its bag)
 before rclpy shuts down.
 
 ``python -m rgbt.ros.spin --node NAME:EXECUTABLE [...] [--duration S] --ros-args ...`` runs
@@ -52,8 +52,6 @@ except ImportError:  # pragma: no cover - depends on the installed rclpy
 EXECUTOR_ENV = "RGBT_EXECUTOR"
 #: shutdown drain (s): at most this long, ended once no callback ran for DRAIN_IDLE_S
 DRAIN_MAX_S, DRAIN_IDLE_S = 3.0, 0.3
-#: then at most this long (s) for the readers of the reliable publishers to acknowledge what they got
-DRAIN_ACK_S = 2.0
 
 
 def executor_choice(environ: dict[str, str] | None = None) -> str:
@@ -189,27 +187,6 @@ def drain(executor: Executor, nodes: Sequence[Node], max_s: float = DRAIN_MAX_S,
             last, idle_since = count, now
         elif now - idle_since >= idle_s:
             break
-    unacked = wait_acknowledged(nodes, DRAIN_ACK_S)
-    if unacked:
-        get_logger("rgbt.spin").warning(f"closing with samples not acknowledged after {DRAIN_ACK_S:g} s on "
-                                        f"{', '.join(unacked)} (a reader stalled or died)")
-
-
-def wait_acknowledged(nodes: Sequence[Node], max_s: float) -> list[str]:
-    """Wait up to ``max_s`` (s) in all until the reliable readers of every reliable publisher of
-    ``nodes`` acknowledged what it published; returns the topics still unacknowledged.
-
-    A reliable writer's history dies with its process: a sample a slow recorder had not received
-    yet when the sources closed would be lost at a Ctrl-C. Best-effort publishers return at once."""
-    from rclpy.duration import Duration
-
-    deadline, unacked = time.monotonic() + max_s, []
-    for node in nodes:
-        for pub in list(node.publishers):
-            left = max(0.0, deadline - time.monotonic())
-            if not pub.wait_for_all_acked(Duration(nanoseconds=int(left * 1e9))):
-                unacked.append(pub.topic_name)
-    return unacked
 
 
 class BackgroundNode:
