@@ -120,10 +120,10 @@ def driver_extra_topic_types(stack: Any) -> dict[str, str]:
     """Topic -> type of what the recorder also records by default beside :func:`stack_topic_types`
     (when present): the trigger sync node's before-lock streams (host-stamped) and the GNSS fix's UTC
     time reference."""
-    from rgbt.ros.options import time_reference_topic, unlocked_topic
+    from rgbt.ros.options import time_reference_topic
 
-    types = {unlocked_topic(name): "sensor_msgs/msg/Image" for name in stack.cameras}
-    types[unlocked_topic("imu")] = "sensor_msgs/msg/Imu"
+    stack_types = stack_topic_types(stack)
+    types = {t: stack_types[of] for t, of in before_lock_streams(stack).items()}  # their stream's type
     types[time_reference_topic(stack.gnss.topic)] = "sensor_msgs/msg/TimeReference"
     return types
 
