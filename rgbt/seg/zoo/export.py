@@ -2,7 +2,8 @@
 
 ``dynamo=False``, opset 17, static 1xCxHxW, outputs ``logits`` + ``class_ids`` (in-graph argmax,
 uint8). After export the ONNX model is run in onnxruntime and compared with PyTorch (max abs
-logit difference must be <= 1e-4); a compressed ``NAME.ref.npz`` keeps the PyTorch outputs at
+logit difference must be <= 1e-4; the graph passes of ``rgbt.seg.zoo.graph_passes`` run first, so
+the check covers them); a compressed ``NAME.ref.npz`` keeps the PyTorch outputs at
 fixed sample pixels so the parity can be re-checked without torch (CI).
 """
 
@@ -15,6 +16,7 @@ import torch
 from torch import nn
 
 from rgbt.seg.sidecar import InputSpec, Sidecar, file_sha256, save_sidecar
+from rgbt.seg.zoo.graph_passes import optimize_file
 from rgbt.seg.zoo_reference import reference_input, sample_index
 
 OPSET = 17
@@ -47,6 +49,7 @@ def export_model(net: nn.Module, sidecar: Sidecar, out_path: str | Path, output_
     targs = tuple(torch.from_numpy(x) for x in inputs)
     torch.onnx.export(net, targs, str(out_path), input_names=[s.name for s in sidecar.inputs],
                       output_names=list(output_names), opset_version=OPSET, dynamo=False, do_constant_folding=True)
+    optimize_file(out_path)
     with torch.no_grad():
         ref = [t.numpy() for t in net(*targs)]
     so = ort.SessionOptions()
