@@ -44,6 +44,7 @@ from rgbt.ros.spin import node_main
 class RecorderNode(RgbtNode):
     options_model = RecorderOptions
     default_name = "recorder"
+    reserves_memory = True
 
     def __init__(self, name: str | None = None, **kwargs) -> None:  # type: ignore[no-untyped-def]
         super().__init__(name, **kwargs)
@@ -65,6 +66,8 @@ class RecorderNode(RgbtNode):
         self.rec.writer_budget_bytes = self.plan.writer_bytes
         self.get_logger().info(f"memory budget {self.plan.budget_bytes / 1e6:.0f} MB: reader queues "
                                f"{self.plan.depths}, writer queue {self.plan.writer_bytes / 1e6:.0f} MB")
+        if o.reserve_memory:
+            self.diag.values["heap_reserved_mb"] = str(self._reserve(self.plan.budget_bytes * 5 // 4))
         self.subscribed: dict[str, str] = {}
         self._recorded_subs: dict[str, object] = {}
         # subscribed reliable (as the trigger sync publishes them) until a best-effort publisher shows up
@@ -88,6 +91,16 @@ class RecorderNode(RgbtNode):
         self.create_timer(0.25, self.guard(self.tick))
         if o.start == "always":
             self.rec.start("always")
+
+    def _reserve(self, nbytes: int) -> int:
+        """Touch ``nbytes`` of heap now, before data flows (``rgbt.memory.reserve_heap``); MB reserved."""
+        from rgbt.memory import reserve_heap
+
+        t0 = time.monotonic()
+        done = reserve_heap(nbytes)
+        self.get_logger().info(f"heap reserved: {done / 1e6:.0f} MB in {time.monotonic() - t0:.2f} s"
+                               if done else "heap not reserved (needs Linux glibc)")
+        return round(done / 1e6)
 
     def _subscribe(self, topic: str, msgtype: str) -> None:
         o = self.options

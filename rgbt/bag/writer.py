@@ -46,6 +46,7 @@ from rosbags.rosbag2.storage_mcap import McapWriter, PendingChunk
 from rosbags.typesys.store import Typestore
 
 from rgbt.errors import BagError
+from rgbt.memory import tune_allocator
 
 BAG_VERSION = 9  # rosbag2 metadata version written (Jazzy)
 MAXTIME = 2**63 - 1
@@ -90,38 +91,6 @@ class WriterOptions:
         for key, value in self.custom_data.items():
             if not isinstance(key, str) or not isinstance(value, str):
                 raise BagError(f"custom_data {key!r}: {value!r}: keys and values must be strings")
-
-
-_ALLOCATOR_TUNED = False
-
-
-def tune_allocator(mmap_threshold: int = 32 << 20, trim_threshold: int = 128 << 20) -> bool:
-    """Let glibc keep and reuse large buffers (``mallopt``; process-wide, idempotent).
-
-    Writing an image makes several fresh multi-megabyte buffers (the CDR message, rosbags' record
-    and chunk buffers). By default glibc serves each from a new ``mmap`` and unmaps it when freed,
-    so every byte is page-faulted in again: MCAP writing of the full stack ran at ~110-170 MB/s
-    here, and at ~700-1100 MB/s with buffers up to ``mmap_threshold`` bytes served from the heap
-    and up to ``trim_threshold`` bytes of freed heap kept. Returns True when applied (Linux glibc).
-    """
-    global _ALLOCATOR_TUNED
-    if _ALLOCATOR_TUNED:
-        return True
-    import ctypes
-    import ctypes.util
-    import sys
-
-    if not sys.platform.startswith("linux"):
-        return False
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        m_trim_threshold, m_mmap_threshold = -1, -3  # <malloc.h>
-        ok = bool(libc.mallopt(m_mmap_threshold, int(mmap_threshold))) and bool(
-            libc.mallopt(m_trim_threshold, int(trim_threshold)))
-    except (OSError, AttributeError):  # not glibc (e.g. musl has no mallopt)
-        return False
-    _ALLOCATOR_TUNED = ok
-    return ok
 
 
 _tune_allocator = tune_allocator  # BagWriter's keyword argument of the same name shadows it

@@ -33,7 +33,7 @@ def run(args: argparse.Namespace) -> dict:
     from rgbt.sim.messages import MessageFactory, typestore
     from rgbt.sim.record import open_writer, write_sim_bag
 
-    from rgbt.bag.writer import tune_allocator
+    from rgbt.memory import tune_allocator
 
     tune_allocator()  # as `rgbt simulate` runs (its BagWriter applies it): glibc keeps big buffers
     options = SimOptions(trajectory=args.trajectory, duration_s=args.duration, seed=args.seed)

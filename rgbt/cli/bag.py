@@ -65,7 +65,7 @@ def register(subparsers: Any) -> None:
                                                       "building + serializing each message (simulator path)")
     p.add_argument("--dir", help="directory for the temporary bag (default: system temp)")
     p.add_argument("--no-tune-allocator", action="store_true",
-                   help="leave glibc's malloc defaults (see rgbt.bag.writer.tune_allocator)")
+                   help="leave glibc's malloc defaults (see rgbt.memory.tune_allocator)")
     p.add_argument("--no-direct-io", action="store_true",
                    help="write through the page cache instead of O_DIRECT (see rgbt.bag.writer._DirectFile)")
     p.add_argument("--json", action="store_true", help="print JSON")

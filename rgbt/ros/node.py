@@ -49,8 +49,11 @@ class RgbtNode(Node):
     #: modules the node imports when it starts (models, simulators): a warm spare imports them ahead
     prewarm_modules: ClassVar[tuple[str, ...]] = ()
     #: the node makes and frees multi-MB frames per message (drivers, sync, processing): glibc then keeps
-    #: them on the heap instead of an mmap / munmap each (``rgbt.bag.writer.tune_allocator``, process-wide)
+    #: them on the heap instead of an mmap / munmap each (``rgbt.memory.tune_allocator``, process-wide)
     handles_frames: ClassVar[bool] = False
+    #: the node may reserve heap at start (``rgbt.memory.reserve_heap``): its process then allocates from
+    #: one glibc arena (``rgbt.memory.single_arena``, set by ``rgbt.ros.spin`` before rclpy starts threads)
+    reserves_memory: ClassVar[bool] = False
 
     @staticmethod
     def subscribed(publisher: Any) -> bool:
@@ -81,7 +84,7 @@ class RgbtNode(Node):
                               err["msg"]) from None
         self.get_logger().info(f"{type(self.options).__name__}: {self.options.model_dump_json()}")
         if self.handles_frames:
-            from rgbt.bag.writer import tune_allocator
+            from rgbt.memory import tune_allocator
 
             tune_allocator()
         self.option_parameters = declare_options(self, self.options)

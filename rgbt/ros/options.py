@@ -190,6 +190,11 @@ class RecorderOptions(NodeOptions):
     buffer_s: float = Field(8.0, gt=0)
     memory_budget_mb: float = Field(0, ge=0)
     dds_window_s: float = Field(3.0, gt=0)
+    # touch the budget's memory (+25 %) once at start and keep it (``rgbt.memory.reserve_heap``), so
+    # falling behind never costs page faults: a heap that first grows while the recorder is behind
+    # (~20-30 k faults/s) made it fall further behind on a 2-core host (BENCHMARKS.md). Costs the
+    # memory (resident from the start) and ~0.7 s per GB at start-up.
+    reserve_memory: bool = True
     out_dir: str = "bags"
     topics: list[str] = Field(default_factory=list)  # the stack topics when empty
     extra_topics: list[str] = Field(default_factory=list)

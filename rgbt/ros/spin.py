@@ -227,8 +227,18 @@ class BackgroundNode:
         self.context.try_shutdown()
 
 
+def prepare_process(classes: Sequence[type]) -> None:
+    """Process-wide settings the node classes ask for, applied before rclpy starts the middleware's
+    threads: one glibc arena when a node reserves heap (``RgbtNode.reserves_memory``)."""
+    if any(getattr(cls, "reserves_memory", False) for cls in classes):
+        from rgbt.memory import single_arena
+
+        single_arena()
+
+
 def node_main(cls: type, args: list[str] | None = None) -> int:
     """``main()`` of a single-node executable (ament entry point or ``python nodes/X.py``)."""
+    prepare_process([cls])
     return run_nodes([lambda: cls()], args if args is not None else sys.argv)
 
 
@@ -247,13 +257,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ready-file", default=None,
                         help="with --standby: write this process's PID here once it is ready to start")
     args = parser.parse_args(argv)
-    factories = []
+    factories, classes = [], []
     for item in args.node:
         name, _, exe = item.partition(":")
         cls = node_class(exe or name)
+        classes.append(cls)
         factories.append(lambda cls=cls, name=name: cls(name))
         if args.standby:
             cls.prewarm()
+    prepare_process(classes)
     if not args.standby:
         return run_nodes(factories, ["rgbt", *ros_args], args.duration)
     placeholder = standby_placeholder(["rgbt", *ros_args])
