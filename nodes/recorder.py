@@ -66,8 +66,6 @@ class RecorderNode(RgbtNode):
         self.rec.writer_budget_bytes = self.plan.writer_bytes
         self.get_logger().info(f"memory budget {self.plan.budget_bytes / 1e6:.0f} MB: reader queues "
                                f"{self.plan.depths}, writer queue {self.plan.writer_bytes / 1e6:.0f} MB")
-        if o.reserve_memory:
-            self.diag.values["heap_reserved_mb"] = str(self._reserve(self.plan.budget_bytes * 5 // 4))
         self.subscribed: dict[str, str] = {}
         self._recorded_subs: dict[str, object] = {}
         # subscribed reliable (as the trigger sync publishes them) until a best-effort publisher shows up
@@ -78,6 +76,8 @@ class RecorderNode(RgbtNode):
         for topic in self.wanted:
             if topic in known:
                 self._subscribe(topic, known[topic])
+        if o.reserve_memory:  # after subscribing: matching goes on meanwhile, messages wait in the reader queues
+            self.diag.values["heap_reserved_mb"] = str(self._reserve(self.plan.budget_bytes * 5 // 4))
         if o.write_state:
             self.rec.enable_state_topic(o.state_topic or stack.autopilot.state_topic)
         # latched like its publishers: a recorder (re)started after the arm learns the state at once

@@ -66,6 +66,11 @@ def tune_allocator(mmap_threshold: int = MMAP_THRESHOLD, trim_threshold: int = 1
     return ok
 
 
+def allocator_tuned() -> bool:
+    """Whether :func:`tune_allocator` is in effect in this process."""
+    return bool(_state["tuned"])
+
+
 def single_arena() -> bool:
     """Every thread of this process allocates from glibc's main arena. Call it before other threads
     first allocate (before ``rclpy.init``: the middleware starts its threads there); threads that

@@ -46,7 +46,7 @@ from rosbags.rosbag2.storage_mcap import McapWriter, PendingChunk
 from rosbags.typesys.store import Typestore
 
 from rgbt.errors import BagError
-from rgbt.memory import tune_allocator
+from rgbt.memory import allocator_tuned, tune_allocator
 
 BAG_VERSION = 9  # rosbag2 metadata version written (Jazzy)
 MAXTIME = 2**63 - 1
@@ -854,6 +854,6 @@ def measure_write_rate(duration_s: float = 2.0, out_dir: str | os.PathLike[str] 
     rate = full_stack_data_rate_mb_s()
     return {"mb_s": mb_s, "data_rate_mb_s": rate, "ratio": mb_s / rate, "bytes": float(total),
             "messages": float(len(schedule)), "seconds": seconds, "file_bytes": float(file_bytes),
-            "runs_mb_s": [r[0] / 1e6 / r[1] for r in runs], "allocator_tuned": _ALLOCATOR_TUNED,
+            "runs_mb_s": [r[0] / 1e6 / r[1] for r in runs], "allocator_tuned": allocator_tuned(),
             "read_mb_s": reads[len(reads) // 2], "direct_io": all(used_direct),
             "cpu_ms_per_mb": cpu_s * 1e3 / (total / 1e6)}
