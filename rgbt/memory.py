@@ -22,14 +22,16 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import functools
 import sys
 
 M_TRIM_THRESHOLD, M_MMAP_THRESHOLD, M_ARENA_MAX = -1, -3, -8  # <malloc.h>
 MMAP_THRESHOLD = 32 << 20  # frames below this come from the heap (tune_allocator)
 
-_state = {"tuned": False, "reserved": 0}
+_state = {"tuned": False, "reserved": 0}  # reserved: the largest reservation (bytes)
 
 
+@functools.cache
 def _libc() -> ctypes.CDLL | None:
     if not sys.platform.startswith("linux"):
         return None
@@ -60,8 +62,8 @@ def tune_allocator(mmap_threshold: int = MMAP_THRESHOLD, trim_threshold: int = 1
     libc = _libc()
     if libc is None:
         return False
-    trim = max(int(trim_threshold), _state["reserved"] + (256 << 20) if _state["reserved"] else 0)
-    ok = bool(libc.mallopt(M_MMAP_THRESHOLD, int(mmap_threshold))) and bool(libc.mallopt(M_TRIM_THRESHOLD, trim))
+    ok = bool(libc.mallopt(M_MMAP_THRESHOLD, int(mmap_threshold))) and bool(
+        libc.mallopt(M_TRIM_THRESHOLD, int(trim_threshold)))
     _state["tuned"] = ok
     return ok
 
