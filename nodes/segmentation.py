@@ -4,7 +4,8 @@ Wraps ``rgbt.seg.stage.SegmentationStage`` in a live ``rgbt.seg.pipeline.SegPipe
 callback only hands the frame over; a low-priority thread normalizes it while the previous frame
 is inferred, and results are published from the inference thread. When inference is slower than
 the camera the newest frame is processed and older ones are dropped (``pipeline.dropped_stale`` in
-diagnostics; the recorder still gets every frame from the sync node).
+diagnostics; the recorder still gets every frame from the sync node), and so is a newest frame that
+comes too late (``pipeline.dropped_late``, option ``late_after_periods``).
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ class SegmentationNode(RgbtNode):
         self.input_topic = o.input_topic or self.stack().cameras["thermal"].topic
         # class colours (the model's palette) are drawn per frame, only while /color has a subscriber
         self.stage = make_stage(o.model, o.backend, {**o.stage, "color": False})
-        self.pipeline = SegPipeline(self.stage, self.on_result,
+        self.pipeline = SegPipeline(self.stage, self.on_result, late_after_periods=o.late_after_periods,
                                     on_error=lambda t_ns, exc: self.report_error(f"frame {t_ns}", exc, self.input_topic))
         self.get_logger().info(f"{self.stage.options}")
         self.last_timing: dict = {}  # of the newest result, for diagnostics
@@ -51,6 +52,12 @@ class SegmentationNode(RgbtNode):
             self.pub_color.publish(image_to_cdr(self.stage.colorize(result.class_ids), t_ns, frame_id, "rgb8"))
         self.diag.topic(self.input_topic).tick(self.now_ns() - t_ns)
         self.last_timing = result.timing
+
+    def apply_options(self, new: SegmentationOptions, changed: set[str]) -> None:  # type: ignore[override]
+        """``late_after_periods`` is live: the pipeline takes it at its next frame."""
+        super().apply_options(new, changed)
+        if "late_after_periods" in changed:
+            self.pipeline.gate.late_after_periods = new.late_after_periods
 
     def publish_diagnostics(self) -> None:
         self.diag.set_values("timing", self.last_timing)

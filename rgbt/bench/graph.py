@@ -119,6 +119,7 @@ def run(args: argparse.Namespace) -> dict:
     try:
         graph = start_graph(specs, profile_env(args.profile), duration_s=limit_s + 30)
         cpu.procs = {g: p.pid for g, p in graph.procs.items()}
+        cpu.procs.update({f"load-{i}": p.pid for i, p in enumerate(load.procs)})  # what the load got
         t_start = time.monotonic()
         try:
             while graph.alive() and time.monotonic() - t_start < limit_s:
@@ -214,28 +215,50 @@ class _Load:
         self.procs = []
 
 
+def runqueue_wait_s(pid: int) -> float | None:
+    """Seconds the threads of process ``pid`` have spent runnable but waiting for a CPU (the
+    kernel's ``/proc/<pid>/task/<tid>/schedstat``, second field); None where it cannot be read."""
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return None
+    total = 0
+    for tid in tids:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/schedstat") as fh:
+                total += int(fh.read().split()[1])
+        except (OSError, ValueError, IndexError):  # a thread that ended meanwhile
+            continue
+    return total / 1e9
+
+
 class _CpuSampler:
-    """CPU seconds of the graph's processes and of the whole machine, sampled a few times a second."""
+    """CPU seconds and CPU-wait seconds (runnable, not running) of the graph's processes, and the
+    whole machine's times, sampled a few times a second."""
 
     def __init__(self) -> None:
         self.procs: dict[str, int] = {}
-        self.samples: list[tuple[float, dict[str, float], object]] = []  # (wall s, group -> cpu s, machine)
+        # (wall s, group -> (cpu s, runqueue wait s or None), machine)
+        self.samples: list[tuple[float, dict[str, tuple[float, float | None]], object]] = []
 
     def sample(self) -> None:
         import psutil
 
-        per: dict[str, float] = {}
+        per: dict[str, tuple[float, float | None]] = {}
         for group, pid in self.procs.items():
             try:
                 t = psutil.Process(pid).cpu_times()
-                per[group] = t.user + t.system
+                per[group] = (t.user + t.system, runqueue_wait_s(pid))
             except psutil.Error:
                 continue
         self.samples.append((time.time(), per, psutil.cpu_times()))
 
     def shares(self, t0_s: float | None, specs: list, status: dict[str, dict[str, str]]) -> dict:
         """Share of one core (%) per process group over the playback window (from ``t0_s``), the
-        processing workers' share from their diagnostics, and the machine's busy / steal share."""
+        processing workers' share from their diagnostics, and the machine's busy / steal share.
+        ``cpu_wait_pct``: the time the group's threads were ready to run but waited for a CPU, in %
+        of the window (summed over threads: 50 = on average half a thread waiting); on a short CPU
+        it is where the latency goes."""
         if not self.samples:
             return {}
         first = next((s for s in self.samples if t0_s is None or s[0] >= t0_s), self.samples[0])
@@ -244,8 +267,12 @@ class _CpuSampler:
         groups = {}
         for group in self.procs:
             if group in first[1] and group in last[1]:
-                groups[group] = {"cpu_pct": round(100 * (last[1][group] - first[1][group]) / span, 1),
-                                 "nodes": [s.name for s in specs if s.process == group]}
+                (cpu0, wait0), (cpu1, wait1) = first[1][group], last[1][group]
+                groups[group] = {"cpu_pct": round(100 * (cpu1 - cpu0) / span, 1),
+                                 "cpu_wait_pct": (round(100 * max(wait1 - wait0, 0.0) / span, 1)
+                                                  if wait0 is not None and wait1 is not None else None),
+                                 "nodes": [s.name for s in specs if s.process == group]
+                                 or (["busy loop (--load)"] if group.startswith("load-") else [])}
         workers = {}
         for name, values in status.items():
             cpu_s = _num(values.get("latest.cpu_s") or values.get("pairs.cpu_s"))
@@ -277,13 +304,14 @@ def _count(value: str | None) -> int | None:
 
 def breakdown(status: dict[str, dict[str, str]]) -> dict:
     """Per node with a latest-frame mailbox (``<box>.*`` keys in its diagnostics) or a segmentation
-    pipeline: p50 / p99 ms of each stage, frames processed and dropped as stale."""
+    pipeline: p50 / p99 ms of each stage, frames processed and dropped as stale or as late."""
     out: dict[str, dict] = {}
     for node, values in sorted(status.items()):
         boxes = sorted({k.split(".")[0] for k in values if k.endswith(".dropped_stale")})
         for box in boxes:
             entry: dict = {"box": box, "processed": _count(values.get(f"{box}.processed")),
                            "dropped_stale": _count(values.get(f"{box}.dropped_stale")),
+                           "dropped_late": _count(values.get(f"{box}.dropped_late")),
                            "submitted": _count(values.get(f"{box}.submitted"))}
             for stage in STAGES:
                 p50, p99 = _num(values.get(f"{box}.{stage}_p50_ms")), _num(values.get(f"{box}.{stage}_p99_ms"))
@@ -471,13 +499,14 @@ def print_result(result: dict) -> None:
     for node, b in result["breakdown"].items():
         if "box" not in b:
             continue
-        rows.append([node, b["processed"], b["dropped_stale"]] +
+        rows.append([node, b["processed"], b["dropped_stale"], b["dropped_late"]] +
                     [f"{b[s]['p50_ms']:.1f} / {b[s]['p99_ms']:.1f}" if s in b else "" for s in STAGES])
-    print_table("where the latency goes (p50 / p99 ms)", ["node", "processed", "stale dropped", *STAGES], rows)
+    print_table("where the latency goes (p50 / p99 ms)", ["node", "processed", "stale dropped", "late dropped",
+                                                          *STAGES], rows)
     cpu = result.get("cpu", {})
-    rows = [[g, v["cpu_pct"], ", ".join(v["nodes"])] for g, v in cpu.get("processes", {}).items()]
-    print_table(f"CPU share of one core over {cpu.get('window_s')} s (machine: {cpu.get('machine')})",
-                ["process", "cpu_pct", "nodes"], rows)
+    rows = [[g, v["cpu_pct"], v.get("cpu_wait_pct"), ", ".join(v["nodes"])] for g, v in cpu.get("processes", {}).items()]
+    print_table(f"CPU share of one core over {cpu.get('window_s')} s (machine: {cpu.get('machine')}); "
+                "cpu_wait: ready to run, waiting for a CPU", ["process", "cpu_pct", "cpu_wait_pct", "nodes"], rows)
     print(f"recorder: {result['recorder']}")
     rows = [[t, v["p99_ms"], v["frame_period_ms"], v["p99_frame_periods"]] for t, v in result["processing"].items()]
     print_table("processing latency: input's host arrival -> output at the recorder",

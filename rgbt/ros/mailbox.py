@@ -5,9 +5,13 @@ A subscription callback only puts the received item (raw CDR, or a pair of them)
 processes it. An item still waiting when a newer one arrives is stale: it is dropped and counted
 (``dropped_stale``), never queued. So when the CPU is short, processing falls behind by at most
 one frame instead of by a growing queue, and the drivers, the trigger sync and the recorder (at
-normal priority, in other processes) keep the cores they need.
+normal priority, in other processes) keep the cores they need. The newest item itself can reach the
+worker late when the CPU is short; with ``late_after_periods`` > 0 an item whose work would start
+more than that many frame periods after the stream's quickest recent arrival is dropped too
+(``dropped_late``; :class:`rgbt.lateness.LatenessGate`), so what is published stays fresh.
 
-Counters (``stats()``): ``submitted``, ``processed``, ``dropped_stale``, ``errors``, and p50 / p99 in
+Counters (``stats()``): ``submitted``, ``processed``, ``dropped_stale``, ``dropped_late``, ``errors``,
+the gate's ``baseline_ms`` / ``period_ms`` / ``clock_resets``, and p50 / p99 in
 ms of ``arrival`` (header stamp -> the subscription callback: everything upstream, transport and
 executor wait included), ``wait`` (callback -> the worker takes it), ``work`` (the handler's wall
 time), ``serialize`` and ``publish`` (:meth:`LatestFrameNode.publish_image`: array -> CDR bytes, and
@@ -23,6 +27,7 @@ import time
 from collections import deque
 from typing import Any, Callable
 
+from rgbt.lateness import LatenessGate
 from rgbt.ros.diagnostics import p50_p99_ms
 
 
@@ -32,17 +37,20 @@ class LatestMailbox:
     when that is > 0. ``priority``: ``idle`` (``SCHED_IDLE``,
     runs only on otherwise idle cores), ``low`` (nice 19) or ``normal`` (see
     :func:`rgbt.seg.pipeline.lower_thread_priority`). Exceptions in ``handle`` are counted and passed
-    to ``on_error(exc)``; the worker keeps going."""
+    to ``on_error(exc)``; the worker keeps going. ``late_after_periods`` > 0: items submitted with a
+    stamp are also dropped when they reach the worker late (:class:`rgbt.lateness.LatenessGate`)."""
 
     def __init__(self, handle: Callable[[Any], None], name: str = "latest", priority: str = "low",
-                 on_error: Callable[[BaseException], None] | None = None, max_rate_hz: float = 0.0) -> None:
+                 on_error: Callable[[BaseException], None] | None = None, max_rate_hz: float = 0.0,
+                 late_after_periods: float = 0.0) -> None:
         self._handle, self._on_error = handle, on_error
         self._priority = priority
         self.max_rate_hz = max_rate_hz  # 0: no limit; else items in between are dropped as stale
         self._cv = threading.Condition()
-        self._item: tuple[Any, int] | None = None
+        self._item: tuple[Any, int, int | None] | None = None  # (item, monotonic ns at submit, stamp)
         self._stop = False
-        self.counts = {"submitted": 0, "processed": 0, "dropped_stale": 0, "errors": 0}
+        self.gate = LatenessGate(late_after_periods)
+        self.counts = {"submitted": 0, "processed": 0, "dropped_stale": 0, "dropped_late": 0, "errors": 0}
         self.samples: dict[str, deque[int]] = {k: deque(maxlen=1000) for k in
                                                ("arrival", "wait", "work", "serialize", "publish")}
         self._cpu_ns = 0
@@ -53,13 +61,16 @@ class LatestMailbox:
     def submit(self, item: Any, stamp_ns: int | None = None) -> None:
         """Hand over the newest item (never blocks); a waiting older one is dropped and counted.
         ``stamp_ns``: the item's header stamp (wall clock), for the ``arrival`` latency."""
+        now = time.time_ns()
         if stamp_ns is not None:
-            self.samples["arrival"].append(time.time_ns() - stamp_ns)
+            self.samples["arrival"].append(now - stamp_ns)
         with self._cv:
+            if stamp_ns is not None:
+                self.gate.arrived(stamp_ns, now)
             self.counts["submitted"] += 1
             if self._item is not None:
                 self.counts["dropped_stale"] += 1
-            self._item = (item, time.monotonic_ns())
+            self._item = (item, time.monotonic_ns(), stamp_ns)
             self._cv.notify()
 
     def _run(self) -> None:
@@ -72,7 +83,10 @@ class LatestMailbox:
                     self._cv.wait()
                 if self._stop:
                     return
-                (item, t_sub), self._item = self._item, None
+                (item, t_sub, stamp), self._item = self._item, None
+                if stamp is not None and self.gate.late(stamp, time.time_ns()):
+                    self.counts["dropped_late"] += 1  # a newer item is at most a period away
+                    continue
             t0, c0 = time.monotonic_ns(), time.thread_time_ns()
             self.samples["wait"].append(t0 - t_sub)
             try:
@@ -93,6 +107,9 @@ class LatestMailbox:
     def stats(self) -> dict[str, Any]:
         """Counters, ``<stage>_p50_ms`` / ``<stage>_p99_ms`` of each stage with samples, ``cpu_s``."""
         out: dict[str, Any] = dict(self.counts)
+        gate = self.gate.stats()
+        out.update({k: v for k, v in gate.items() if k != "late"})  # dropped_late counts them
+        out["late_after_periods"] = self.gate.late_after_periods
         for key, values in self.samples.items():
             if values:
                 out[f"{key}_p50_ms"], out[f"{key}_p99_ms"] = p50_p99_ms(values)
@@ -123,7 +140,8 @@ class LatestFrameNode:
     def latest(self, handle: Callable[[Any], None], topic: str, name: str = "latest") -> LatestMailbox:
         box = LatestMailbox(handle, name=f"{self.get_name()}-{name}", priority=self.options.worker_priority,  # type: ignore[attr-defined]
                             on_error=lambda exc: self.report_error(handle.__name__, exc, topic),  # type: ignore[attr-defined]
-                            max_rate_hz=self.options.max_rate_hz)  # type: ignore[attr-defined]
+                            max_rate_hz=self.options.max_rate_hz,  # type: ignore[attr-defined]
+                            late_after_periods=self.options.late_after_periods)  # type: ignore[attr-defined]
         self.__dict__.setdefault("_mailboxes", {})[name] = box
         return box
 
@@ -171,11 +189,13 @@ class LatestFrameNode:
         box.samples["publish"].append(time.monotonic_ns() - t1)
 
     def apply_options(self, new: Any, changed: set[str]) -> None:
-        """``max_rate_hz`` is live: the mailboxes take it at their next frame."""
+        """``max_rate_hz`` and ``late_after_periods`` are live: the mailboxes take them at their next frame."""
         super().apply_options(new, changed)  # type: ignore[misc]
-        if "max_rate_hz" in changed:
-            for box in self.__dict__.get("_mailboxes", {}).values():
+        for box in self.__dict__.get("_mailboxes", {}).values():
+            if "max_rate_hz" in changed:
                 box.max_rate_hz = new.max_rate_hz
+            if "late_after_periods" in changed:
+                box.gate.late_after_periods = new.late_after_periods
 
     def publish_diagnostics(self) -> None:
         for name, box in self.__dict__.get("_mailboxes", {}).items():

@@ -24,6 +24,9 @@ QosName = Literal["sensor_data", "reliable", "latched"]
 RAW_PREFIX = "/rgbt/raw"
 ARMED_TOPIC = "/rgbt/armed"  # std_msgs/Bool, latched: the autopilot's armed state
 TRIGGER_TOPIC = "/rgbt/trigger"
+# processing nodes: drop a frame whose work would start more than this many frame periods after the
+# stream's quickest recent arrival (rgbt.lateness.LatenessGate)
+LATE_AFTER_PERIODS = 2.0
 
 
 def time_reference_topic(fix_topic: str) -> str:
@@ -72,7 +75,11 @@ class ProcessingOptions(NodeOptions):
     # at most this many frames (pairs) a second, the newest each time (0: every frame the CPU allows):
     # a heavy stage on a small host keeps a bounded CPU share and latency instead of taking what is left
     max_rate_hz: float = Field(0.0, ge=0)
-    live: ClassVar[frozenset[str]] = NodeOptions.live | {"max_rate_hz"}
+    # the newest frame is dropped too (counted dropped_late) when its work would start more than this
+    # many frame periods after the stream's quickest recent arrival (rgbt.lateness; 0: off): on a
+    # short CPU what is published stays fresh instead of late
+    late_after_periods: float = Field(LATE_AFTER_PERIODS, ge=0)
+    live: ClassVar[frozenset[str]] = NodeOptions.live | {"max_rate_hz", "late_after_periods"}
 
 
 class HostClockOptions(BaseModel):
@@ -159,6 +166,10 @@ class SegmentationOptions(NodeOptions):
     backend: str = "onnxruntime"
     stage: dict[str, Any] = Field(default_factory=dict)
     publish_color: bool = True
+    # a frame whose inference would start more than this many thermal periods after the stream's
+    # quickest recent arrival is dropped (pipeline.dropped_late; rgbt.lateness; 0: off)
+    late_after_periods: float = Field(LATE_AFTER_PERIODS, ge=0)
+    live: ClassVar[frozenset[str]] = NodeOptions.live | {"late_after_periods"}
 
 
 class FusionOptions(ProcessingOptions):
@@ -264,6 +275,8 @@ class VioBridgeOptions(ProcessingOptions):
     normalization: Literal["percentile", "fixed", "temporal", "temporal_clahe"] = "temporal"
     drop_frozen: bool = True  # drop FFC-frozen frames (the temporal modes detect them)
     relay_imu: bool = True
+    # an estimator wants every frame it can get, late or not (it has its own time offset): no deadline
+    late_after_periods: float = Field(0.0, ge=0)
 
 
 class OdometryCaptureOptions(NodeOptions):

@@ -21,7 +21,10 @@ What the prep thread finishes after that is stale and is dropped.
 Two policies:
 
 * live (default): ``submit`` never blocks; a raw frame or a prepared input overtaken by a newer
-  one is dropped and counted (``dropped_stale``), so latency never grows;
+  one is dropped and counted (``dropped_stale``), so latency never grows; with
+  ``late_after_periods`` > 0 a frame whose inference would start more than that many frame periods
+  after the stream's quickest recent arrival is dropped too (``dropped_late``,
+  :class:`rgbt.lateness.LatenessGate`): on a short CPU the newest frame itself can come late;
 * lossless: ``submit`` blocks while a frame is still waiting; every frame is segmented, in order
   (``stream``, benchmarks, offline runs).
 
@@ -40,6 +43,7 @@ from typing import Callable, Iterable, Iterator
 
 import numpy as np
 
+from rgbt.lateness import LatenessGate
 from rgbt.seg.preprocess import Fit
 from rgbt.seg.stage import PREP_PRIORITIES, SegmentationStage, SegResult
 
@@ -91,11 +95,13 @@ class SegPipeline:
 
     ``on_result(t_ns, SegResult)`` runs on the inference thread; ``result.timing`` adds
     ``latency_ms`` (submit to result) and ``prepared_by`` ("prep" thread or "inference" thread).
+    ``t_ns`` is the frame's header stamp (wall-clock ns) for ``late_after_periods`` and the
+    ``arrival`` samples; any increasing number otherwise.
     """
 
     def __init__(self, stage: SegmentationStage, on_result: Callable[[int, SegResult], None], *,
                  lossless: bool = False, on_error: Callable[[int, Exception], None] | None = None,
-                 steal_after_ms: float = 8.0) -> None:
+                 steal_after_ms: float = 8.0, late_after_periods: float = 0.0) -> None:
         if stage.spec.modality != "thermal":
             raise ValueError(f"SegPipeline runs thermal-only models; {stage.options.engine} takes "
                              f"{stage.spec.modality!r} input (use SegmentationStage.process)")
@@ -121,8 +127,12 @@ class SegPipeline:
         self._held_stolen = False  # the inference thread prepared the held frame itself
         self._stop = self._drain = False
         self.prep_priority = "?"
-        self.counts = {"submitted": 0, "processed": 0, "dropped_stale": 0, "prepared_inline": 0,
-                       "errors": 0}
+        self.gate = LatenessGate(0.0 if lossless else late_after_periods)  # lossless: every frame
+        self.counts = {"submitted": 0, "processed": 0, "dropped_stale": 0, "dropped_late": 0,
+                       "prepared_inline": 0, "errors": 0}
+        # ns samples of the newest 1000 frames: header stamp -> submit (wall clock), submit ->
+        # inference start, inference start -> on_result returned (the published result)
+        self.samples: dict[str, deque[int]] = {k: deque(maxlen=1000) for k in ("arrival", "wait", "work")}
         self.last_error: Exception | None = None
         self._prep_thread = threading.Thread(target=self._prep_loop, name="seg-prep", daemon=True)
         self._infer_thread = threading.Thread(target=self._infer_loop, name="seg-infer", daemon=True)
@@ -134,8 +144,11 @@ class SegPipeline:
         """Hand over one raw frame (uint16 HxW, stamp ``t_ns``; ``tag`` comes back as
         ``result.tag``). Live: never blocks, replaces a frame still waiting. Lossless: blocks
         until the previous frame has been picked up."""
-        now = time.perf_counter_ns()
+        now, wall = time.perf_counter_ns(), time.time_ns()
         with self._lock:
+            if self.gate.enabled:
+                self.gate.arrived(int(t_ns), wall)
+                self.samples["arrival"].append(wall - int(t_ns))
             if self._stop:
                 raise RuntimeError("SegPipeline: submit after close")
             if self.lossless:
@@ -166,11 +179,20 @@ class SegPipeline:
         self._infer_thread.join()
 
     def stats(self) -> dict:
-        """Counters, the prep thread's priority, and what is queued now (raw frame waiting,
-        prepared inputs waiting, prep thread busy)."""
+        """Counters, the prep thread's priority, what is queued now (raw frame waiting, prepared
+        inputs waiting, prep thread busy), the lateness gate's ``baseline_ms`` / ``period_ms`` /
+        ``clock_resets``, and ``<stage>_p50_ms`` / ``<stage>_p99_ms`` of ``arrival`` (with the gate
+        on), ``wait`` and ``work`` (see ``samples``)."""
         with self._lock:
-            return {**self.counts, "prep_priority": self.prep_priority, "queued_raw": int(self._raw is not None),
-                    "queued_ready": len(self._ready), "prep_busy": int(self._held is not None)}
+            out = {**self.counts, "prep_priority": self.prep_priority, "queued_raw": int(self._raw is not None),
+                   "queued_ready": len(self._ready), "prep_busy": int(self._held is not None),
+                   "late_after_periods": self.gate.late_after_periods,
+                   **{k: v for k, v in self.gate.stats().items() if k != "late"}}
+            samples = {k: np.fromiter(v, dtype=np.float64, count=len(v)) for k, v in self.samples.items() if v}
+        for key, a in samples.items():
+            p50, p99 = np.percentile(a, (50, 99)) / 1e6
+            out[f"{key}_p50_ms"], out[f"{key}_p99_ms"] = round(float(p50), 3), round(float(p99), 3)
+        return out
 
     # -- prep thread ----------------------------------------------------------------------------
     def _prep_loop(self) -> None:
@@ -241,11 +263,13 @@ class SegPipeline:
         """Under the lock: the next job of the inference thread, or None to wait."""
         if self._stop and not self._drain:
             return None
-        if self._ready:
+        while self._ready:
             job = self._ready.popleft()
             self._cv_prep.notify()  # lossless: room for the next prepared input
             self._last_taken = job.item.seq
-            return job
+            if not self._late(job.item):
+                return job
+            self._free.append(job.x)
         if not self._free:
             return None
         wanted = self._held_wanted()
@@ -261,9 +285,18 @@ class SegPipeline:
             item = self._held[0]
             self._held_stolen = True
         self._last_taken = item.seq
+        if self._late(item):
+            return None  # the prep thread drops what it holds of it (seq <= _last_taken)
         self.counts["prepared_inline"] += 1
         self._cv_submit.notify()  # lossless producer: the raw slot may be free
         return item, self._free.pop()
+
+    def _late(self, item: _Frame) -> bool:
+        """Under the lock: the frame is too late to start on (counted ``dropped_late``)."""
+        if self.gate.enabled and self.gate.late(item.t_ns, time.time_ns()):
+            self.counts["dropped_late"] += 1
+            return True
+        return False
 
     def _waited_ns(self) -> int:
         """How long the inference thread has been idle while the prep thread held its frame."""
@@ -316,6 +349,10 @@ class SegPipeline:
             self._on_result(p.item.t_ns, result)
         except Exception as exc:  # the consumer's failure is counted like a frame's
             self._error(p.item, exc)
+        done = time.perf_counter_ns()
+        with self._lock:
+            self.samples["wait"].append(t1 - p.item.submitted_ns)
+            self.samples["work"].append(done - t1)
 
     def _error(self, item: _Frame, exc: Exception) -> None:
         with self._lock:

@@ -58,7 +58,7 @@ def test_bench_graph_json_contract(ros_env: dict) -> None:
     # where the latency goes: every processing node reports its stages and stale drops
     for node in ("thermal_preprocess", "rectify", "fusion"):
         b = result["breakdown"][node]
-        assert b["processed"] + b["dropped_stale"] <= b["submitted"] and b["submitted"] > 0, (node, b)
+        assert b["processed"] + b["dropped_stale"] + b["dropped_late"] <= b["submitted"] and b["submitted"] > 0, (node, b)
         assert "arrival" in b, (node, b)
     # rectify's outputs are recorded: it serializes and publishes; the preprocess outputs have no
     # subscriber in bench-sim, so it normalizes and builds none of them (lazy outputs)
@@ -66,6 +66,7 @@ def test_bench_graph_json_contract(ros_env: dict) -> None:
     assert {"wait", "work"} <= set(result["breakdown"]["thermal_preprocess"])
     assert not {"serialize", "publish"} & set(result["breakdown"]["thermal_preprocess"])
     cpu = result["cpu"]
-    assert set(cpu["processes"]) == set(result["processes"])
-    assert all(v["cpu_pct"] >= 0 for v in cpu["processes"].values())
+    assert set(cpu["processes"]) == set(result["processes"]) | {"load-0"}  # the busy loop's share too
+    assert cpu["processes"]["load-0"]["nodes"] == ["busy loop (--load)"]
+    assert all(v["cpu_pct"] >= 0 and v["cpu_wait_pct"] >= 0 for v in cpu["processes"].values())
     assert cpu["machine"]["cores"] >= 1

@@ -156,6 +156,42 @@ def test_bad_frame_is_counted_and_the_pipeline_keeps_going(frames, serial):
     assert pipe.stats()["errors"] == 1
 
 
+def test_live_drops_a_frame_that_comes_too_late_and_counts_it(frames, serial):
+    """``late_after_periods``: a frame whose inference would start more than a period after the
+    stream's quickest recent arrival is not segmented (``dropped_late``); on-time frames are."""
+    P, transport = 16_666_667, 5_000_000
+    st = SegmentationStage(SegStageOptions(MODEL))
+    out = _Collect()
+    pipe = SegPipeline(st, out, late_after_periods=1.0)
+    try:
+        now = time.time_ns()
+        for k in range(60, 0, -1):  # a live 60 Hz history up to now
+            pipe.gate.arrived(now - k * P - transport, now - k * P)
+        late_t = time.time_ns() - transport - 4 * P
+        pipe.submit(late_t, frames[0])
+        _wait_for(lambda: pipe.stats()["dropped_late"] + pipe.stats()["dropped_stale"] == 1)
+        fresh_t = time.time_ns() - transport
+        pipe.submit(fresh_t, frames[1])
+        _wait_for(lambda: len(out.items) == 1)
+    finally:
+        pipe.close(drain=False)
+    stats = pipe.stats()
+    assert [t for t, _ in out.items] == [fresh_t] and np.array_equal(out.items[0][1].class_ids, serial[1])
+    assert stats["dropped_late"] == 1 and stats["processed"] == 1, stats
+    assert stats["wait_p99_ms"] >= 0 and stats["work_p99_ms"] > 0 and stats["arrival_p99_ms"] > 0
+
+
+def test_lossless_never_drops_late_frames(frames, serial):
+    """Offline runs (``stream``) segment every frame, however old its stamp."""
+    st = SegmentationStage(SegStageOptions(MODEL))
+    out = _Collect()
+    pipe = SegPipeline(st, out, lossless=True, late_after_periods=1.0)
+    assert not pipe.gate.enabled
+    pipe.submit(1, frames[0])
+    pipe.close(drain=True)
+    assert [t for t, _ in out.items] == [1] and pipe.stats()["dropped_late"] == 0
+
+
 def test_stream_raises_a_frame_error(frames):
     st = SegmentationStage(SegStageOptions(MODEL))
     with pytest.raises(Exception, match="uint16"):
