@@ -146,7 +146,7 @@ class SegPipeline:
         until the previous frame has been picked up."""
         now, wall = time.perf_counter_ns(), time.time_ns()
         with self._lock:
-            if self.gate.enabled:
+            if not self.lossless:  # live: t_ns is a header stamp
                 self.gate.arrived(int(t_ns), wall)
                 self.samples["arrival"].append(wall - int(t_ns))
             if self._stop:
@@ -181,8 +181,8 @@ class SegPipeline:
     def stats(self) -> dict:
         """Counters, the prep thread's priority, what is queued now (raw frame waiting, prepared
         inputs waiting, prep thread busy), the lateness gate's ``baseline_ms`` / ``period_ms`` /
-        ``clock_resets``, and ``<stage>_p50_ms`` / ``<stage>_p99_ms`` of ``arrival`` (with the gate
-        on), ``wait`` and ``work`` (see ``samples``)."""
+        ``clock_resets``, and ``<stage>_p50_ms`` / ``<stage>_p99_ms`` of ``arrival`` (live only),
+        ``wait`` and ``work`` (see ``samples``)."""
         with self._lock:
             out = {**self.counts, "prep_priority": self.prep_priority, "queued_raw": int(self._raw is not None),
                    "queued_ready": len(self._ready), "prep_busy": int(self._held is not None),
