@@ -182,7 +182,10 @@ def _warm_spare_takes_over(tmp_path: Path, stop_after, watcher) -> None:  # type
 def test_a_group_left_down_has_its_spare_ended(tmp_path: Path, stop_after) -> None:
     """A group that keeps failing: its first restart takes the warm spare; once it is left down the
     next spare is ended too (it would only hold memory), and no further one is started."""
-    crash_later = [sys.executable, "-c", "import sys, time; time.sleep(1.5); sys.exit(3)"]
+    # a spare (``--standby``) waits to be activated like a real one, then fails the same way: it can
+    # never die before the process it stands in for (a race on a loaded machine otherwise)
+    crash_later = [sys.executable, "-c", "import sys, time\nif '--standby' in sys.argv: sys.stdin.readline()\n"
+                   "time.sleep(1.5); sys.exit(3)"]
     graph = _graph(tmp_path, crashy=crash_later, recorder=SLEEP)
     stop_after(graph)
     options = FAST.model_copy(update={"max_restarts": 1, "spare_delay_s": 0.1})

@@ -120,7 +120,9 @@ def test_campaign_resumes_after_a_kill_and_ray_gives_the_same_table(small_vocab:
         if ca["ate_rmse_mean"] is None or cb["ate_rmse_mean"] is None:
             assert ca["ate_rmse_mean"] == cb["ate_rmse_mean"], (key, ca, cb)
             continue
-        # the same table within the run-to-run spread: 3 sigma of both, floor 2 cm + 10 % (2 runs estimate
-        # sigma poorly); a wrong cell assignment or a broken run is off by far more
-        spread = max(3 * (ca["ate_rmse_std"] + cb["ate_rmse_std"]), 0.02 + 0.1 * ca["ate_rmse_mean"])
+        # the same table within the run-to-run spread: 3 sigma of both, floor 7 cm + 10 % (2 runs estimate
+        # sigma poorly: ORB-SLAM3 monocular on this 1.5 s loop gave cell means of 0.039 and 0.097 m, and
+        # 0.040 and 0.079 m, for the same cell in two suite runs, its threads racing the frames fed at
+        # pace 0); a broken run (no ATE, or metres off) still fails
+        spread = max(3 * (ca["ate_rmse_std"] + cb["ate_rmse_std"]), 0.07 + 0.1 * ca["ate_rmse_mean"])
         assert abs(ca["ate_rmse_mean"] - cb["ate_rmse_mean"]) <= spread, (key, ca["ate_rmse_mean"], cb["ate_rmse_mean"])
