@@ -102,10 +102,11 @@ class LatenessGate:
         return False
 
     def stats(self) -> dict[str, float | int]:
-        """``late``, ``clock_resets``, ``realtime`` (0/1), and the current ``baseline_ms`` /
-        ``period_ms`` when known."""
+        """``late``, ``clock_resets``, ``realtime`` (0/1), ``late_after_periods``, and the current
+        ``baseline_ms`` / ``period_ms`` when known."""
         out: dict[str, float | int] = dict(self.counts)
         out["realtime"] = int(self.realtime())
+        out["late_after_periods"] = self.late_after_periods
         base, period = self.baseline_ns(), self.period_ns()
         if base is not None:
             out["baseline_ms"] = round(base / 1e6, 3)

@@ -50,7 +50,7 @@ class LatestMailbox:
         self._item: tuple[Any, int, int | None] | None = None  # (item, monotonic ns at submit, stamp)
         self._stop = False
         self.gate = LatenessGate(late_after_periods)
-        self.counts = {"submitted": 0, "processed": 0, "dropped_stale": 0, "dropped_late": 0, "errors": 0}
+        self.counts = {"submitted": 0, "processed": 0, "dropped_stale": 0, "errors": 0}  # + the gate's
         self.samples: dict[str, deque[int]] = {k: deque(maxlen=1000) for k in
                                                ("arrival", "wait", "work", "serialize", "publish")}
         self._cpu_ns = 0
@@ -85,8 +85,7 @@ class LatestMailbox:
                     return
                 (item, t_sub, stamp), self._item = self._item, None
                 if stamp is not None and self.gate.late(stamp, time.time_ns()):
-                    self.counts["dropped_late"] += 1  # a newer item is at most a period away
-                    continue
+                    continue  # dropped (the gate counts it); a newer item is at most a period away
             t0, c0 = time.monotonic_ns(), time.thread_time_ns()
             self.samples["wait"].append(t0 - t_sub)
             try:
@@ -108,8 +107,8 @@ class LatestMailbox:
         """Counters, ``<stage>_p50_ms`` / ``<stage>_p99_ms`` of each stage with samples, ``cpu_s``."""
         out: dict[str, Any] = dict(self.counts)
         gate = self.gate.stats()
-        out.update({k: v for k, v in gate.items() if k != "late"})  # dropped_late counts them
-        out["late_after_periods"] = self.gate.late_after_periods
+        out["dropped_late"] = gate.pop("late")
+        out.update(gate)
         for key, values in self.samples.items():
             if values:
                 out[f"{key}_p50_ms"], out[f"{key}_p99_ms"] = p50_p99_ms(values)

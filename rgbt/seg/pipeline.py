@@ -128,8 +128,8 @@ class SegPipeline:
         self._stop = self._drain = False
         self.prep_priority = "?"
         self.gate = LatenessGate(0.0 if lossless else late_after_periods)  # lossless: every frame
-        self.counts = {"submitted": 0, "processed": 0, "dropped_stale": 0, "dropped_late": 0,
-                       "prepared_inline": 0, "errors": 0}
+        self.counts = {"submitted": 0, "processed": 0, "dropped_stale": 0, "prepared_inline": 0,
+                       "errors": 0}  # + the gate's late ones as dropped_late (stats)
         # ns samples of the newest 1000 frames: header stamp -> submit (wall clock), submit ->
         # inference start, inference start -> on_result returned (the published result)
         self.samples: dict[str, deque[int]] = {k: deque(maxlen=1000) for k in ("arrival", "wait", "work")}
@@ -180,14 +180,14 @@ class SegPipeline:
 
     def stats(self) -> dict:
         """Counters, the prep thread's priority, what is queued now (raw frame waiting, prepared
-        inputs waiting, prep thread busy), the lateness gate's ``baseline_ms`` / ``period_ms`` /
-        ``clock_resets``, and ``<stage>_p50_ms`` / ``<stage>_p99_ms`` of ``arrival`` (live only),
+        inputs waiting, prep thread busy), the lateness gate's ``dropped_late``, ``baseline_ms`` /
+        ``period_ms`` / ``clock_resets`` / ``late_after_periods``, and ``<stage>_p50_ms`` / ``<stage>_p99_ms`` of ``arrival`` (live only),
         ``wait`` and ``work`` (see ``samples``)."""
         with self._lock:
-            out = {**self.counts, "prep_priority": self.prep_priority, "queued_raw": int(self._raw is not None),
-                   "queued_ready": len(self._ready), "prep_busy": int(self._held is not None),
-                   "late_after_periods": self.gate.late_after_periods,
-                   **{k: v for k, v in self.gate.stats().items() if k != "late"}}
+            gate = self.gate.stats()
+            out = {**self.counts, "dropped_late": gate.pop("late"), **gate, "prep_priority": self.prep_priority,
+                   "queued_raw": int(self._raw is not None), "queued_ready": len(self._ready),
+                   "prep_busy": int(self._held is not None)}
             samples = {k: np.fromiter(v, dtype=np.float64, count=len(v)) for k, v in self.samples.items() if v}
         for key, a in samples.items():
             p50, p99 = np.percentile(a, (50, 99)) / 1e6
@@ -292,11 +292,8 @@ class SegPipeline:
         return item, self._free.pop()
 
     def _late(self, item: _Frame) -> bool:
-        """Under the lock: the frame is too late to start on (counted ``dropped_late``)."""
-        if self.gate.enabled and self.gate.late(item.t_ns, time.time_ns()):
-            self.counts["dropped_late"] += 1
-            return True
-        return False
+        """Under the lock: the frame is too late to start on (the gate counts it: ``dropped_late``)."""
+        return self.gate.late(item.t_ns, time.time_ns())
 
     def _waited_ns(self) -> int:
         """How long the inference thread has been idle while the prep thread held its frame."""

@@ -21,7 +21,8 @@ def live(gate: LatenessGate, n: int, start: int = 0, jitter_ns: int = 2_000_000,
 def test_on_time_frames_pass_and_a_late_start_is_dropped_and_counted() -> None:
     gate = LatenessGate(1.0)
     i = live(gate, 60)
-    assert gate.stats() == {"late": 0, "clock_resets": 0, "realtime": 1, "baseline_ms": 5.0, "period_ms": 16.667}
+    assert gate.stats() == {"late": 0, "clock_resets": 0, "realtime": 1, "late_after_periods": 1.0,
+                            "baseline_ms": 5.0, "period_ms": 16.667}
     stamp = T0 + i * P
     gate.arrived(stamp, stamp + TRANSPORT)
     assert not gate.late(stamp, stamp + TRANSPORT + P - 1)  # within one period of the quickest arrival
