@@ -36,7 +36,8 @@ class RectifyNode(LatestFrameNode, RgbtNode):
         self.cams = (pair.cam0, pair.cam1)
         topics = (o.cam0_topic or stack.camera(pair.cam0).topic, o.cam1_topic or stack.camera(pair.cam1).topic)
         self.frame_id = stack.camera(pair.cam0).frame_id  # rectified canvas = cam0's rectified frame
-        self.pubs = [self.create_publisher(Image, f"{o.output_prefix}/{cam}", self.out_qos) for cam in self.cams]
+        # local publishers: a fusion node of this process takes the pairs by a direct call (rgbt.ros.local_topics)
+        self.pubs = [self.create_local_publisher(Image, f"{o.output_prefix}/{cam}", self.out_qos) for cam in self.cams]
         self.mailbox = self.latest_pairs(self.on_pair, topics, o.max_pending)  # cam0 meets cam1 by trigger stamp
 
     def on_pair(self, pair: tuple[bytes, bytes]) -> None:  # worker thread: the newest pair

@@ -22,6 +22,7 @@ from rgbt.ros.options import ReplayOptions
 from rgbt.ros.qos import qos_profile, topic_qos
 from rgbt.ros.spin import node_main
 from rgbt.ros.stamps import ns_to_stamp
+from rgbt.threadname import name_native_thread
 
 
 class ReplayNode(RgbtNode):
@@ -53,6 +54,7 @@ class ReplayNode(RgbtNode):
         self._thread.start()
 
     def _play(self) -> None:
+        name_native_thread()
         o = self.options
         try:
             self.wait_for_subscribers(o.wait_for, o.wait_timeout_s, self._stop)

@@ -34,6 +34,7 @@ from rgbt.ros.node import RgbtNode
 from rgbt.ros.options import ARMED_TOPIC, TRIGGER_TOPIC, VirtualStackOptions
 from rgbt.ros.qos import topic_qos
 from rgbt.ros.spin import freeze_startup_objects, node_main
+from rgbt.threadname import name_native_thread
 from rgbt.ros.wallstep import WallStep
 
 
@@ -97,6 +98,7 @@ class VirtualStackNode(RgbtNode):
     def _play(self) -> None:
         from rgbt.sim.live import paced, preload
 
+        name_native_thread()
         o = self.options
         sleep = self._stop.wait if o.realtime else (lambda _s: None)
         try:

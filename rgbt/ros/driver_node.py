@@ -21,6 +21,7 @@ from rgbt.ros.image import image_to_cdr
 from rgbt.ros.messages import frame_info, imu, imu_sync_info
 from rgbt.ros.node import RgbtNode
 from rgbt.ros.options import DriverOptions
+from rgbt.threadname import name_native_thread
 
 
 class DriverNode(RgbtNode):
@@ -55,6 +56,7 @@ class DriverNode(RgbtNode):
         raise NotImplementedError
 
     def _loop(self) -> None:
+        name_native_thread()
         while not self._stop.is_set():
             try:
                 if self.device is None:

@@ -137,6 +137,12 @@ class LatestFrameNode:
     handles_frames = True  # RgbtNode: multi-MB frames per message, kept on the heap
 
     def latest(self, handle: Callable[[Any], None], topic: str, name: str = "latest") -> LatestMailbox:
+        threads = self.options.opencv_threads  # type: ignore[attr-defined]
+        if threads and not self.__dict__.get("_mailboxes"):  # process-wide; once per node
+            import cv2
+
+            cv2.setNumThreads(threads)
+            self.get_logger().info(f"OpenCV threads (process-wide): {cv2.getNumThreads()}")  # type: ignore[attr-defined]
         box = LatestMailbox(handle, name=f"{self.get_name()}-{name}", priority=self.options.worker_priority,  # type: ignore[attr-defined]
                             on_error=lambda exc: self.report_error(handle.__name__, exc, topic),  # type: ignore[attr-defined]
                             max_rate_hz=self.options.max_rate_hz,  # type: ignore[attr-defined]
@@ -148,7 +154,13 @@ class LatestFrameNode:
                      max_pending: int = 8) -> LatestMailbox:
         """Subscribe (raw CDR) to two image topics; frames with identical header stamps are paired
         (``rgbt.ros.sync_adapter.StampPairer``, at most ``max_pending`` unmatched of each kept) and
-        each pair ``(raw0, raw1)`` goes to a mailbox ``pairs`` whose worker runs ``handle``."""
+        each pair ``(raw0, raw1)`` goes to a mailbox ``pairs`` whose worker runs ``handle``.
+
+        Topics a node of this process publishes through a local publisher (the rectify node's pairs,
+        for fusion in the same process) are taken in-process on the publisher's thread
+        (``rgbt.ros.local_topics``), without a middleware round trip or an executor wake-up."""
+        import threading
+
         from sensor_msgs.msg import Image
 
         from rgbt.ros.stamps import cdr_stamp_ns
@@ -156,21 +168,25 @@ class LatestFrameNode:
 
         box = self.latest(handle, topics[0], "pairs")
         pairer = StampPairer(max_pending)
+        lock = threading.Lock()  # one topic may come in-process (publisher's thread), the other by the executor
 
         def first(raw: bytes) -> None:
             stamp = cdr_stamp_ns(raw)
-            other, _ = pairer.add_frame(stamp, raw)
+            with lock:
+                other, _ = pairer.add_frame(stamp, raw)
             if other is not None:
                 box.submit((raw, other), stamp)
 
         def second(raw: bytes) -> None:
             stamp = cdr_stamp_ns(raw)
-            other = pairer.add_info(stamp, raw)
+            with lock:
+                other = pairer.add_info(stamp, raw)
             if other is not None:
                 box.submit((other, raw), stamp)
 
-        for topic, fn in zip(topics, (first, second)):
-            self.create_subscription(Image, topic, self.guard(fn, topic), self.in_qos, raw=True)  # type: ignore[attr-defined]
+        how = [self.subscribe_local_first(Image, topic, self.guard(fn, topic), self.in_qos, raw=True)  # type: ignore[attr-defined]
+               for topic, fn in zip(topics, (first, second))]
+        self.get_logger().info(f"pairs of {topics[0]} + {topics[1]}: {' + '.join(how)}")  # type: ignore[attr-defined]
         return box
 
     def publish_image(self, pub: Any, arr: Any, t_ns: int, frame_id: str, encoding: str,

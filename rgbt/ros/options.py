@@ -79,6 +79,11 @@ class ProcessingOptions(NodeOptions):
     # many frame periods after the stream's quickest recent arrival (rgbt.lateness; 0: off): on a
     # short CPU what is published stays fresh instead of late
     late_after_periods: float = Field(LATE_AFTER_PERIODS, ge=0)
+    # OpenCV's threads in this node's process (cv2.setNumThreads: process-wide, set as each processing
+    # node starts; 0: OpenCV's default, a thread per core). 1: the workers and the other process groups
+    # already fill the cores; on 2 cores the pool's extra thread (rectify's remap) cost the pipeline
+    # more in CPU waits than it saved (rgbt bench graph --load 1; BENCHMARKS.md)
+    opencv_threads: int = Field(1, ge=0)
     live: ClassVar[frozenset[str]] = NodeOptions.live | {"max_rate_hz", "late_after_periods"}
 
 

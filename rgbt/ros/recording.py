@@ -24,6 +24,7 @@ from rgbt.ros.diagnostics import TopicStats
 from rgbt.ros.options import ARMED_TOPIC, TRIGGER_TOPIC, RecorderOptions
 from rgbt.ros.stamps import cdr_stamp_ns
 from rgbt.ros.supervisor import read_status
+from rgbt.threadname import name_native_thread
 
 MANIFEST = "rgbt_manifest.json"
 #: with ``arrival_trace``: ``{topic: [[header stamp ns, arrival ns], ...]}`` of the bag (rgbt bench graph)
@@ -521,6 +522,7 @@ class _BagSink:
 
     def _run(self) -> None:
         info = self.info
+        name_native_thread()
         while True:
             item = self.queue.get()
             if item is None:

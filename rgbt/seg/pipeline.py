@@ -46,6 +46,7 @@ import numpy as np
 from rgbt.lateness import LatenessGate
 from rgbt.seg.preprocess import Fit
 from rgbt.seg.stage import PREP_PRIORITIES, SegmentationStage, SegResult
+from rgbt.threadname import name_native_thread
 
 
 def lower_thread_priority(kind: str) -> str:
@@ -53,7 +54,9 @@ def lower_thread_priority(kind: str) -> str:
 
     ``idle``: ``SCHED_IDLE`` (Linux; runs only when a core would otherwise be idle), falling back
     to nice 19; ``low``: nice 19; ``normal``: unchanged. Lowering never needs privileges.
+    The thread's name is given to the OS as well (:func:`rgbt.threadname.name_native_thread`).
     """
+    name_native_thread()
     if kind not in PREP_PRIORITIES:
         raise ValueError(f"prep_priority: got {kind!r}, expected one of {PREP_PRIORITIES}")
     if kind == "normal":
@@ -234,6 +237,7 @@ class SegPipeline:
 
     # -- inference thread -----------------------------------------------------------------------
     def _infer_loop(self) -> None:
+        name_native_thread()
         while True:
             with self._lock:
                 job = None

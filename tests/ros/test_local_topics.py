@@ -5,6 +5,7 @@ what the drivers' threads hand it."""
 
 from __future__ import annotations
 
+import signal
 import time
 
 import pytest
@@ -84,3 +85,78 @@ def test_local_subscriber_is_called_directly_and_a_middleware_reader_still_gets_
                 n.destroy_node()
         context.try_shutdown()
     assert not local_topics.has_local_publisher(topic)
+
+
+def test_fusion_takes_the_rectified_pairs_of_its_process_in_process(ros_env: dict) -> None:
+    """Rectify and fusion in one process (the profiles' ``pipeline``): fusion pairs the rectified images
+    by a direct call on rectify's worker thread, not through the middleware, and every pair still
+    reaches a reader in another process (the recorder's place) and comes out fused."""
+    import os
+    import subprocess
+    import sys
+
+    import numpy as np
+    from diagnostic_msgs.msg import DiagnosticArray
+    from sensor_msgs.msg import Image
+
+    from rgbt.paths import REPO_ROOT
+    from rgbt.ros.image import cdr_to_image, image_to_cdr
+    from rgbt.ros.qos import qos_profile
+    from rgbt.ros.spin import BackgroundNode
+
+    env = dict(os.environ, PYTHONPATH=str(REPO_ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    common = ["-p", "diagnostics_period_s:=0.2", "-p", "input_qos:=reliable", "-p", "input_depth:=50",
+              "-p", "output_qos:=reliable", "-p", "late_after_periods:=0.0"]
+    cmd = [sys.executable, "-m", "rgbt.ros.spin", "--node", "rectify:rectify", "--node", "fusion:fusion",
+           "--ros-args", *common]
+    proc = subprocess.Popen(cmd, env=env, cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    side = BackgroundNode("pairs_test", handle_signals=False)
+    qos = qos_profile("reliable", 50)
+    pub_color = side.node.create_publisher(Image, "/eo/color/image_raw", qos)
+    pub_thermal = side.node.create_publisher(Image, "/boson/thermal/image_raw", qos)
+    rectified: list[int] = []
+    fused: list[int] = []
+    side.node.create_subscription(Image, "/rgbt/rectified/thermal", lambda raw: rectified.append(cdr_to_image(raw).t_ns),
+                                  qos, raw=True)
+    side.node.create_subscription(Image, "/rgbt/fusion/class_ids", lambda raw: fused.append(cdr_to_image(raw).t_ns),
+                                  qos, raw=True)
+    diag: dict[str, str] = {}
+
+    def on_diag(msg) -> None:  # type: ignore[no-untyped-def]
+        for st in msg.status:
+            if st.name == "fusion":
+                diag.update({kv.key: kv.value for kv in st.values})
+
+    side.node.create_subscription(DiagnosticArray, "/diagnostics", on_diag, qos_profile("reliable", 50))
+    side.start()
+    n = 12
+    try:
+        deadline = time.monotonic() + 90
+        while not (pub_color.get_subscription_count() and pub_thermal.get_subscription_count()
+                   and side.node.count_publishers("/rgbt/fusion/class_ids") and diag):
+            assert proc.poll() is None and time.monotonic() < deadline, "rectify + fusion never came up"
+            time.sleep(0.1)
+        time.sleep(0.5)
+        rng = np.random.default_rng(5)
+        color = rng.integers(0, 255, (600, 960, 3), dtype=np.uint8)  # SYNTHETIC
+        thermal = rng.integers(20000, 30000, (512, 640), dtype=np.uint16)  # SYNTHETIC
+        stamps = [1_700_000_000_000_000_000 + i * 100_000_000 for i in range(n)]
+        for t_ns in stamps:  # 5 pairs a second: slow enough that no pair is stale
+            pub_color.publish(image_to_cdr(color, t_ns, "color", "rgb8"))
+            pub_thermal.publish(image_to_cdr(thermal, t_ns, "thermal", "mono16"))
+            time.sleep(0.2)
+        deadline = time.monotonic() + 30
+        while not (len(rectified) == n and fused and fused[-1] == stamps[-1]):
+            assert time.monotonic() < deadline, (len(rectified), fused, diag)
+            time.sleep(0.1)
+    finally:
+        side.close()
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGINT)
+        out = proc.communicate(timeout=30)[0]
+    assert proc.returncode == 0, out
+    assert rectified == stamps  # every rectified pair reached the middleware reader, in order
+    assert "pairs of /rgbt/rectified/thermal + /rgbt/rectified/color: in-process + in-process" in out, out
+    assert "pairs of /eo/color/image_raw + /boson/thermal/image_raw: middleware + middleware" in out, out
+    assert "OpenCV threads (process-wide): 1" in out, out  # the processing nodes' default: no pool competing
+    assert set(fused) <= set(stamps) and fused == sorted(fused)  # fused the rectify node's pairs, newest first
