@@ -93,6 +93,21 @@ def test_late_arrivals_do_not_hide_themselves() -> None:
     assert gate.stats()["late"] == 10 and gate.stats()["realtime"] == 1
 
 
+def test_a_sustained_slow_down_upstream_is_followed_not_blacked_out() -> None:
+    """Upstream slows down for seconds (a loaded host: every frame arrives 120 ms late, not only a
+    burst): the gate drops the first few, then its baseline follows and the frames pass again, long
+    before the old quick arrivals leave the 120-frame window (the masks went dark for ~1 s then)."""
+    gate = LatenessGate(2.0)
+    i = live(gate, 120)
+    verdicts = []
+    for k in range(i, i + 60):  # one second of frames, each 120 ms later than before
+        t = T0 + k * P
+        gate.arrived(t, t + TRANSPORT + 120_000_000)
+        verdicts.append(gate.late(t, t + TRANSPORT + 120_000_000))
+    assert any(verdicts[:5]) and not any(verdicts[gate.baseline_frames:]), verdicts
+    assert gate.stats()["late"] <= gate.baseline_frames
+
+
 def test_a_mailbox_drops_a_late_item_unread_and_counts_it() -> None:
     """The wiring in rgbt.ros.mailbox: the gate judges the item when the worker would start on it."""
     import threading
