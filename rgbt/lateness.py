@@ -13,7 +13,7 @@ nobody can use in time. :class:`LatenessGate` names such a frame, by comparing t
   offset. It is short on purpose: when the whole graph upstream slows down for longer than that
   (a loaded host: arrivals 60-180 ms late for seconds), the baseline follows, and the node keeps
   publishing the newest frames it gets instead of going dark until a longer window forgets its
-  quicker past (with 120 frames the masks stopped for ~1 s at a time in 6 of 16 fault flights);
+  quicker past (with 120 frames the masks stopped for ~1 s at a time in 6 of 14 clock-step fault flights);
 * **start age**, when the worker would start on a frame (:meth:`LatenessGate.late`): a frame
   whose start age exceeds the baseline by more than ``late_after_periods`` frame periods is late.
   The caller drops it and counts it; a newer frame is at most a period away.

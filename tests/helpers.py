@@ -42,6 +42,46 @@ def loopback_ros_env(home: Path) -> dict[str, str]:
     }
 
 
+def spawn_nodes(*nodes: str, params: tuple[str, ...] | list[str] = ()) -> subprocess.Popen:
+    """Start one process of this checkout's nodes (``python -m rgbt.ros.spin --node NAME:EXECUTABLE``
+    per entry) with ``-p`` parameters (``"key:=value"``); stdout and stderr merged, as text."""
+    env = dict(os.environ, PYTHONPATH=str(REPO_ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    cmd = [sys.executable, "-m", "rgbt.ros.spin"]
+    for node in nodes:
+        cmd += ["--node", node]
+    cmd.append("--ros-args")
+    for p in params:
+        cmd += ["-p", p]
+    return subprocess.Popen(cmd, env=env, cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def stop_nodes(proc: subprocess.Popen, timeout: float = 30) -> str:
+    """Ctrl-C a :func:`spawn_nodes` process (if still running) and return its whole output."""
+    import signal
+
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGINT)
+    return proc.communicate(timeout=timeout)[0]
+
+
+def watch_diagnostics(node, status: str) -> dict[str, str]:  # type: ignore[no-untyped-def]
+    """Subscribe the rclpy ``node`` to ``/diagnostics``; the returned dict keeps the newest key -> value
+    of the status named ``status`` (filled from the node's executor)."""
+    from diagnostic_msgs.msg import DiagnosticArray
+
+    from rgbt.ros.qos import qos_profile
+
+    values: dict[str, str] = {}
+
+    def on_diag(msg) -> None:  # type: ignore[no-untyped-def]
+        for st in msg.status:
+            if st.name == status:
+                values.update({kv.key: kv.value for kv in st.values})
+
+    node.create_subscription(DiagnosticArray, "/diagnostics", on_diag, qos_profile("reliable", 50))
+    return values
+
+
 def need(path: Path, what: str) -> Path:
     """``path`` when it exists; otherwise skip the test, naming what is missing and where."""
     if not path.exists():

@@ -5,7 +5,6 @@ what the drivers' threads hand it."""
 
 from __future__ import annotations
 
-import signal
 import time
 
 import pytest
@@ -91,25 +90,17 @@ def test_fusion_takes_the_rectified_pairs_of_its_process_in_process(ros_env: dic
     """Rectify and fusion in one process (the profiles' ``pipeline``): fusion pairs the rectified images
     by a direct call on rectify's worker thread, not through the middleware, and every pair still
     reaches a reader in another process (the recorder's place) and comes out fused."""
-    import os
-    import subprocess
-    import sys
-
     import numpy as np
-    from diagnostic_msgs.msg import DiagnosticArray
     from sensor_msgs.msg import Image
 
-    from rgbt.paths import REPO_ROOT
+    from helpers import spawn_nodes, stop_nodes, watch_diagnostics
     from rgbt.ros.image import cdr_to_image, image_to_cdr
     from rgbt.ros.qos import qos_profile
     from rgbt.ros.spin import BackgroundNode
 
-    env = dict(os.environ, PYTHONPATH=str(REPO_ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    common = ["-p", "diagnostics_period_s:=0.2", "-p", "input_qos:=reliable", "-p", "input_depth:=50",
-              "-p", "output_qos:=reliable", "-p", "late_after_periods:=0.0"]
-    cmd = [sys.executable, "-m", "rgbt.ros.spin", "--node", "rectify:rectify", "--node", "fusion:fusion",
-           "--ros-args", *common]
-    proc = subprocess.Popen(cmd, env=env, cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = spawn_nodes("rectify:rectify", "fusion:fusion",
+                       params=["diagnostics_period_s:=0.2", "input_qos:=reliable", "input_depth:=50",
+                               "output_qos:=reliable", "late_after_periods:=0.0"])
     side = BackgroundNode("pairs_test", handle_signals=False)
     qos = qos_profile("reliable", 50)
     pub_color = side.node.create_publisher(Image, "/eo/color/image_raw", qos)
@@ -120,14 +111,7 @@ def test_fusion_takes_the_rectified_pairs_of_its_process_in_process(ros_env: dic
                                   qos, raw=True)
     side.node.create_subscription(Image, "/rgbt/fusion/class_ids", lambda raw: fused.append(cdr_to_image(raw).t_ns),
                                   qos, raw=True)
-    diag: dict[str, str] = {}
-
-    def on_diag(msg) -> None:  # type: ignore[no-untyped-def]
-        for st in msg.status:
-            if st.name == "fusion":
-                diag.update({kv.key: kv.value for kv in st.values})
-
-    side.node.create_subscription(DiagnosticArray, "/diagnostics", on_diag, qos_profile("reliable", 50))
+    diag = watch_diagnostics(side.node, "fusion")
     side.start()
     n = 12
     try:
@@ -151,9 +135,7 @@ def test_fusion_takes_the_rectified_pairs_of_its_process_in_process(ros_env: dic
             time.sleep(0.1)
     finally:
         side.close()
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGINT)
-        out = proc.communicate(timeout=30)[0]
+        out = stop_nodes(proc)
     assert proc.returncode == 0, out
     assert rectified == stamps  # every rectified pair reached the middleware reader, in order
     assert "pairs of /rgbt/rectified/thermal + /rgbt/rectified/color: in-process + in-process" in out, out

@@ -9,10 +9,6 @@ Synthetic data: random mono16 frames (labelled by their stamp) and short String 
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -20,7 +16,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rgbt.paths import REPO_ROOT
 from rgbt.ros.mailbox import LatestMailbox
 from rgbt.ros.options import RecorderOptions
 from rgbt.ros.recording import MANIFEST, Recording, plan_buffers
@@ -187,31 +182,22 @@ def test_slow_preprocess_drops_stale_frames_and_counts_them(ros_env: dict) -> No
     """A burst of full-size thermal frames much faster than the preprocess node can normalize them:
     it processes the newest, drops the stale ones with counts, and the last frame always comes out
     (no queue grows behind it)."""
-    from diagnostic_msgs.msg import DiagnosticArray
     from sensor_msgs.msg import Image
 
+    from helpers import spawn_nodes, stop_nodes, watch_diagnostics
     from rgbt.ros.image import cdr_to_image, image_to_cdr
     from rgbt.ros.qos import qos_profile
     from rgbt.ros.spin import BackgroundNode
 
-    env = dict(os.environ, PYTHONPATH=str(REPO_ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    cmd = [sys.executable, "-m", "rgbt.ros.spin", "--node", "thermal_preprocess:thermal_preprocess", "--ros-args",
-           "-p", "input_topic:=/t/thermal", "-p", "output_prefix:=/t/out", "-p", "diagnostics_period_s:=0.2",
-           "-p", "input_qos:=reliable", "-p", "input_depth:=400", "-p", "output_qos:=reliable"]
-    proc = subprocess.Popen(cmd, env=env, cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    proc = spawn_nodes("thermal_preprocess:thermal_preprocess",
+                       params=["input_topic:=/t/thermal", "output_prefix:=/t/out", "diagnostics_period_s:=0.2",
+                               "input_qos:=reliable", "input_depth:=400", "output_qos:=reliable"])
     side = BackgroundNode("overload_test", handle_signals=False)
     out_stamps: list[int] = []
-    diag: dict[str, str] = {}
     pub = side.node.create_publisher(Image, "/t/thermal", qos_profile("reliable", 400))
     side.node.create_subscription(Image, "/t/out/image_mono8", lambda raw: out_stamps.append(cdr_to_image(raw).t_ns),
                                   qos_profile("reliable", 400), raw=True)
-
-    def on_diag(msg) -> None:  # type: ignore[no-untyped-def]
-        for st in msg.status:
-            if st.name == "thermal_preprocess":
-                diag.update({kv.key: kv.value for kv in st.values})
-
-    side.node.create_subscription(DiagnosticArray, "/diagnostics", on_diag, qos_profile("reliable", 50))
+    diag = watch_diagnostics(side.node, "thermal_preprocess")
     side.start()
     n = 120
     try:
@@ -231,9 +217,7 @@ def test_slow_preprocess_drops_stale_frames_and_counts_them(ros_env: dict) -> No
             time.sleep(0.1)
     finally:
         side.close()
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGINT)
-        out = proc.communicate(timeout=30)[0]
+        out = stop_nodes(proc)
     assert proc.returncode == 0, out
     processed, stale = int(diag["latest.processed"]), int(diag["latest.dropped_stale"])
     assert processed + stale == n and stale > 0, diag  # every frame either processed or counted as stale
