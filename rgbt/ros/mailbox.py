@@ -75,7 +75,9 @@ class LatestMailbox:
 
     def _run(self) -> None:
         from rgbt.seg.pipeline import lower_thread_priority
+        from rgbt.threadname import name_native_thread
 
+        name_native_thread()
         self.applied_priority = lower_thread_priority(self._priority)
         while True:
             with self._cv:

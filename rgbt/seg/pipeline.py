@@ -54,9 +54,7 @@ def lower_thread_priority(kind: str) -> str:
 
     ``idle``: ``SCHED_IDLE`` (Linux; runs only when a core would otherwise be idle), falling back
     to nice 19; ``low``: nice 19; ``normal``: unchanged. Lowering never needs privileges.
-    The thread's name is given to the OS as well (:func:`rgbt.threadname.name_native_thread`).
     """
-    name_native_thread()
     if kind not in PREP_PRIORITIES:
         raise ValueError(f"prep_priority: got {kind!r}, expected one of {PREP_PRIORITIES}")
     if kind == "normal":
@@ -199,6 +197,7 @@ class SegPipeline:
 
     # -- prep thread ----------------------------------------------------------------------------
     def _prep_loop(self) -> None:
+        name_native_thread()
         applied = lower_thread_priority(self.stage.options.prep_priority)
         with self._lock:
             self.prep_priority = applied
