@@ -73,11 +73,15 @@ class RecorderNode(RgbtNode):
         self._fall_back: set[str] = set()  # reliable subscriptions a best-effort publisher could not match
         self.diag.values["qos_fallbacks"] = "0"
         self._write_errors_seen = 0
+        # the heap first, then the subscriptions: a recorder that subscribes is ready to take the streams at
+        # their rate (sources that wait for its subscriptions start then). Subscribed first, the streams
+        # would queue in the reader queues during the reservation (~3 s) and come out of them topic by
+        # topic, not in their arrival order
+        if o.reserve_memory:
+            self.diag.values["heap_reserved_mb"] = str(self._reserve(self.plan.budget_bytes * 5 // 4))
         for topic in self.wanted:
             if topic in known:
                 self._subscribe(topic, known[topic])
-        if o.reserve_memory:  # after subscribing: matching goes on meanwhile, messages wait in the reader queues
-            self.diag.values["heap_reserved_mb"] = str(self._reserve(self.plan.budget_bytes * 5 // 4))
         if o.write_state:
             self.rec.enable_state_topic(o.state_topic or stack.autopilot.state_topic)
         # latched like its publishers: a recorder (re)started after the arm learns the state at once

@@ -47,13 +47,21 @@ class VirtualStackNode(RgbtNode):
     def __init__(self, name: str | None = None, **kwargs) -> None:  # type: ignore[no-untyped-def]
         super().__init__(name, **kwargs)
         from rgbt.sim import SimOptions, SimStack
+        from rgbt.sim.cache import open_cache
 
         o = self.options
         self.stack_model = self.stack()
         sim_fields = dict(o.sim)
         if o.stack_path:
             sim_fields.setdefault("stack_path", o.stack_path)
-        self.sim = SimStack(SimOptions(**sim_fields))
+        sim_options = SimOptions(**sim_fields)
+        self.sim, why = open_cache(o.sim_cache, sim_options) if o.sim_cache else (None, "")
+        if self.sim is not None:
+            self.get_logger().info(f"playing the pre-rendered run in {o.sim_cache} ({len(self.sim)} samples)")
+        else:
+            if why:
+                self.get_logger().warning(f"{why}: rendering while publishing (may fall behind real time)")
+            self.sim = SimStack(sim_options)
         out = self.out_qos
         self.pubs: dict[str, object] = {}
         self.info_pubs: dict[str, object] = {}
@@ -105,10 +113,12 @@ class VirtualStackNode(RgbtNode):
             samples, n = preload(self.sim.samples(), o.preload_s, self._stop.is_set)
             self.get_logger().info(f"preloaded {n} samples ({o.preload_s} s)")
             freeze_startup_objects()  # thousands of preloaded samples: out of the cyclic collector's walks
-            self.wait_for_subscribers(o.wait_for, o.wait_timeout_s, self._stop)
+            self.wait_for_subscribers(o.wait_for, o.wait_timeout_s, self._stop, o.wait_for_nodes)
             # the paced times are on the (unstepped) wall clock: to the driver clock's monotonic through its
             # own offset, so stamps equal the paced times exactly until a step (held) or a slew (followed)
             wall_to_mono = -self.clock.offset_ns
+            drop_late_ns = int(o.drop_late_s * 1e9)
+            stalled, last_ns = False, time.time_ns()
             # host-arrival order: an IMU sample is not held back behind a frame still "in transit"
             for sample, t_host in paced(samples, skip_dropped=False, clock=time.time_ns, sleep=sleep,
                                         start_ns=time.time_ns() + int(o.start_delay_s * 1e9)):
@@ -123,7 +133,17 @@ class VirtualStackNode(RgbtNode):
                     continue
                 # stamped with the simulated host arrival (the simulator's latency + jitter model), even
                 # when the simulator runs late: the lateness then shows as hop latency, not as clock error
-                self.late_ns = max(0, time.time_ns() - t_host)
+                now = time.time_ns()
+                self.late_ns = max(0, now - t_host)
+                # a stall (the process stopped or starved longer than the device buffers last): what is
+                # older than the buffers was overwritten before a driver could read it; a loop that is
+                # merely slow keeps every sample (a driver reading late still reads them all)
+                stalled = bool(drop_late_ns) and (stalled or now - last_ns > drop_late_ns) and self.late_ns > drop_late_ns
+                last_ns = now
+                if stalled and sample.kind != "state":
+                    late = self.manifest.setdefault("late_dropped", {})
+                    late[sample.kind] = late.get(sample.kind, 0) + 1
+                    continue
                 self._publish(sample, self.clock.to_wall(t_host + wall_to_mono), sample.t_ns + offset)
         except Exception as exc:  # noqa: BLE001 - reported, the node keeps its diagnostics
             self.report_error("simulation failed", exc)
@@ -134,6 +154,7 @@ class VirtualStackNode(RgbtNode):
 
     def publish_diagnostics(self) -> None:
         self.diag.set_values("clock", self.clock.counters())
+        self.diag.set_values("late_dropped", dict(self.manifest.get("late_dropped", {})))
         super().publish_diagnostics()
 
     def _write_manifest(self) -> None:

@@ -77,11 +77,13 @@ def flight_overrides(options: Any, run_dir: Path, engine: Path, trajectory: str)
 
     stack = load_stack()
     # start once the sync node and the recorder listen to the streams this flight produces
-    wait_for = [f"{RAW_PREFIX}/{c}/image" for c in options.cameras] + [f"{RAW_PREFIX}/imu", stack.imu.topic]
-    wait_for += [stack.cameras[c].topic for c in options.cameras]
+    wait_for = [f"{RAW_PREFIX}/{c}/image" for c in options.cameras] + [f"{RAW_PREFIX}/imu"]
+    # the recorder's own subscriptions: it subscribes once it is ready (its heap reserved)
+    recorded = [stack.imu.topic] + [stack.cameras[c].topic for c in options.cameras]
     return {
         "virtual_stack": {"sim": sim, "exit_when_done": True, "realtime": options.realtime,
                           "manifest_path": str(run_dir / VS_MANIFEST), "wait_for": wait_for,
+                          "wait_for_nodes": {"recorder": recorded},
                           # render the first seconds (and build the world) before the clock starts, so the
                           # flight does not open with a catch-up burst on a slow machine
                           "preload_s": PRELOAD_S},

@@ -249,17 +249,27 @@ class RgbtNode(Node):
         if self.diag.errors <= 5:
             self.get_logger().error(f"{where}: {exc}\n{''.join(traceback.format_exception(exc))}")
 
-    def wait_for_subscribers(self, topics: list[str], timeout_s: float, stop: "threading.Event") -> bool:
-        """Block (in a worker thread) until every topic has a subscriber, ``timeout_s`` passes or
-        ``stop`` is set. Returns True when all were seen."""
+    def wait_for_subscribers(self, topics: list[str], timeout_s: float, stop: "threading.Event",
+                             by_node: dict[str, list[str]] | None = None) -> bool:
+        """Block (in a worker thread) until every topic of ``topics`` has a subscriber and every topic of
+        ``by_node`` (node name -> topics) a subscription of that node, ``timeout_s`` passes or ``stop``
+        is set. Returns True when all were seen."""
+        wanted = [(t, "") for t in topics] + [(t, n) for n, ts in (by_node or {}).items() for t in ts]
+
+        def subscribed(topic: str, node: str) -> bool:
+            if not node:
+                return self.count_subscribers(topic) > 0
+            return any(info.node_name == node for info in self.get_subscriptions_info_by_topic(topic))
+
         deadline = time.monotonic() + timeout_s
-        missing = list(topics)
+        missing = wanted
         while missing and time.monotonic() < deadline and not stop.is_set():
-            missing = [t for t in missing if self.count_subscribers(t) == 0]
+            missing = [(t, n) for t, n in missing if not subscribed(t, n)]
             if missing:
                 stop.wait(0.1)
         if missing:
-            self.get_logger().warn(f"no subscriber after {timeout_s} s on {missing}; starting anyway")
+            what = [f"{t} (by {n})" if n else t for t, n in missing]
+            self.get_logger().warn(f"no subscriber after {timeout_s} s on {what}; starting anyway")
         return not missing
 
     def publish_diagnostics(self) -> None:

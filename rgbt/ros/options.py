@@ -110,9 +110,15 @@ class VirtualStackOptions(NodeOptions, HostClockOptions):
     sim: dict[str, Any] = Field(default_factory=dict)  # rgbt.sim.SimOptions fields
     realtime: bool = True  # False: as fast as possible
     preload_s: float = Field(0.0, ge=0)  # simulate this much before playing (kept in memory: ~110 MB/s)
+    sim_cache: str = ""  # folder of the run pre-rendered (rgbt.sim.cache) to play; rendered live when it is not for `sim`
     wait_for: list[str] = Field(default_factory=list)  # start once each of these topics has a subscriber
+    # node name -> topics that node must subscribe to as well (the recorder: the run recorded from its first sample)
+    wait_for_nodes: dict[str, list[str]] = Field(default_factory=dict)
     wait_timeout_s: float = Field(30.0, ge=0)
     start_delay_s: float = Field(1.0, ge=0)  # then this long for the matching to complete
+    # after a stall longer than this (the process stopped or starved), samples this late are not published,
+    # as a driver's device buffers would have overflowed (manifest `late_dropped`); 0 = all go out
+    drop_late_s: float = Field(0.0, ge=0)
     raw_prefix: str = RAW_PREFIX
     manifest_path: str = ""  # JSON: counts + CRC32 of every published frame, written at exit
     manifest_crc: bool = True  # the CRC32s (the fault bench's ground truth; ~0.1 of a core at full rate)

@@ -50,6 +50,7 @@ def test_quick_fault_matrix_kill_9_loses_nothing(ros_env: dict, tmp_path: Path, 
     (flight,) = [p for p in keep.iterdir() if p.name.startswith("rgbt_faults_kill_pipeline")]
     (bag,) = sorted((flight / "bags").iterdir())
     manifest = json.loads((bag / "rgbt_manifest.json").read_text())
+    assert "playing the pre-rendered run" in (flight / "graph.log").read_text()  # rendered ahead, not live
     assert sorted(r["group"] for r in manifest["restarts"]) == ["pipeline", "segmentation"]
     assert manifest["supervisor"]["restarts"]["pipeline"] == 1
     sources = json.loads((flight / "sources.json").read_text())

@@ -292,3 +292,30 @@ def test_mavlink_bridge_on_the_real_tlog_locks_to_the_vehicle(ros_env: dict, fix
     q = poses[-1].pose.orientation
     assert (q.x ** 2 + q.y ** 2 + q.z ** 2 + q.w ** 2) == pytest.approx(1.0)
     assert -90 < fixes[-1].latitude < 90 and fixes[-1].latitude != 0
+
+
+@pytest.mark.ros
+def test_a_source_waits_for_the_named_nodes_subscription_not_any_subscriber(ros_env: dict) -> None:
+    """``wait_for_nodes`` (the virtual stack waits for the recorder itself): a processing node on the
+    same topic does not count, the recorder's subscription does."""
+    from rclpy.node import Node
+    from std_msgs.msg import String
+
+    from rgbt.ros.node import RgbtNode
+
+    graph = Graph()
+    recorder = None
+    try:
+        source = RgbtNode("source", context=graph.context)
+        graph.nodes.append(source)
+        graph.helper.create_subscription(String, "/rgbt_test/recorded", lambda _m: None, 10)  # not the recorder
+        stop = threading.Event()
+        assert source.wait_for_subscribers(["/rgbt_test/recorded"], 10.0, stop)
+        assert not source.wait_for_subscribers([], 1.5, stop, {"recorder": ["/rgbt_test/recorded"]})
+        recorder = Node("recorder", context=graph.context)
+        recorder.create_subscription(String, "/rgbt_test/recorded", lambda _m: None, 10)
+        assert source.wait_for_subscribers([], 10.0, stop, {"recorder": ["/rgbt_test/recorded"]})
+    finally:
+        if recorder is not None:
+            recorder.destroy_node()
+        graph.close()
