@@ -104,7 +104,7 @@ class VirtualStackNode(RgbtNode):
 
     # -- playback thread -----------------------------------------------------------------------
     def _play(self) -> None:
-        from rgbt.sim.live import paced, preload
+        from rgbt.sim.live import DeviceBuffer, paced, preload
 
         name_native_thread()
         o = self.options
@@ -117,8 +117,7 @@ class VirtualStackNode(RgbtNode):
             # the paced times are on the (unstepped) wall clock: to the driver clock's monotonic through its
             # own offset, so stamps equal the paced times exactly until a step (held) or a slew (followed)
             wall_to_mono = -self.clock.offset_ns
-            drop_late_ns = int(o.drop_late_s * 1e9)
-            stalled, last_ns = False, time.time_ns()
+            device = DeviceBuffer(o.drop_late_s, time.time_ns())  # after a stall: what a driver still finds
             # host-arrival order: an IMU sample is not held back behind a frame still "in transit"
             for sample, t_host in paced(samples, skip_dropped=False, clock=time.time_ns, sleep=sleep,
                                         start_ns=time.time_ns() + int(o.start_delay_s * 1e9)):
@@ -135,12 +134,7 @@ class VirtualStackNode(RgbtNode):
                 # when the simulator runs late: the lateness then shows as hop latency, not as clock error
                 now = time.time_ns()
                 self.late_ns = max(0, now - t_host)
-                # a stall (the process stopped or starved longer than the device buffers last): what is
-                # older than the buffers was overwritten before a driver could read it; a loop that is
-                # merely slow keeps every sample (a driver reading late still reads them all)
-                stalled = bool(drop_late_ns) and (stalled or now - last_ns > drop_late_ns) and self.late_ns > drop_late_ns
-                last_ns = now
-                if stalled and sample.kind != "state":
+                if device.overflowed(now, t_host) and sample.kind != "state":
                     late = self.manifest.setdefault("late_dropped", {})
                     late[sample.kind] = late.get(sample.kind, 0) + 1
                     continue

@@ -60,3 +60,25 @@ def paced(samples: Iterable[SimSample], *, speed: float = 1.0, skip_dropped: boo
 
     arriving = (s for s in host_order(samples) if not (skip_dropped and s.dropped))
     return pace(arriving, lambda s: s.t_host_ns, speed=speed, clock=clock, sleep=sleep, start_ns=start_ns)
+
+
+class DeviceBuffer:
+    """What a driver still finds after its process stalled: the last ``hold_s`` seconds of samples.
+
+    :meth:`overflowed` is asked for each sample in hand-over order, with the wall time now and the
+    sample's due time (ns). After a stall (more than ``hold_s`` since the previous sample was handed
+    over: the process was stopped or starved) the samples overdue by more than ``hold_s`` were
+    overwritten in the device's buffers before anyone could read them: True, until one is within
+    ``hold_s`` again. A loop that is merely slow (never ``hold_s`` between two samples) loses nothing:
+    a driver that reads late still reads every sample. ``hold_s`` 0: nothing is ever lost."""
+
+    def __init__(self, hold_s: float, now_ns: int) -> None:
+        self.hold_ns = int(hold_s * 1e9)
+        self._last_ns = now_ns
+        self._stalled = False
+
+    def overflowed(self, now_ns: int, due_ns: int) -> bool:
+        stall = now_ns - self._last_ns > self.hold_ns
+        self._last_ns = now_ns
+        self._stalled = bool(self.hold_ns) and (self._stalled or stall) and now_ns - due_ns > self.hold_ns
+        return self._stalled

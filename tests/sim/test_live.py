@@ -67,3 +67,28 @@ def test_preload_drops_the_lazy_labels_it_holds_unless_asked() -> None:
     it, n = preload(sim.samples(), 0.1, keep_labels=True)
     frames = [s for s in list(it)[:n] if s.kind == "thermal"]
     assert frames and all(s.label is not None and s.label.shape == s.data.shape[:2] for s in frames)
+
+
+def test_after_a_stall_only_what_the_device_buffers_hold_is_handed_over() -> None:
+    from rgbt.sim.live import DeviceBuffer
+
+    ms = 1_000_000
+    device = DeviceBuffer(0.3, now_ns=0)
+    # samples due every 5 ms; the loop runs on time for 1 s
+    assert not any(device.overflowed(t, t) for t in range(0, 1000 * ms, 5 * ms))
+    # a 3 s stall (SIGSTOP): at 4.0 s the samples due from 1.0 s on are handed over as fast as possible
+    now = 4000 * ms
+    kept = [due for due in range(1000 * ms, 4200 * ms, 5 * ms) if not device.overflowed(now + (due - 1000 * ms) // 50, due)]
+    assert kept and min(kept) >= now - 300 * ms  # what was older than the 0.3 s buffer is gone
+    assert kept == list(range(kept[0], 4200 * ms, 5 * ms))  # from there on nothing more is lost
+
+
+def test_a_loop_that_is_only_slow_loses_nothing_and_hold_zero_never_drops() -> None:
+    from rgbt.sim.live import DeviceBuffer
+
+    ms = 1_000_000
+    slow = DeviceBuffer(0.3, now_ns=0)
+    # every step 10 ms of wall for 5 ms of samples: 2.5 s late after 5 s, never a gap of 0.3 s
+    assert not any(slow.overflowed(2 * t, t) for t in range(0, 5000 * ms, 5 * ms))
+    never = DeviceBuffer(0.0, now_ns=0)
+    assert not never.overflowed(10_000 * ms, 0) and not never.overflowed(10_001 * ms, 1 * ms)
