@@ -148,10 +148,10 @@ def run(args: argparse.Namespace) -> dict:
         for i, group in enumerate(plan):
             sim_s = args.sim_s or (LEAD_S + SPACING_S * (len(group) - 1) + (TAIL_QUICK_S if args.quick else TAIL_S)
                                    + (SPARE_WAIT_S if any(f.startswith("kill_") for f in group) else 0.0))
-            print(f"rgbt bench faults: flight {i + 1}/{len(plan)}: {', '.join(group)} ...", file=sys.stderr, flush=True)
+            _log(f"flight {i + 1}/{len(plan)}: {', '.join(group)} ...")
             rows = fly_with_faults(args.profile, group, sim_s, cameras=cameras, keep=args.keep, sim_root=sim_root)
             for name, row in rows.items():
-                print(f"rgbt bench faults: {name}: {_short(row)}", file=sys.stderr, flush=True)
+                _log(f"{name}: {_short(row)}")
             faults.update(rows)
     finally:
         shutil.rmtree(sim_root, ignore_errors=True)
