@@ -116,18 +116,24 @@ class SimCache:
             yield s
 
 
-def open_cache(directory: str | Path, options: SimOptions) -> tuple[SimCache | None, str]:
-    """The cache in ``directory`` when it was written for exactly ``options``; else ``(None, why)``."""
-    directory = Path(directory)
+def _mismatch(directory: Path, key: str) -> str:
+    """Why the cache in ``directory`` is not the one of ``key`` ("" when it is); reads only its key file."""
     key_path = directory / KEY_FILE
     if not key_path.exists():
-        return None, f"no simulation cache in {directory} (expected {KEY_FILE}, {SAMPLES_FILE}, {FRAMES_FILE})"
+        return f"no simulation cache in {directory} (expected {KEY_FILE}, {SAMPLES_FILE}, {FRAMES_FILE})"
     try:
         stored = json.loads(key_path.read_text()).get("key")
     except (OSError, ValueError) as exc:
-        return None, f"{key_path}: unreadable ({exc})"
-    if stored != cache_key(options):
-        return None, f"{directory}: written for other simulator options or another stack file"
+        return f"{key_path}: unreadable ({exc})"
+    return "" if stored == key else f"{directory}: written for other simulator options or another stack file"
+
+
+def open_cache(directory: str | Path, options: SimOptions) -> tuple[SimCache | None, str]:
+    """The cache in ``directory`` when it was written for exactly ``options``; else ``(None, why)``."""
+    directory = Path(directory)
+    why = _mismatch(directory, cache_key(options))
+    if why:
+        return None, why
     try:
         return SimCache(directory), ""
     except (OSError, pickle.UnpicklingError, EOFError) as exc:
@@ -136,9 +142,9 @@ def open_cache(directory: str | Path, options: SimOptions) -> tuple[SimCache | N
 
 def render_once(options: SimOptions, root: str | Path, log: Callable[[str], None] | None = None) -> Path:
     """The cache of ``options`` under ``root`` (one folder per key), rendered now unless present."""
-    directory = Path(root) / cache_key(options)[:16]
-    cached, _ = open_cache(directory, options)
-    if cached is not None:
+    key = cache_key(options)
+    directory = Path(root) / key[:16]
+    if not _mismatch(directory, key):  # present: its key file says so, nothing else is read
         return directory
     t0 = time.monotonic()
     write_cache(options, directory, None if log is None else
