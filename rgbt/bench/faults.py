@@ -30,7 +30,8 @@ Per fault (``lost``, ``recovered_s``, ``bag_complete``, ``stamps_monotonic``):
   frames and IMU samples sent before the event: their send times are in the manifest). Counted on
   the camera frames (CRC32) and IMU samples; the restamped stack topics pass through the trigger
   sync node: a frame it drops counts here too. ``source_skipped``: samples per kind the virtual stack
-  did not publish because they were overdue by more than ``DEVICE_BUFFER_S`` (``source_gone``).
+  did not publish because they were overdue by more than ``DEVICE_BUFFER_S`` after a stall (every
+  flight but ``kill_sources``'s, whose restarted sources must repeat the first run's samples).
 * ``recovered_s``: from the injection until every recorded stream that flowed before it (>= 3
   messages in the second before) is flowing again (first message after its longest gap over
   ``GAP_S``, bag log times, up to the next fault or 30 s); ``null`` when one does not come back in
@@ -299,8 +300,11 @@ def _overrides(profile: str, faults: list[str], sim_s: float, cameras: list[str]
     out: dict[str, dict[str, Any]] = {s.name: {"diagnostics_period_s": 0.25} for s in specs}
     sim: dict[str, Any] = {"duration_s": sim_s, "world_size_px": 1024}
     # a stalled driver finds at most its device buffers when it runs again (Spinnaker's 10 frames at
-    # 30 Hz: 0.33 s), not the whole stall: samples later than DEVICE_BUFFER_S are not published
-    vs = {"manifest_path": str(sources), "preload_s": 2.0, "sim": sim, "drop_late_s": DEVICE_BUFFER_S}
+    # 30 Hz: 0.33 s), not the whole stall: samples later than DEVICE_BUFFER_S are not published. Not in a
+    # kill_sources flight: its bag is judged against the restarted sources' manifest, which must then
+    # repeat the first run's samples exactly (a skip in either run would differ)
+    drop = 0.0 if "kill_sources" in faults else DEVICE_BUFFER_S
+    vs = {"manifest_path": str(sources), "preload_s": 2.0, "sim": sim, "drop_late_s": drop}
     if cameras:
         stack = load_stack()
         sim["cameras"] = list(cameras)
