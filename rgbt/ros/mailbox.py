@@ -34,7 +34,7 @@ from rgbt.ros.diagnostics import p50_p99_ms
 class LatestMailbox:
     """One slot, one worker thread: ``submit(item, t_ns)`` replaces a waiting item (counted stale);
     ``handle(item)`` runs on the worker for the newest one, at most ``max_rate_hz`` times a second
-    when that is > 0. ``priority``: ``idle`` (``SCHED_IDLE``,
+    when that is > 0 (see :meth:`submit` for how). ``priority``: ``idle`` (``SCHED_IDLE``,
     runs only on otherwise idle cores), ``low`` (nice 19) or ``normal`` (see
     :func:`rgbt.seg.pipeline.lower_thread_priority`). Exceptions in ``handle`` are counted and passed
     to ``on_error(exc)``; the worker keeps going. ``late_after_periods`` > 0: items submitted with a
@@ -46,6 +46,9 @@ class LatestMailbox:
         self._handle, self._on_error = handle, on_error
         self._priority = priority
         self.max_rate_hz = max_rate_hz  # 0: no limit; else items in between are dropped as stale
+        self._taken_stamp: int | None = None  # header stamp of the last item the worker took (rate limit)
+        self._period_ns = 0  # the last step between submitted stamps (the stream's frame period)
+        self._last_stamp: int | None = None
         self._cv = threading.Condition()
         self._item: tuple[Any, int, int | None] | None = None  # (item, monotonic ns at submit, stamp)
         self._stop = False
@@ -60,18 +63,45 @@ class LatestMailbox:
 
     def submit(self, item: Any, stamp_ns: int | None = None) -> None:
         """Hand over the newest item (never blocks); a waiting older one is dropped and counted.
-        ``stamp_ns``: the item's header stamp (wall clock), for the ``arrival`` latency."""
+        ``stamp_ns``: the item's header stamp (wall clock), for the ``arrival`` latency.
+
+        With ``max_rate_hz`` > 0 the items are chosen on the stream's own time: a stamped item is
+        taken only when its stamp is at least ``1 / max_rate_hz`` after the last taken one's (less
+        the stamps' jitter: half a frame period, at most a tenth of ``1 / max_rate_hz``, so the rate
+        never exceeds the limit by more than that), and then at once, so the limit adds no wait
+        (at 10 Hz on a 30 Hz stream: every third frame, as it arrives); the others are dropped as
+        stale. The worker also rests after each item until ``1 / max_rate_hz`` less a frame period
+        has passed since it started (on the wall clock), which keeps the CPU share bounded when
+        stamps come faster than live (a fast replay) or are missing."""
         now = time.time_ns()
         if stamp_ns is not None:
             self.samples["arrival"].append(now - stamp_ns)
         with self._cv:
             if stamp_ns is not None:
                 self.gate.arrived(stamp_ns, now)
+                if self._last_stamp is not None and stamp_ns > self._last_stamp:
+                    self._period_ns = stamp_ns - self._last_stamp
+                self._last_stamp = stamp_ns
             self.counts["submitted"] += 1
+            if self._before_due(stamp_ns):
+                self.counts["dropped_stale"] += 1
+                return
             if self._item is not None:
                 self.counts["dropped_stale"] += 1
             self._item = (item, time.monotonic_ns(), stamp_ns)
             self._cv.notify()
+
+    def _interval_ns(self) -> int:
+        return int(1e9 / self.max_rate_hz) if self.max_rate_hz > 0 else 0
+
+    def _before_due(self, stamp_ns: int | None) -> bool:
+        """A stamped item that comes sooner after the last taken one than the rate limit allows
+        (call with the lock held). A stamp before the last taken one (a replay restarted, a clock
+        reset) starts the count again."""
+        if stamp_ns is None or self.max_rate_hz <= 0 or self._taken_stamp is None or stamp_ns <= self._taken_stamp:
+            return False
+        interval = self._interval_ns()  # stamp jitter allowed: half a frame period, at most a tenth of it
+        return stamp_ns - self._taken_stamp < interval - min(self._period_ns // 2, interval // 10)
 
     def _run(self) -> None:
         from rgbt.seg.pipeline import lower_thread_priority
@@ -88,6 +118,7 @@ class LatestMailbox:
                 (item, t_sub, stamp), self._item = self._item, None
                 if stamp is not None and self.gate.late(stamp, time.time_ns()):
                     continue  # dropped (the gate counts it); a newer item is at most a period away
+                self._taken_stamp = stamp
             t0, c0 = time.monotonic_ns(), time.thread_time_ns()
             self.samples["wait"].append(t0 - t_sub)
             try:
@@ -99,8 +130,8 @@ class LatestMailbox:
                     self._on_error(exc)
             self.samples["work"].append(time.monotonic_ns() - t0)
             self._cpu_ns += time.thread_time_ns() - c0
-            if self.max_rate_hz > 0:  # rest until the next start is due; newer items replace waiting ones
-                rest_s = (t0 - time.monotonic_ns()) / 1e9 + 1.0 / self.max_rate_hz
+            if self.max_rate_hz > 0:  # rest until the next start may be due (a frame early: see submit)
+                rest_s = (t0 - time.monotonic_ns() + self._interval_ns() - self._period_ns) / 1e9
                 with self._cv:
                     if rest_s > 0 and not self._stop:
                         self._cv.wait_for(lambda: self._stop, timeout=rest_s)

@@ -101,6 +101,32 @@ def test_mailbox_max_rate_takes_the_newest_once_per_interval() -> None:
     assert (stats["submitted"], stats["processed"], stats["dropped_stale"]) == (5, 3, 2)
 
 
+
+def test_mailbox_max_rate_takes_frames_on_the_streams_own_time() -> None:
+    """With stamps, ``max_rate_hz`` picks the frames by stamp (10 Hz of a 30 Hz stream: every third,
+    within half a frame period), each taken as it comes instead of after a rest; the frames in
+    between are dropped as stale without replacing a due one; a missing due frame lets the next
+    one through, and a stamp going back (a replay restarted) starts again."""
+    period = 33_333_333
+    taken: list[int] = []
+    done = threading.Semaphore(0)
+
+    def handle(item: int) -> None:
+        taken.append(item)
+        done.release()
+
+    box = LatestMailbox(handle, priority="normal", max_rate_hz=10.0)
+    try:
+        for k in [0, 1, 2, 3, 4, 5, 7, 8, 9, 10, 1000, 1001, 1003]:  # 6 lost; 1000: a jump back in time
+            box.submit(k, 10 * period * (k < 1000) + k % 1000 * period)
+            if k in (0, 3, 7, 10, 1000, 1003):  # due: wait until the worker took it
+                assert done.acquire(timeout=10)
+    finally:
+        box.close()
+    assert taken == [0, 3, 7, 10, 1000, 1003]
+    assert box.counts["dropped_stale"] == 7 and box.counts["submitted"] == 13
+
+
 # --- the recorder's memory budget ----------------------------------------------------------------
 
 class _SlowWriter:
