@@ -43,9 +43,11 @@ class RectifyNode(LatestFrameNode, RgbtNode):
     def on_pair(self, pair: tuple[bytes, bytes]) -> None:  # worker thread: the newest pair
         imgs = [cdr_to_image(raw) for raw in pair]
         t_ns = imgs[0].t_ns
-        rect = self.rectifier.rectify(imgs[0].pixels, imgs[1].pixels)
-        for pub, arr, src in zip(self.pubs, rect, imgs):
-            self.publish_image(pub, arr, t_ns, self.frame_id, src.encoding)
+        self.rectifier.check_pair(imgs[0].pixels, imgs[1].pixels)  # a bad pair publishes nothing
+        # each side is published as soon as it is rectified, the smaller image (the thermal) first
+        for side in sorted((0, 1), key=lambda i: imgs[i].pixels.nbytes):
+            rect = self.rectifier.rectify_image(imgs[side].pixels, side)
+            self.publish_image(self.pubs[side], rect, t_ns, self.frame_id, imgs[side].encoding)
         self.diag.topic("pairs").tick(self.now_ns() - t_ns)
 
 

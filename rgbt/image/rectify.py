@@ -305,9 +305,13 @@ class RgbtRectifier:
     def rectify(self, img0: np.ndarray, img1: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The pair's cam0 and cam1 native images (colour RGB uint8, thermal uint16/float32) ->
         both rectified onto the canvas (same dtype, same channels)."""
+        self.check_pair(img0, img1)
+        return self.tables[0](img0), self.tables[1](img1)
+
+    def check_pair(self, img0: np.ndarray, img1: np.ndarray) -> None:
+        """Raise :class:`ImageError` unless ``img0`` / ``img1`` are cam0's / cam1's native images."""
         _check_image(img0, self.native_sizes[0], "rectify cam0 image")
         _check_image(img1, self.native_sizes[1], "rectify cam1 image")
-        return self.tables[0](img0), self.tables[1](img1)
 
     def rectify_image(self, img: np.ndarray, side: int) -> np.ndarray:
         _check_image(img, self.native_sizes[side], f"rectify cam{side} image")
