@@ -169,14 +169,10 @@ def _log(line: str) -> None:
 def prerendered(specs: list[Any], root: Path) -> str:
     """Render the virtual stack's run of ``specs`` once under ``root`` (reused by later flights of the
     same length); the folder to play (``VirtualStackOptions.sim_cache``)."""
-    from rgbt.sim.cache import render_once
-    from rgbt.sim.options import SimOptions
+    from rgbt.sim.cache import render_for_virtual_stack
 
     vs = next(s for s in specs if s.executable == "virtual_stack").parameters
-    fields = dict(vs["sim"])
-    if vs.get("stack_path"):
-        fields.setdefault("stack_path", vs["stack_path"])
-    return str(render_once(SimOptions(**fields), root, log=_log))
+    return str(render_for_virtual_stack(vs, root, log=_log))
 
 
 def _short(r: dict) -> str:

@@ -41,6 +41,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="segmented frames scored for mIoU, evenly spread over the flight (default 150)")
     p.add_argument("--no-realtime", dest="realtime", action="store_false",
                    help="publish as fast as the simulator renders instead of at the real rate")
+    p.add_argument("--prerender", action=argparse.BooleanOptionalAction, default=None,
+                   help="render the simulated flight before it starts and play it at the real rate "
+                        "(default: when --cameras has more than thermal; needs the frames' size on disk "
+                        "in the run folder, ~40 MB per simulated second with colour, removed after)")
     p.set_defaults(func=run)
 
 
@@ -52,7 +56,8 @@ def run(args: argparse.Namespace) -> int:
     options = DemoOptions(duration_s=args.duration, out=args.out, trajectory=args.trajectory, vio=args.vio,
                           engine=args.engine, profile=args.profile, replay=args.replay, seed=args.seed,
                           runs=args.runs, cameras=[c.strip() for c in args.cameras.split(",") if c.strip()],
-                          realtime=args.realtime, altitude_m=args.altitude, max_eval_frames=args.eval_frames)
+                          realtime=args.realtime, altitude_m=args.altitude, max_eval_frames=args.eval_frames,
+                          prerender=args.prerender)
     if not args.replay:  # what the demo's profile needs, first (exit 2 with the table)
         from rgbt.cli.doctor import gate
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -63,7 +64,13 @@ def run_demo(options: DemoOptions, console: Any = None) -> dict:
                      else hardware_overrides(run_dir, engine))
         con.print(f"[bold]rgbt demo[/]: {'simulated' if simulated else 'hardware'} stack ({options.profile}), "
                   f"{options.duration_s:g} s flight over {Path(trajectory).stem}, output {rel(run_dir)}")
-        flight = _fly_with_progress(con, options, overrides, run_dir)
+        cache = _prerender(con, overrides, run_dir, notes) if simulated and options.prerender_flight() else None
+        run["prerendered"] = cache is not None  # played from a rendering made before the flight
+        try:
+            flight = _fly_with_progress(con, options, overrides, run_dir)
+        finally:
+            if cache is not None:
+                shutil.rmtree(cache, ignore_errors=True)
         wall.update({f"flight {k}": v for k, v in flight.wall_s.items()})
         for p in flight.problems:
             notes.append(p)
@@ -192,6 +199,29 @@ def _sample_frame(scan):  # type: ignore[no-untyped-def]
     """A frame from the middle of the evaluation set, preferring one with mask and label."""
     full = [f for f in scan.frames if f.mask is not None and f.label is not None] or scan.frames
     return full[len(full) // 2] if full else None
+
+
+def _prerender(con, overrides: dict, run_dir: Path, notes: list[str]) -> Path | None:  # type: ignore[no-untyped-def]
+    """Render the simulated flight into ``run_dir/sim_cache`` and have the virtual stack play it
+    (``overrides`` updated); the folder to remove after the flight. Where it cannot be written (a
+    full disk) the flight renders live instead, said in ``notes``."""
+    from rgbt.sim.cache import render_for_virtual_stack
+
+    root = run_dir / "sim_cache"
+    t0 = time.perf_counter()
+    try:
+        with con.status("rendering the simulated flight ahead (SYNTHETIC)") as status:
+            folder = render_for_virtual_stack(overrides["virtual_stack"], root,
+                                              log=lambda line: status.update(f"{line} (SYNTHETIC)"))
+    except OSError as exc:
+        shutil.rmtree(root, ignore_errors=True)
+        notes.append(f"the simulated flight could not be rendered ahead into {rel(root)} ({exc.strerror or exc}): "
+                     "rendered live while flying, which a slow machine may not keep up with")
+        con.print(f"[yellow]note:[/] {notes[-1]}")
+        return None
+    con.print(f"rendered the simulated flight ahead in {time.perf_counter() - t0:.0f} s; the stack plays it at the real rate")
+    overrides["virtual_stack"]["sim_cache"] = str(folder)
+    return root
 
 
 def _fly_with_progress(con, options: DemoOptions, overrides: dict, run_dir: Path):  # type: ignore[no-untyped-def]

@@ -9,7 +9,7 @@ mapped from one file (the page cache serves them; a restarted publisher starts a
 samples come from a pickle next to it.
 
 A cache is a private, local artefact of the program that wrote it (a benchmark's temporary
-folder): it is keyed by the complete simulator options and the stack model they load
+folder, a demo flight's folder while it flies): it is keyed by the complete simulator options and the stack model they load
 (:func:`cache_key`) and is never read from elsewhere. Synthetic data, like everything the simulator
 makes.
 """
@@ -153,3 +153,12 @@ def render_once(options: SimOptions, root: str | Path, log: Callable[[str], None
         log(f"rendered {options.duration_s:g} s of the simulated stack in {time.monotonic() - t0:.1f} s "
             f"({', '.join(options.cameras)})")
     return directory
+
+
+def render_for_virtual_stack(parameters: dict, root: str | Path, log: Callable[[str], None] | None = None) -> Path:
+    """:func:`render_once` for a virtual stack node's parameters (its ``sim`` fields and
+    ``stack_path``, as a profile with overrides gives them): the folder to set as its ``sim_cache``."""
+    fields = dict(parameters.get("sim") or {})
+    if parameters.get("stack_path"):
+        fields.setdefault("stack_path", parameters["stack_path"])
+    return render_once(SimOptions(**fields), root, log=log)

@@ -178,3 +178,14 @@ def test_fusion_score_pairs_fused_maps_with_the_colour_labels_of_their_trigger()
     assert fusion(scan, truth, thermal_seq, stack, model)["miou"] < 0.5
     empty = Scan(Path("x"), True, offset, 1.0, {}, stack.cameras["thermal"].topic)
     assert fusion(empty, truth, thermal_seq, stack, model)["fps"] is None
+
+
+def test_prerender_by_default_only_beyond_the_thermal_camera() -> None:
+    """The renderer keeps up with the thermal camera alone on 2 cores, not with colour too: a flight
+    with more cameras is rendered ahead unless told otherwise."""
+    from rgbt.demo.options import DemoOptions
+
+    assert not DemoOptions().prerender_flight()
+    assert DemoOptions(cameras=["thermal", "color"]).prerender_flight()
+    assert not DemoOptions(cameras=["thermal", "color"], prerender=False).prerender_flight()
+    assert DemoOptions(prerender=True).prerender_flight()
