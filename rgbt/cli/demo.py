@@ -44,7 +44,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--prerender", action=argparse.BooleanOptionalAction, default=None,
                    help="render the simulated flight before it starts and play it at the real rate "
                         "(default: when --cameras has more than thermal; needs the frames' size on disk "
-                        "in the run folder, ~40 MB per simulated second with colour, removed after)")
+                        "in the run folder, ~90 MB per simulated second with colour, removed after)")
     p.set_defaults(func=run)
 
 
