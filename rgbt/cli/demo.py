@@ -81,8 +81,11 @@ def compact(summary: dict) -> dict:
     health["counts"] = {name: t["count"] for name, t in h["topics"].items()}
     seg = {k: v for k, v in summary["segmentation"].items() if k != "per_class"}
     seg["per_class"] = summary["segmentation"].get("per_class")
-    return {"synthetic": summary["synthetic"], "health": health, "segmentation": seg, "vio": summary["vio"],
-            "report": summary["report"], "bag": summary["bag"], "plots": summary["plots"], "run": summary["run"]}
+    out = {"synthetic": summary["synthetic"], "health": health, "segmentation": seg, "vio": summary["vio"],
+           "report": summary["report"], "bag": summary["bag"], "plots": summary["plots"], "run": summary["run"]}
+    if summary.get("fusion"):  # RGB-T fusion flew (--cameras thermal,color): beside thermal-only
+        out["fusion"] = {k: v for k, v in summary["fusion"].items() if k != "per_class"}
+    return out
 
 
 def print_summary(summary: dict) -> None:
@@ -95,6 +98,13 @@ def print_summary(summary: dict) -> None:
         ("segmentation FPS", seg.get("fps")),
         ("segmentation latency p50 / p99 (ms)", f"{_f(seg.get('p50_ms'))} / {_f(seg.get('p99_ms'))}"),
         ("mIoU (all)", seg.get("miou")),
+    ]
+    fusion = summary.get("fusion")
+    if fusion:  # RGB-T fusion flew (--cameras thermal,color): its numbers beside thermal-only
+        rows += [("RGB-T fusion FPS", fusion.get("fps")),
+                 ("RGB-T fusion latency p50 / p99 (ms)", f"{_f(fusion.get('p50_ms'))} / {_f(fusion.get('p99_ms'))}"),
+                 ("RGB-T fusion mIoU (all)", fusion.get("miou"))]
+    rows += [
         ("VIO ATE RMSE (m)", vio.get("ate_rmse") if not vio.get("skipped") else f"skipped: {vio['skipped']}"),
         ("VIO tracked fraction", vio.get("tracked_fraction")),
         ("report", summary["report"]),

@@ -189,3 +189,21 @@ def test_prerender_by_default_only_beyond_the_thermal_camera() -> None:
     assert DemoOptions(cameras=["thermal", "color"]).prerender_flight()
     assert not DemoOptions(cameras=["thermal", "color"], prerender=False).prerender_flight()
     assert DemoOptions(prerender=True).prerender_flight()
+
+
+def test_the_summary_shows_fusion_beside_thermal_only_when_it_flew(capsys: pytest.CaptureFixture) -> None:
+    """``rgbt demo --cameras thermal,color``: the console table and ``--json`` carry the fusion FPS,
+    latency and mIoU beside the thermal-only segmentation; a thermal-only flight shows none."""
+    from rgbt.cli.demo import compact, print_summary
+
+    base = {"synthetic": True, "health": {"duration_s": 60.9, "lost_total": 0, "drops_total": 0, "topics": {}},
+            "segmentation": {"fps": 58.9, "p50_ms": 30.5, "p99_ms": 59.5, "miou": 0.257, "per_class": {}},
+            "vio": {"ate_rmse": 0.54, "tracked_fraction": 0.66}, "report": "report.md", "bag": "bag",
+            "plots": [], "run": {}, "fusion": None}
+    print_summary(base)
+    assert "fusion" not in capsys.readouterr().out and "fusion" not in compact(base)
+    fused = dict(base, fusion={"fps": 9.98, "p50_ms": 62.9, "p99_ms": 152.8, "miou": 0.485, "per_class": {"Road": 0.6}})
+    print_summary(fused)
+    out = capsys.readouterr().out
+    assert "RGB-T fusion FPS" in out and "9.98" in out and "0.485" in out and "62.9 / 152.8" in out
+    assert compact(fused)["fusion"] == {"fps": 9.98, "p50_ms": 62.9, "p99_ms": 152.8, "miou": 0.485}
