@@ -35,6 +35,8 @@ def run_demo(options: DemoOptions, console: Any = None) -> dict:
     t_start = time.perf_counter()
     wall: dict[str, float] = {}
     notes = options.notes
+    if options.replay and not Path(options.replay).exists():  # before anything is written
+        raise BagError(f"{options.replay}: bag not found (--replay takes a ROS 1 .bag, a ROS 2 bag folder or an .mcap file)")
     run_dir = options.run_dir()
     run_dir.mkdir(parents=True, exist_ok=True)
     engine = resolve_engine(options.engine, notes)
@@ -46,8 +48,6 @@ def run_demo(options: DemoOptions, console: Any = None) -> dict:
     vs_path: Path | None = None
     if options.replay:
         bag = Path(options.replay)
-        if not bag.exists():
-            raise BagError(f"{bag}: bag not found (--replay takes a ROS 1 .bag, a ROS 2 bag folder or an .mcap file)")
         run["mode"] = "replay"
         candidate = (bag if bag.is_dir() else bag.parent).parent / VS_MANIFEST
         vs_path = candidate if candidate.is_file() else None

@@ -79,8 +79,9 @@ def test_flight_profile_fails_fast_without_hardware(tmp_path: Path) -> None:
 
 
 def test_replay_missing_bag_is_a_clear_error(tmp_path: Path) -> None:
-    proc = run_rgbt("demo", "--replay", tmp_path / "missing_bag", check=False)
+    proc = run_rgbt("demo", "--replay", tmp_path / "missing_bag", "--out", tmp_path / "run", check=False)
     assert proc.returncode == 2 and "missing_bag" in proc.stderr and "bag not found" in proc.stderr
+    assert not (tmp_path / "run").exists()  # refused before anything was written
 
 
 def test_ffc_frames_get_the_label_of_the_frame_they_repeat() -> None:
