@@ -64,7 +64,8 @@ def run_demo(options: DemoOptions, console: Any = None) -> dict:
                      else hardware_overrides(run_dir, engine))
         con.print(f"[bold]rgbt demo[/]: {'simulated' if simulated else 'hardware'} stack ({options.profile}), "
                   f"{options.duration_s:g} s flight over {Path(trajectory).stem}, output {rel(run_dir)}")
-        cache = _prerender(con, overrides, run_dir, notes) if simulated and options.prerender_flight() else None
+        cache = (_prerender(con, options.profile, overrides, run_dir, notes)
+                 if simulated and options.prerender_flight() else None)
         run["prerendered"] = cache is not None  # played from a rendering made before the flight
         try:
             flight = _fly_with_progress(con, options, overrides, run_dir)
@@ -201,18 +202,22 @@ def _sample_frame(scan):  # type: ignore[no-untyped-def]
     return full[len(full) // 2] if full else None
 
 
-def _prerender(con, overrides: dict, run_dir: Path, notes: list[str]) -> Path | None:  # type: ignore[no-untyped-def]
-    """Render the simulated flight into ``run_dir/sim_cache`` and have the virtual stack play it
-    (``overrides`` updated); the folder to remove after the flight. Where it cannot be written (a
-    full disk) the flight renders live instead, said in ``notes``."""
+def _prerender(con, profile: str, overrides: dict, run_dir: Path, notes: list[str]) -> Path | None:  # type: ignore[no-untyped-def]
+    """Render the simulated flight of ``profile`` with ``overrides`` into ``run_dir/sim_cache`` and
+    have its virtual stack play it (``overrides`` updated); the folder to remove after the flight
+    (None: the profile has no virtual stack). Where it cannot be written (a full disk) the flight
+    renders live instead, said in ``notes``."""
+    from rgbt.ros.profile import node_specs
     from rgbt.sim.cache import render_for_virtual_stack
 
+    vs = next((s.parameters for s in node_specs(profile, overrides) if s.executable == "virtual_stack"), None)
+    if vs is None:
+        return None
     root = run_dir / "sim_cache"
     t0 = time.perf_counter()
     try:
         with con.status("rendering the simulated flight ahead (SYNTHETIC)") as status:
-            folder = render_for_virtual_stack(overrides["virtual_stack"], root,
-                                              log=lambda line: status.update(f"{line} (SYNTHETIC)"))
+            folder = render_for_virtual_stack(vs, root, log=lambda line: status.update(f"{line} (SYNTHETIC)"))
     except OSError as exc:
         shutil.rmtree(root, ignore_errors=True)
         notes.append(f"the simulated flight could not be rendered ahead into {rel(root)} ({exc.strerror or exc}): "
