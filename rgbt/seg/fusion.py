@@ -83,8 +83,8 @@ class FusionOptions:
     dark_half: float | None = None  # mean colour intensity at which RGB's weight is halved
     dark_min: float = 0.002  # below this mean intensity (~0.5 DN: black frame) colour is ignored
     # resize the pair to the model's input size (cv2.INTER_AREA) *before* normalizing it: the
-    # percentiles and CLAHE of a 192x120 frame instead of a 960x600 one (~5 of 14 ms of CPU per pair
-    # less with the demo model; the class ids are resized back to the pair's size as before). Off:
+    # percentiles and CLAHE of a 192x120 frame instead of a 960x600 one (11.6 -> 8.1 ms of CPU per
+    # pair with the demo model; the class ids are resized back to the pair's size as before). Off:
     # the order the models were trained with (normalize, then fit). Measured on 40 SYNTHETIC test pairs
     # (docs/design/seg.md): mIoU day 0.535 -> 0.539, night 0.305 -> 0.331 with the demo model. Only
     # when the model's fit is "resize" and its input is smaller than the pair.
