@@ -415,15 +415,8 @@ def can_raise_priority_to(nice: int, status_text: str | None = None) -> bool:
     effective capabilities (``/proc/self/status``) or an ``RLIMIT_NICE`` that allows it."""
     import resource
 
-    if os.geteuid() == 0:
+    if has_cap_sys_nice(status_text):
         return True
-    try:
-        text = status_text if status_text is not None else Path("/proc/self/status").read_text()
-        cap_eff = int(next(line.split()[1] for line in text.splitlines() if line.startswith("CapEff:")), 16)
-        if cap_eff & (1 << 23):  # CAP_SYS_NICE
-            return True
-    except (OSError, StopIteration, ValueError):
-        pass
     soft, _ = resource.getrlimit(resource.RLIMIT_NICE)  # allows nice down to 20 - soft
     return soft == resource.RLIM_INFINITY or 20 - soft <= nice
 
@@ -444,6 +437,54 @@ def check_priority(specs: list[Any], status_text: str | None = None) -> list[Che
     return [Check("CPU priority", "warn", value + ": not permitted (they stay at nice 0, beside processing)",
                   f"run with CAP_SYS_NICE or allow it: systemd LimitNICE={wanted}, or a limits.conf 'nice' "
                   f"entry of {wanted} for this user")]
+
+
+def has_cap_sys_nice(status_text: str | None = None) -> bool:
+    """Root, or ``CAP_SYS_NICE`` in this process's effective capabilities (``/proc/self/status``)."""
+    if os.geteuid() == 0:
+        return True
+    try:
+        text = status_text if status_text is not None else Path("/proc/self/status").read_text()
+        cap_eff = int(next(line.split()[1] for line in text.splitlines() if line.startswith("CapEff:")), 16)
+    except (OSError, StopIteration, ValueError):
+        return False
+    return bool(cap_eff & (1 << 23))
+
+
+def check_realtime(specs: list[Any], status_text: str | None = None,
+                   rt_runtime: Path = Path("/proc/sys/kernel/sched_rt_runtime_us")) -> list[Check]:
+    """The profile's real-time priorities (``realtime_priority``, SCHED_RR) can be applied here, and the
+    kernel still keeps a share of each second for ordinary processes (real-time throttling on)."""
+    import resource
+
+    by_prio: dict[int, set[str]] = {}
+    for s in specs:
+        if int(s.parameters.get("realtime_priority", 0)) > 0:
+            by_prio.setdefault(int(s.parameters["realtime_priority"]), set()).add(s.process)
+    if not by_prio:
+        return [Check("real-time priority", "ok", "none in this profile (nice values only)")]
+    wanted = max(by_prio)
+    value = "SCHED_RR " + "; ".join(f"{p} for {', '.join(sorted(g))}" for p, g in sorted(by_prio.items(), reverse=True))
+    checks = []
+    soft, _ = resource.getrlimit(resource.RLIMIT_RTPRIO)
+    if has_cap_sys_nice(status_text) or soft == resource.RLIM_INFINITY or soft >= wanted:
+        checks.append(Check("real-time priority", "ok", value))
+    else:
+        checks.append(Check("real-time priority", "warn", value + ": not permitted (those groups run on their nice "
+                            "values only; an ordinary busy process then delays them)",
+                            f"run with CAP_SYS_NICE or allow it: systemd LimitRTPRIO={wanted}, or a limits.conf "
+                            f"'rtprio' entry of {wanted} for this user"))
+    try:
+        runtime = int(rt_runtime.read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return checks
+    if runtime < 0:
+        checks.append(Check("real-time throttling", "warn", "off (kernel.sched_rt_runtime_us = -1)",
+                            "a stuck real-time thread could take a core for good: sysctl "
+                            "kernel.sched_rt_runtime_us=950000 (the kernel's default)"))
+    else:
+        checks.append(Check("real-time throttling", "ok", f"on: real time takes at most {runtime / 1e4:.0f} % of each second"))
+    return checks
 
 
 # -- all -----------------------------------------------------------------------------------
@@ -477,6 +518,7 @@ def run_checks(profile: str = "flight", bag_dir: str | None = None, environ: Map
     checks += check_clocks(jetson)
     checks += check_disk(specs, bag_dir)
     checks += check_priority(specs)
+    checks += check_realtime(specs)
     return checks
 
 

@@ -53,3 +53,66 @@ def test_set_autogroup_nice_reports_what_it_could_not_do(tmp_path: Path) -> None
     target.write_text("untouched")
     assert set_autogroup_nice(5, str(target)) == ""  # a session member never writes
     assert target.read_text() == "untouched"
+
+
+# The child starts a thread before and one after asking for real time, lowers a third one as a mailbox
+# worker does, and prints each thread's policy and priority.
+RT_CHILD = """
+import json, os, resource, sys, threading
+from rgbt.ros.priority import realtime_priority, set_process_realtime
+from rgbt.seg.pipeline import lower_thread_priority
+if sys.argv[1] == "refused":  # no rtprio limit and no CAP_SYS_NICE: root gives up its rights first
+    resource.setrlimit(resource.RLIMIT_RTPRIO, (0, 0))
+    if os.geteuid() == 0:
+        os.setuid(65534)
+seen, go = {}, threading.Event()
+def look(name, lower=None):
+    go.wait()
+    applied = lower_thread_priority(lower) if lower else None
+    seen[name] = [os.sched_getscheduler(0) == os.SCHED_RR, realtime_priority(), applied,
+                  os.getpriority(os.PRIO_PROCESS, threading.get_native_id())]
+before = threading.Thread(target=look, args=("before",)); before.start()
+applied = set_process_realtime(7)
+after = threading.Thread(target=look, args=("after",)); after.start()
+worker = threading.Thread(target=look, args=("worker", "low")); worker.start()
+go.set()
+for t in (before, after, worker): t.join()
+look("main")
+print(json.dumps([applied, seen]))
+"""
+
+
+def _rt_child(mode: str) -> tuple[str, dict]:
+    env = dict(os.environ, PYTHONPATH=str(REPO_ROOT))
+    out = subprocess.run([sys.executable, "-c", RT_CHILD, mode], env=env, capture_output=True, text=True,
+                         timeout=60, check=True)
+    applied, seen = json.loads(out.stdout)
+    return applied, seen
+
+
+def test_realtime_reaches_every_thread_and_a_lowered_worker_leaves_it() -> None:
+    import resource
+
+    from rgbt.doctor import has_cap_sys_nice
+
+    soft, _ = resource.getrlimit(resource.RLIMIT_RTPRIO)
+    if not (has_cap_sys_nice() or soft == resource.RLIM_INFINITY or soft >= 7):
+        pytest.skip("this runner may not use real-time priorities (no CAP_SYS_NICE, RLIMIT_RTPRIO < 7)")
+    applied, seen = _rt_child("granted")
+    if "not permitted" in applied:  # e.g. a container's cgroup without a real-time budget
+        pytest.skip(f"real time refused here: {applied}")
+    assert applied == "SCHED_RR 7"
+    for name in ("before", "after", "main"):  # a thread started before it and one started after
+        assert seen[name][:2] == [True, 7], (name, seen[name])
+    rr, prio, lowered, nice = seen["worker"]
+    assert (rr, prio, lowered, nice) == (False, 0, "nice 19", 19)
+
+
+def test_realtime_refused_changes_nothing_and_says_how_to_allow_it() -> None:
+    from rgbt.doctor import has_cap_sys_nice
+
+    if os.geteuid() != 0 and has_cap_sys_nice():
+        pytest.skip("a non-root runner with CAP_SYS_NICE cannot give it up here")
+    applied, seen = _rt_child("refused")
+    assert "SCHED_RR 7 not permitted" in applied and "LimitRTPRIO=7" in applied
+    assert all(not rr and prio == 0 for rr, prio, *_ in seen.values()), seen

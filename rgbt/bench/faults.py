@@ -12,7 +12,10 @@ the kills that leave the sources up one after the other, ``SPACING_S`` apart, in
 * ``source_gone``: the sources' process stopped (``SIGSTOP``) for ``GONE_S`` and continued: every
   sensor stream disappears and comes back (the virtual stack then publishes what a driver's device
   buffers would still hold, ``DEVICE_BUFFER_S``; what it skips is in its manifest, ``late_dropped``).
-* ``cpu_starvation``: 2 busy processes per core, at normal priority, for 2 s.
+* ``cpu_starvation``: 2 busy processes per core for 2 s, above the graph: ``SCHED_FIFO`` one above the
+  profile's highest ``realtime_priority`` where permitted (else normal priority, as an ordinary busy
+  process; the graph then outranks it). The graph gets no CPU while they run (the kernel's real-time
+  throttling keeps ~5 % for ordinary processes only); each busy process ends itself after 2 s.
 * ``clock_step_+5s`` / ``clock_step_-5s``: the drivers' wall clock steps by +-5 s. Simulated through
   the virtual stack's injected offset (:mod:`rgbt.ros.wallstep`) on the wall clock its host stamps
   are made from, through one ``rgbt.hostclock.WallClockOffset`` as the drivers' are (default
@@ -197,6 +200,8 @@ def fly_with_faults(profile: str, faults: list[str], sim_s: float, cameras: list
         overrides["virtual_stack"]["sim_cache"] = prerendered(specs, sim_root)
         specs = node_specs(profile, overrides)
     members = {g: [s.name for s in nodes] for g, nodes in processes(specs).items()}
+    top = max((int(s.parameters.get("realtime_priority", 0)) for s in specs), default=0)
+    hog_priority = min(top + 1, 99) if top else 0  # cpu_starvation: above the graph's real time
     step_file = work / "wall_step_ns"
     env = {**profile_env(profile), WALL_STEP_ENV: str(step_file)}
     shm_before = shm_files()
@@ -227,7 +232,7 @@ def fly_with_faults(profile: str, faults: list[str], sim_s: float, cameras: list
                         # a steady-state recording has its spares ready: wait for the killed group's (bounded)
                         if group not in sup.spare_due or graph.spare_ready(group) or waited >= SPARE_WAIT_S:
                             spare_wait[pending[0]] = round(waited, 2)
-                            t_events[pending[0]], t_last = inject(pending[0], graph, recorder, step_file), now
+                            t_events[pending[0]], t_last = inject(pending[0], graph, recorder, step_file, hog_priority), now
                     for fault in t_events:
                         group = _killed_group(fault, recorder)
                         if fault not in back and group in members and sup.state[group].restarts:
@@ -343,9 +348,23 @@ def _done(path: Path) -> bool:
         return False
 
 
-def inject(fault: str, graph: Any, recorder: str, step_file: Path) -> int:
+#: a busy process for ``cpu_starvation``: argv = real-time priority (0: normal), seconds; it ends itself
+#: (with real-time throttling off nothing else would run to end it)
+HOG = ("import os, sys, time\n"
+       "prio, end = int(sys.argv[1]), time.monotonic() + float(sys.argv[2])\n"
+       "if prio:\n"
+       "    try:\n"
+       "        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(prio))\n"
+       "    except OSError:\n"
+       "        pass\n"
+       "while time.monotonic() < end:\n"
+       "    pass\n")
+
+
+def inject(fault: str, graph: Any, recorder: str, step_file: Path, hog_priority: int = 0) -> int:
     """Inject ``fault`` now; returns its wall-clock time (ns). Faults that last (a source gone, the
-    CPU starved) are ended by a timer thread."""
+    CPU starved) are ended by a timer thread. ``hog_priority``: the busy processes' ``SCHED_FIFO``
+    priority for ``cpu_starvation`` (0: normal priority)."""
     t = time.time_ns()
     group = _killed_group(fault, recorder)
     if group is not None:
@@ -355,7 +374,8 @@ def inject(fault: str, graph: Any, recorder: str, step_file: Path) -> int:
         os.kill(pid, signal.SIGSTOP)
         threading.Timer(GONE_S, os.kill, (pid, signal.SIGCONT)).start()
     elif fault == "cpu_starvation":
-        busy = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(2 * (os.cpu_count() or 1))]
+        busy = [subprocess.Popen([sys.executable, "-c", HOG, str(hog_priority), str(STARVE_S)])
+                for _ in range(2 * (os.cpu_count() or 1))]
         threading.Timer(STARVE_S, lambda: [p.kill() or p.wait() for p in busy]).start()
     elif fault.startswith("clock_step_"):
         tmp = step_file.with_suffix(".tmp")  # replaced whole: the virtual stack never reads a partial value

@@ -97,6 +97,13 @@ class RgbtNode(Node):
             from rgbt.ros.priority import set_process_nice
 
             self.get_logger().info(f"process priority: {set_process_nice(nice)}")
+        # real time above the nice value (profiles: drivers + sync and recorder first, then segmentation,
+        # then the pipeline); like nice, a node never lowers what another node of its process raised
+        if self.options.realtime_priority:
+            from rgbt.ros.priority import realtime_priority, set_process_realtime
+
+            if self.options.realtime_priority > realtime_priority():
+                self.get_logger().info(f"process real-time priority: {set_process_realtime(self.options.realtime_priority)}")
         self.diag = NodeDiagnostics(self.get_name())
         self.diag.values["qos_incompatible"] = "0"
         self.finished = False  # set by a node whose work is done (spin loop then exits)

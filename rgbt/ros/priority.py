@@ -22,6 +22,17 @@ apply to processes in the root CPU cgroup: inside a service's own cgroup (system
 controller on) thread nice values already compare across the processes of that cgroup. And
 ``/proc/self/autogroup`` reads empty for a session in the kernel's default group (seen on the CI
 machine).
+
+Real time (``realtime_priority``, the shipped profiles' choice where permitted): nice values only
+weigh the fair share, so an ordinary busy process still delays a woken thread of the graph by its
+slice, and more with every thread that shares a core. Measured on 2 cores with one busy process
+beside the graph (``rgbt bench graph --load 1``): segmentation's output 2.3-3.4 frame periods late
+at p99 with nice -4 (or even -16 against the busy process's 0), 0.9-1.2 under ``SCHED_RR``. Every
+thread of the process runs ``SCHED_RR`` at the given priority (threads started later inherit it);
+a thread that asks to be lowered (``rgbt.seg.pipeline.lower_thread_priority``) leaves real time
+first. The kernel keeps 5 % of each second for ordinary processes (``kernel.sched_rt_runtime_us``,
+950000 of 1000000 by default; ``rgbt doctor`` warns when it is off), so a stuck real-time thread
+slows the computer down but cannot lock it up.
 """
 
 from __future__ import annotations
@@ -60,3 +71,36 @@ def set_autogroup_nice(nice: int, path: str = "/proc/self/autogroup") -> str:
     except OSError as exc:  # e.g. EPERM: a negative value needs CAP_SYS_NICE; autogroups disabled
         return f", autogroup unchanged ({exc.strerror or exc})"
     return f", autogroup nice {nice}"
+
+
+def realtime_priority() -> int:
+    """This thread's real-time priority (0 when it runs an ordinary policy)."""
+    if not hasattr(os, "sched_getscheduler"):
+        return 0
+    if os.sched_getscheduler(0) not in (os.SCHED_RR, os.SCHED_FIFO):
+        return 0
+    return os.sched_getparam(0).sched_priority
+
+
+def set_process_realtime(priority: int) -> str:
+    """Run every thread of this process under ``SCHED_RR`` at ``priority`` (1-98); returns what was
+    applied, for the log. Without the right (``CAP_SYS_NICE``, ``RLIMIT_RTPRIO``, or a cgroup with no
+    real-time budget) nothing changes and the text says why."""
+    if not 1 <= priority <= 98:
+        raise ValueError(f"realtime_priority: got {priority}, expected 1..98 (0 turns it off)")
+    if not hasattr(os, "SCHED_RR"):
+        return "real time unavailable on this OS (nice only)"
+    try:
+        tids = [int(t) for t in os.listdir("/proc/self/task")]
+    except OSError:
+        tids = [0]
+    param = os.sched_param(priority)
+    for tid in sorted(tids, key=lambda t: t != os.getpid()):  # the main thread first: a refusal changes nothing
+        try:
+            os.sched_setscheduler(tid, os.SCHED_RR, param)
+        except ProcessLookupError:  # the thread ended meanwhile
+            continue
+        except PermissionError:
+            return (f"SCHED_RR {priority} not permitted (needs CAP_SYS_NICE or an rtprio limit of {priority}, "
+                    f"e.g. systemd LimitRTPRIO={priority}; in a cgroup, a real-time budget): nice only")
+    return f"SCHED_RR {priority}"

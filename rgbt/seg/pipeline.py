@@ -53,12 +53,19 @@ def lower_thread_priority(kind: str) -> str:
     """Lower the calling thread's CPU priority; returns what was applied (for logs and stats).
 
     ``idle``: ``SCHED_IDLE`` (Linux; runs only when a core would otherwise be idle), falling back
-    to nice 19; ``low``: nice 19; ``normal``: unchanged. Lowering never needs privileges.
+    to nice 19; ``low``: nice 19; ``normal``: unchanged. A thread that inherited a real-time
+    policy (``realtime_priority`` of its process) leaves it for ``idle`` and ``low``: a nice value
+    means nothing to a real-time thread. Lowering never needs privileges.
     """
     if kind not in PREP_PRIORITIES:
         raise ValueError(f"prep_priority: got {kind!r}, expected one of {PREP_PRIORITIES}")
     if kind == "normal":
         return "normal"
+    if hasattr(os, "SCHED_OTHER") and os.sched_getscheduler(0) in (os.SCHED_RR, os.SCHED_FIFO):
+        try:
+            os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
+        except OSError:
+            return "real time (could not lower)"
     if kind == "idle" and hasattr(os, "SCHED_IDLE"):
         try:
             os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))  # 0 = this thread on Linux

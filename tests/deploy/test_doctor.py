@@ -187,3 +187,29 @@ def test_up_flight_runs_the_doctor_first(rgbt_cli, tmp_path: Path) -> None:  # t
     assert "rgbt doctor --profile flight" in proc.stderr and "nothing was started" in proc.stderr
     first_fail = next(c for c in checks if c.status == "fail")
     assert first_fail.item in proc.stderr
+
+
+def test_realtime_check_names_the_levels_how_to_allow_them_and_the_throttling(monkeypatch: pytest.MonkeyPatch,
+                                                                              tmp_path: Path) -> None:
+    import os
+    import resource
+
+    from rgbt.doctor import check_realtime
+
+    specs = node_specs("flight")
+    throttle = tmp_path / "sched_rt_runtime_us"
+    throttle.write_text("950000\n")
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)
+    monkeypatch.setattr(resource, "getrlimit", lambda _r: (0, 0))  # RLIMIT_RTPRIO 0
+    levels, throttling = check_realtime(specs, status_text="CapEff:\t0000000000000000\n", rt_runtime=throttle)
+    assert levels.status == "warn"
+    assert "SCHED_RR 30 for drivers, recorder; 20 for segmentation; 10 for pipeline" in levels.value
+    assert "LimitRTPRIO=30" in levels.hint
+    assert throttling.status == "ok" and "95 %" in throttling.value
+    monkeypatch.setattr(resource, "getrlimit", lambda _r: (30, 30))  # limits.conf rtprio 30
+    assert check_realtime(specs, status_text="CapEff:\t0\n", rt_runtime=throttle)[0].status == "ok"
+    monkeypatch.setattr(resource, "getrlimit", lambda _r: (29, 29))
+    assert check_realtime(specs, status_text="CapEff:\t0\n", rt_runtime=throttle)[0].status == "warn"
+    throttle.write_text("-1\n")
+    assert check_realtime(specs, status_text="CapEff:\t0000000000800000\n", rt_runtime=throttle)[1].status == "warn"
+    assert check_realtime(node_specs("replay"))[0].value == "none in this profile (nice values only)"
