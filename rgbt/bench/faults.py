@@ -348,10 +348,11 @@ def _done(path: Path) -> bool:
         return False
 
 
-#: a busy process for ``cpu_starvation``: argv = real-time priority (0: normal), seconds; it ends itself
-#: (with real-time throttling off nothing else would run to end it)
+#: a busy process for ``cpu_starvation``: argv = real-time priority (0: normal), the end on the shared
+#: monotonic clock (s; the same for every busy process: the later ones start late, starved by the
+#: first); it ends itself (with real-time throttling off nothing else would run to end it)
 HOG = ("import os, sys, time\n"
-       "prio, end = int(sys.argv[1]), time.monotonic() + float(sys.argv[2])\n"
+       "prio, end = int(sys.argv[1]), float(sys.argv[2])\n"
        "if prio:\n"
        "    try:\n"
        "        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(prio))\n"
@@ -374,7 +375,8 @@ def inject(fault: str, graph: Any, recorder: str, step_file: Path, hog_priority:
         os.kill(pid, signal.SIGSTOP)
         threading.Timer(GONE_S, os.kill, (pid, signal.SIGCONT)).start()
     elif fault == "cpu_starvation":
-        busy = [subprocess.Popen([sys.executable, "-c", HOG, str(hog_priority), str(STARVE_S)])
+        end = time.monotonic() + STARVE_S
+        busy = [subprocess.Popen([sys.executable, "-c", HOG, str(hog_priority), repr(end)])
                 for _ in range(2 * (os.cpu_count() or 1))]
         threading.Timer(STARVE_S, lambda: [p.kill() or p.wait() for p in busy]).start()
     elif fault.startswith("clock_step_"):

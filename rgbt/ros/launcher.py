@@ -198,7 +198,8 @@ def write_params_file(specs: list[NodeSpec], directory: Path | None = None) -> P
 def group_commands(specs: list[NodeSpec], params_file: str | Path, duration_s: float | None = None,
                    python: str | None = None) -> dict[str, list[str]]:
     """Process group -> its command line: ``python -m rgbt.ros.spin --node NAME:EXECUTABLE ...
-    [--duration S] --ros-args --params-file FILE``.
+    [--duration S] [--nice N] [--realtime-priority N] --ros-args --params-file FILE`` (the lowest
+    negative ``nice`` and the highest ``realtime_priority`` of the group's nodes).
 
     The one place both ``rgbt up`` (:func:`start_graph`) and ``launch/rgbt.launch.py`` (one
     ``ExecuteProcess`` per group) build their processes from, so the two layouts cannot drift.
@@ -211,6 +212,14 @@ def group_commands(specs: list[NodeSpec], params_file: str | Path, duration_s: f
             cmd += ["--node", f"{spec.name}:{spec.executable}"]
         if duration_s:
             cmd += ["--duration", str(duration_s)]
+        # the group's priority from the process's first instruction: a warm spare starts up at it too (at
+        # nice 0 beside a graph at -20..-13 a spare took over 8 s to be ready)
+        nice = min(int(spec.parameters.get("nice", 0)) for spec in members)
+        if nice < 0:
+            cmd += ["--nice", str(nice)]
+        realtime = max(int(spec.parameters.get("realtime_priority", 0)) for spec in members)
+        if realtime:
+            cmd += ["--realtime-priority", str(realtime)]
         cmd += ["--ros-args", "--params-file", str(params_file)]
         out[group] = cmd
     return out

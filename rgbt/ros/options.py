@@ -63,7 +63,8 @@ class NodeOptions(BaseModel):
     # < 0 takes it first (drivers, sync, recorder; needs CAP_SYS_NICE, else logged and kept)
     nice: int = Field(0, ge=-20, le=19)
     # real-time priority of the whole process (SCHED_RR 1-98, every thread, rgbt.ros.priority; 0: off,
-    # the nice value alone): above every ordinary process whatever its nice, higher numbers first. Needs
+    # the nice value alone, as in the shipped profiles: real time cost kill -9 recoveries recorded
+    # frames): above every ordinary process whatever its nice, higher numbers first. Needs
     # CAP_SYS_NICE or an rtprio limit (systemd LimitRTPRIO=); without it: logged, the nice value only
     realtime_priority: int = Field(0, ge=0, le=98)
 

@@ -23,16 +23,18 @@ controller on) thread nice values already compare across the processes of that c
 ``/proc/self/autogroup`` reads empty for a session in the kernel's default group (seen on the CI
 machine).
 
-Real time (``realtime_priority``, the shipped profiles' choice where permitted): nice values only
-weigh the fair share, so an ordinary busy process still delays a woken thread of the graph by its
-slice, and more with every thread that shares a core. Measured on 2 cores with one busy process
-beside the graph (``rgbt bench graph --load 1``): segmentation's output 2.3-3.4 frame periods late
-at p99 with nice -4 (or even -16 against the busy process's 0), 0.9-1.2 under ``SCHED_RR``. Every
-thread of the process runs ``SCHED_RR`` at the given priority (threads started later inherit it);
-a thread that asks to be lowered (``rgbt.seg.pipeline.lower_thread_priority``) leaves real time
-first. The kernel keeps 5 % of each second for ordinary processes (``kernel.sched_rt_runtime_us``,
-950000 of 1000000 by default; ``rgbt doctor`` warns when it is off), so a stuck real-time thread
-slows the computer down but cannot lock it up.
+Real time (``realtime_priority``, off in the shipped profiles): every thread of the process runs
+``SCHED_RR`` at the given priority (threads started later inherit it); a thread that asks to be
+lowered (``rgbt.seg.pipeline.lower_thread_priority``) leaves real time first. It does what nice values
+cannot: with one ordinary busy process beside the graph on 2 cores (``rgbt bench graph --load 1``)
+segmentation's masks came 1.0-1.3 frame periods late at p99 (nice -7/-4/-1: 2.9-3.4; nice
+-20/-16/-13, the profiles' levels: 1.9-2.8). But it cost ``kill -9`` recovery: with the graph real
+time, 7 of 25 ``rgbt bench faults`` flights that killed segmentation lost 7-996 recorded camera frames
+(stream stalls of up to 14 s in the middleware's shared-memory transport), whatever priority the warm
+spare started at; 0 of 13 kill flights at the nice levels (8 of segmentation). A flight's recording outranks a mask's latency, so
+the profiles use nice values; a computer that runs nothing else may still set it (``--set
+NODE.realtime_priority=N``). The kernel keeps 5 % of each second for ordinary processes
+(``kernel.sched_rt_runtime_us``; ``rgbt doctor`` warns when that is off).
 """
 
 from __future__ import annotations

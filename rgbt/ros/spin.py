@@ -256,7 +256,13 @@ def main(argv: list[str] | None = None) -> int:
                              "the nodes (end of input: exit 0 without starting them)")
     parser.add_argument("--ready-file", default=None,
                         help="with --standby: write this process's PID here once it is ready to start")
+    parser.add_argument("--nice", type=int, default=0,
+                        help="the whole process's nice value from its start (< 0 needs CAP_SYS_NICE; rgbt.ros.priority)")
+    parser.add_argument("--realtime-priority", type=int, default=0,
+                        help="SCHED_RR priority of the whole process from its start (1-98; 0: none; "
+                             "rgbt.ros.priority)")
     args = parser.parse_args(argv)
+    _priority(args.nice, args.realtime_priority)
     factories, classes = [], []
     for item in args.node:
         name, _, exe = item.partition(":")
@@ -277,6 +283,16 @@ def main(argv: list[str] | None = None) -> int:
         rclpy.try_shutdown()
         return 0
     return run_nodes(factories, ["rgbt", *ros_args], args.duration, placeholder=placeholder)
+
+
+def _priority(nice: int, realtime: int) -> None:
+    """The process's nice value and real-time priority (every thread; 0: left as is), logged on stderr."""
+    from rgbt.ros.priority import set_process_nice, set_process_realtime
+
+    if nice:
+        print(f"rgbt.ros.spin: process priority: {set_process_nice(nice)}", file=sys.stderr, flush=True)
+    if realtime:
+        print(f"rgbt.ros.spin: process real-time priority: {set_process_realtime(realtime)}", file=sys.stderr, flush=True)
 
 
 if __name__ == "__main__":

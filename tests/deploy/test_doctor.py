@@ -124,11 +124,11 @@ def test_priority_check_names_the_groups_and_how_to_allow_it(monkeypatch: pytest
     monkeypatch.setattr(os, "geteuid", lambda: 1000)  # a service user without privileges
     monkeypatch.setattr(resource, "getrlimit", lambda _r: (0, 0))  # RLIMIT_NICE 0: nice >= 20 - 0 only
     (check,) = check_priority(specs, status_text="CapEff:\t0000000000000000\n")
-    assert check.status == "warn" and "nice -7 for drivers, recorder; -4 for segmentation; -1 for pipeline" in check.value
-    assert "LimitNICE=-7" in check.hint
+    assert check.status == "warn" and "nice -20 for drivers, recorder; -16 for segmentation; -13 for pipeline" in check.value
+    assert "LimitNICE=-20" in check.hint
     (check,) = check_priority(specs, status_text="CapEff:\t0000000000800000\n")  # CAP_SYS_NICE
     assert check.status == "ok"
-    monkeypatch.setattr(resource, "getrlimit", lambda _r: (27, 27))  # limits.conf nice -7
+    monkeypatch.setattr(resource, "getrlimit", lambda _r: (40, 40))  # limits.conf nice -20
     assert check_priority(specs, status_text="CapEff:\t0\n")[0].status == "ok"
     assert check_priority(node_specs("replay"))[0].value == "no raised priority in this profile"
 
@@ -196,7 +196,11 @@ def test_realtime_check_names_the_levels_how_to_allow_them_and_the_throttling(mo
 
     from rgbt.doctor import check_realtime
 
-    specs = node_specs("flight")
+    specs = node_specs(_profile(tmp_path, [  # the shipped profiles leave real time off
+        {"name": "trigger_sync", "process": "drivers", "parameters": {"realtime_priority": 30}},
+        {"name": "recorder", "process": "recorder", "parameters": {"realtime_priority": 30}},
+        {"name": "segmentation", "process": "segmentation", "parameters": {"realtime_priority": 20}},
+        {"name": "thermal_preprocess", "process": "pipeline", "parameters": {"realtime_priority": 10}}]))
     throttle = tmp_path / "sched_rt_runtime_us"
     throttle.write_text("950000\n")
     monkeypatch.setattr(os, "geteuid", lambda: 1000)
@@ -212,4 +216,5 @@ def test_realtime_check_names_the_levels_how_to_allow_them_and_the_throttling(mo
     assert check_realtime(specs, status_text="CapEff:\t0\n", rt_runtime=throttle)[0].status == "warn"
     throttle.write_text("-1\n")
     assert check_realtime(specs, status_text="CapEff:\t0000000000800000\n", rt_runtime=throttle)[1].status == "warn"
-    assert check_realtime(node_specs("replay"))[0].value == "none in this profile (nice values only)"
+    for shipped in ("replay", "flight", "bench-sim"):
+        assert check_realtime(node_specs(shipped))[0].value == "none in this profile (nice values only)"

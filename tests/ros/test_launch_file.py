@@ -304,3 +304,40 @@ def test_real_launch_description_has_one_process_per_group() -> None:
     (restart,) = status["restarts"]
     assert restart["group"] == names[proc] and restart["exit_code"] == -9 and restart["pid"] == 101
     assert supervisor_values(status)[f"supervisor.restarts.{names[proc]}"] == "1"
+
+
+@pytest.mark.ros
+def test_a_warm_spare_starts_at_its_groups_priority(tmp_path: Path) -> None:
+    """``group_commands`` carries each group's raised priority (``--nice``: the lowest negative nice of its
+    nodes), and ``rgbt.ros.spin`` applies it from its first instruction, so a ``--standby`` spare starts
+    up at it too (here a lowered value, which needs no privilege: every thread of the waiting spare)."""
+    import os
+    import subprocess
+    import sys
+    import time
+
+    from rgbt.paths import REPO_ROOT
+
+    specs = node_specs("bench-sim")
+    cmds = group_commands(specs, tmp_path / "params.yaml")
+    for group in dict.fromkeys(s.process for s in specs):
+        nice = min(int(s.parameters.get("nice", 0)) for s in specs if s.process == group)
+        assert (["--nice", str(nice)] == cmds[group][cmds[group].index("--nice"):][:2]) if nice < 0 \
+            else "--nice" not in cmds[group], (group, cmds[group])
+    ready = tmp_path / "spare.ready"
+    env = dict(os.environ, PYTHONPATH=str(REPO_ROOT))
+    spare = subprocess.Popen([sys.executable, "-m", "rgbt.ros.spin", "--node", "health:health", "--standby",
+                              "--ready-file", str(ready), "--nice", "5"], env=env, cwd=REPO_ROOT,
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not (ready.exists() and ready.read_text().strip() == str(spare.pid)):
+            assert spare.poll() is None and time.monotonic() < deadline, spare.communicate()[0]
+            time.sleep(0.1)
+        tasks = list(Path(f"/proc/{spare.pid}/task").iterdir())
+        nices = {t.name: os.getpriority(os.PRIO_PROCESS, int(t.name)) for t in tasks}
+    finally:
+        out = spare.communicate(input="", timeout=60)[0]  # end of input: the spare exits without starting
+    assert spare.returncode == 0, out
+    assert len(nices) >= 3 and set(nices.values()) == {5}, nices  # the middleware's threads too
+    assert "process priority: nice 5" in out, out

@@ -249,3 +249,53 @@ def test_slow_preprocess_drops_stale_frames_and_counts_them(ros_env: dict) -> No
     assert processed + stale == n and stale > 0, diag  # every frame either processed or counted as stale
     assert out_stamps == sorted(set(out_stamps)) and out_stamps[-1] == n  # newest first, the last one out
     assert diag["latest.priority"] in ("nice 19", "normal (could not lower)")
+
+
+def _threads(pid: int) -> dict[int, tuple[str, int, int, int]]:
+    """tid -> (name, policy, real-time priority, nice) of every thread of ``pid`` (``/proc``)."""
+    out = {}
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            stat = (task / "stat").read_text()
+        except OSError:  # the thread ended meanwhile
+            continue
+        name = stat[stat.index("(") + 1: stat.rindex(")")]
+        f = stat[stat.rindex(")") + 2:].split()  # fields from the 3rd (state) on
+        out[int(task.name)] = (name, int(f[38]), int(f[37]), int(f[16]))
+    return out
+
+
+@pytest.mark.ros
+def test_a_node_runs_its_whole_process_real_time_and_a_low_worker_leaves_it(ros_env: dict) -> None:
+    """``realtime_priority`` reaches every thread of the node's process, the middleware's threads started
+    before the node included; the mailbox worker at ``worker_priority: low`` runs an ordinary policy at
+    nice 19 (a nice value means nothing to a real-time thread)."""
+    import os
+    import resource
+
+    from helpers import spawn_nodes, stop_nodes
+    from rgbt.doctor import has_cap_sys_nice
+
+    soft, _ = resource.getrlimit(resource.RLIMIT_RTPRIO)
+    if not (has_cap_sys_nice() or soft == resource.RLIM_INFINITY or soft >= 5):
+        pytest.skip("this runner may not use real-time priorities (no CAP_SYS_NICE, RLIMIT_RTPRIO < 5)")
+    proc = spawn_nodes("thermal_preprocess:thermal_preprocess",
+                       params=["input_topic:=/t/rt_thermal", "output_prefix:=/t/rt_out", "realtime_priority:=5",
+                               "worker_priority:=low"])
+    try:
+        deadline = time.monotonic() + 60
+        threads: dict = {}
+        while not any(name.startswith("rgbt-") and nice == 19 for name, _p, _r, nice in threads.values()):
+            assert proc.poll() is None and time.monotonic() < deadline, (threads, stop_nodes(proc))
+            time.sleep(0.2)
+            threads = _threads(proc.pid)
+    finally:
+        out = stop_nodes(proc)
+    if "SCHED_RR 5 not permitted" in out:  # e.g. a container's cgroup without a real-time budget
+        pytest.skip("real time refused here: " + next(line for line in out.splitlines() if "not permitted" in line))
+    assert "process real-time priority: SCHED_RR 5" in out, out
+    workers = {t: v for t, v in threads.items() if v[0].startswith("rgbt-")}
+    others = {t: v for t, v in threads.items() if t not in workers}
+    assert len(others) >= 3, threads  # the executor and the middleware's threads
+    assert all(policy == os.SCHED_RR and prio == 5 for _n, policy, prio, _nice in others.values()), others
+    assert all(policy == os.SCHED_OTHER and prio == 0 and nice == 19 for _n, policy, prio, nice in workers.values()), workers
