@@ -12,10 +12,9 @@ the kills that leave the sources up one after the other, ``SPACING_S`` apart, in
 * ``source_gone``: the sources' process stopped (``SIGSTOP``) for ``GONE_S`` and continued: every
   sensor stream disappears and comes back (the virtual stack then publishes what a driver's device
   buffers would still hold, ``DEVICE_BUFFER_S``; what it skips is in its manifest, ``late_dropped``).
-* ``cpu_starvation``: 2 busy processes per core for 2 s, above the graph: ``SCHED_FIFO`` one above the
-  profile's highest ``realtime_priority`` where permitted (else normal priority, as an ordinary busy
-  process; the graph then outranks it). The graph gets no CPU while they run (the kernel's real-time
-  throttling keeps ~5 % for ordinary processes only); each busy process ends itself after 2 s.
+* ``cpu_starvation``: 2 busy processes per core for 2 s, each ending itself: at normal priority (a
+  user's ordinary load; the shipped profiles' nice levels outrank it), or ``SCHED_FIFO`` one above
+  the profile's highest ``realtime_priority`` when the graph runs real time (then they outrank it).
 * ``clock_step_+5s`` / ``clock_step_-5s``: the drivers' wall clock steps by +-5 s. Simulated through
   the virtual stack's injected offset (:mod:`rgbt.ros.wallstep`) on the wall clock its host stamps
   are made from, through one ``rgbt.hostclock.WallClockOffset`` as the drivers' are (default

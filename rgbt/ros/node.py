@@ -97,8 +97,8 @@ class RgbtNode(Node):
             from rgbt.ros.priority import set_process_nice
 
             self.get_logger().info(f"process priority: {set_process_nice(nice)}")
-        # real time above the nice value (profiles: drivers + sync and recorder first, then segmentation,
-        # then the pipeline); like nice, a node never lowers what another node of its process raised
+        # real time above the nice value (an option: the shipped profiles leave it off, rgbt.ros.priority);
+        # like nice, a node never lowers what another node of its process raised
         if self.options.realtime_priority:
             from rgbt.ros.priority import realtime_priority, set_process_realtime
 
