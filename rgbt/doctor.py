@@ -15,7 +15,7 @@ import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -421,17 +421,29 @@ def can_raise_priority_to(nice: int, status_text: str | None = None) -> bool:
     return soft == resource.RLIM_INFINITY or 20 - soft <= nice
 
 
+def _groups_by_level(specs: list[Any], key: str, raised: Callable[[int], bool]) -> dict[int, set[str]]:
+    """Level of the parameter ``key`` -> the process groups whose nodes ask for it (raised levels only)."""
+    out: dict[int, set[str]] = {}
+    for s in specs:
+        level = int(s.parameters.get(key, 0))
+        if raised(level):
+            out.setdefault(level, set()).add(s.process)
+    return out
+
+
+def _levels_text(by_level: dict[int, set[str]], highest_first: bool) -> str:
+    """``"-20 for drivers, recorder; -16 for segmentation"`` (the priority order)."""
+    return "; ".join(f"{n} for {', '.join(sorted(g))}" for n, g in sorted(by_level.items(), reverse=highest_first))
+
+
 def check_priority(specs: list[Any], status_text: str | None = None) -> list[Check]:
     """The profile's raised priorities (groups with ``nice`` < 0: drivers + sync and recorder, segmentation,
     the pipeline in the shipped profiles) can be applied here; the value names each level, the hint the lowest."""
-    wanted = min((int(s.parameters.get("nice", 0)) for s in specs), default=0)
-    if wanted >= 0:
+    by_nice = _groups_by_level(specs, "nice", lambda n: n < 0)
+    if not by_nice:
         return [Check("CPU priority", "ok", "no raised priority in this profile")]
-    by_nice: dict[int, set[str]] = {}
-    for s in specs:
-        if int(s.parameters.get("nice", 0)) < 0:
-            by_nice.setdefault(int(s.parameters["nice"]), set()).add(s.process)
-    value = "nice " + "; ".join(f"{n} for {', '.join(sorted(g))}" for n, g in sorted(by_nice.items()))
+    wanted = min(by_nice)
+    value = "nice " + _levels_text(by_nice, highest_first=False)
     if can_raise_priority_to(wanted, status_text):
         return [Check("CPU priority", "ok", value)]
     return [Check("CPU priority", "warn", value + ": not permitted (they stay at nice 0, beside processing)",
@@ -457,14 +469,11 @@ def check_realtime(specs: list[Any], status_text: str | None = None,
     kernel still keeps a share of each second for ordinary processes (real-time throttling on)."""
     import resource
 
-    by_prio: dict[int, set[str]] = {}
-    for s in specs:
-        if int(s.parameters.get("realtime_priority", 0)) > 0:
-            by_prio.setdefault(int(s.parameters["realtime_priority"]), set()).add(s.process)
+    by_prio = _groups_by_level(specs, "realtime_priority", lambda p: p > 0)
     if not by_prio:
         return [Check("real-time priority", "ok", "none in this profile (nice values only)")]
     wanted = max(by_prio)
-    value = "SCHED_RR " + "; ".join(f"{p} for {', '.join(sorted(g))}" for p, g in sorted(by_prio.items(), reverse=True))
+    value = "SCHED_RR " + _levels_text(by_prio, highest_first=True)
     checks = []
     soft, _ = resource.getrlimit(resource.RLIMIT_RTPRIO)
     if has_cap_sys_nice(status_text) or soft == resource.RLIM_INFINITY or soft >= wanted:

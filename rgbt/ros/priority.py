@@ -48,11 +48,7 @@ def set_process_nice(nice: int) -> str:
     if nice == current:
         return f"nice {nice}"
     try:
-        tids = [int(t) for t in os.listdir("/proc/self/task")]
-    except OSError:
-        tids = [0]
-    try:
-        for tid in tids:
+        for tid in _thread_ids():
             try:
                 os.setpriority(os.PRIO_PROCESS, tid, nice)
             except ProcessLookupError:  # the thread ended meanwhile
@@ -92,12 +88,8 @@ def set_process_realtime(priority: int) -> str:
         raise ValueError(f"realtime_priority: got {priority}, expected 1..98 (0 turns it off)")
     if not hasattr(os, "SCHED_RR"):
         return "real time unavailable on this OS (nice only)"
-    try:
-        tids = [int(t) for t in os.listdir("/proc/self/task")]
-    except OSError:
-        tids = [0]
     param = os.sched_param(priority)
-    for tid in sorted(tids, key=lambda t: t != os.getpid()):  # the main thread first: a refusal changes nothing
+    for tid in sorted(_thread_ids(), key=lambda t: t != os.getpid()):  # the main thread first: a refusal changes nothing
         try:
             os.sched_setscheduler(tid, os.SCHED_RR, param)
         except ProcessLookupError:  # the thread ended meanwhile
@@ -106,3 +98,11 @@ def set_process_realtime(priority: int) -> str:
             return (f"SCHED_RR {priority} not permitted (needs CAP_SYS_NICE or an rtprio limit of {priority}, "
                     f"e.g. systemd LimitRTPRIO={priority}; in a cgroup, a real-time budget): nice only")
     return f"SCHED_RR {priority}"
+
+
+def _thread_ids() -> list[int]:
+    """Every thread of this process (``/proc/self/task``; ``[0]``, the caller, where that is missing)."""
+    try:
+        return [int(t) for t in os.listdir("/proc/self/task")]
+    except OSError:
+        return [0]
