@@ -23,7 +23,7 @@ import yaml
 
 from rgbt.paths import LAUNCH_DIR, REPO_ROOT
 from rgbt.ros.profile import NodeSpec, params_file_data, processes
-from rgbt.ros.supervisor import STATUS_ENV, STATUS_FILE, Supervisor, SupervisorOptions
+from rgbt.ros.supervisor import FLIGHT_ID_ENV, HEARTBEAT_ENV, STATUS_ENV, STATUS_FILE, Supervisor, SupervisorOptions
 
 SHM_DIR = Path("/dev/shm")
 SHM_PREFIXES = ("fastrtps_", "sem.fastrtps_", "fastdds_", "sem.fastdds_")
@@ -186,6 +186,13 @@ class Graph:
         return {n: p.returncode for n, p in self.procs.items()}
 
 
+def new_flight_id() -> str:
+    """A flight id (UTC start time and this launcher's PID): what ties the bags of one flight together."""
+    from datetime import datetime, timezone
+
+    return f"{datetime.now(timezone.utc).strftime('%Y%m%dT%H%M%SZ')}-{os.getpid()}"
+
+
 def write_params_file(specs: list[NodeSpec], directory: Path | None = None) -> Path:
     """Write the ROS ``--params-file`` of ``specs`` (``params.yaml`` in ``directory``, default a new
     temporary folder) and return its path."""
@@ -231,7 +238,9 @@ def start_graph(specs: list[NodeSpec], env_extra: dict[str, str] | None = None, 
     graph = Graph(shm_before=shm_files())
     params = write_params_file(specs)
     graph.workdir = params.parent
-    env = ros_environment(extra={STATUS_ENV: str(graph.status_path), **(env_extra or {})})
+    env = ros_environment(extra={STATUS_ENV: str(graph.status_path), HEARTBEAT_ENV: str(graph.workdir),
+                                 **(env_extra or {})})
+    env.setdefault(FLIGHT_ID_ENV, new_flight_id())
     graph.popen_kw = {"env": env, "stdout": stdout, "stderr": stderr}
     backstop = duration_s + 5.0 if duration_s else None  # the launcher stops them first
     graph.commands = group_commands(specs, params, backstop)

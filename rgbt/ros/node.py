@@ -291,5 +291,13 @@ class RgbtNode(Node):
         msg.status = [status]
         self._diag_pub.publish(msg)
 
+    def progress(self) -> dict[str, tuple[int, int, float]]:
+        """Work handed to this node's own threads and how much of it they finished, for the
+        supervisor's liveness check (``rgbt.ros.liveness``): name -> (items handed over, items
+        finished or dropped, stall_s). Both counts only grow; while the first grows and the second
+        has not moved for ``stall_s`` (s) the worker is stuck and the process is restarted. Default:
+        nothing (a node without worker threads is judged by its executor's heartbeat alone)."""
+        return {}
+
     def close(self) -> None:
         """Release resources (files, sockets) before the node is destroyed; must be idempotent."""

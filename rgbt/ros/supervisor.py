@@ -41,6 +41,12 @@ from pydantic import BaseModel, ConfigDict, Field
 #: environment variable naming the supervisor's status file (set for every node process)
 STATUS_ENV = "RGBT_SUPERVISOR_STATUS"
 STATUS_FILE = "supervisor.json"
+#: environment variable naming the folder where every node process writes its heartbeat
+#: (``rgbt.ros.liveness``), read by the supervisor's liveness check
+HEARTBEAT_ENV = "RGBT_HEARTBEAT_DIR"
+#: environment variable with one id per flight (one ``rgbt up`` run), the same for every process of
+#: the graph and its restarts: the recorder ties the bags of one flight together with it
+FLIGHT_ID_ENV = "RGBT_FLIGHT_ID"
 
 
 class SupervisorOptions(BaseModel):
