@@ -59,6 +59,11 @@ class SegmentationNode(RgbtNode):
         if "late_after_periods" in changed:
             self.pipeline.gate.late_after_periods = new.late_after_periods
 
+    def progress(self) -> dict[str, tuple[int, int, float]]:
+        from rgbt.ros.liveness import WORKER_STALL_S
+
+        return {"pipeline": (*self.pipeline.progress(), WORKER_STALL_S)}
+
     def publish_diagnostics(self) -> None:
         self.diag.set_values("timing", self.last_timing)
         self.diag.set_values("pipeline", self.pipeline.stats())

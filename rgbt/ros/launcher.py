@@ -205,8 +205,9 @@ def write_params_file(specs: list[NodeSpec], directory: Path | None = None) -> P
 def group_commands(specs: list[NodeSpec], params_file: str | Path, duration_s: float | None = None,
                    python: str | None = None) -> dict[str, list[str]]:
     """Process group -> its command line: ``python -m rgbt.ros.spin --node NAME:EXECUTABLE ...
-    [--duration S] [--nice N] [--realtime-priority N] --ros-args --params-file FILE`` (the lowest
-    negative ``nice`` and the highest ``realtime_priority`` of the group's nodes).
+    [--duration S] [--nice N] [--realtime-priority N] [--oom-score-adj N] --ros-args --params-file FILE``
+    (the lowest negative ``nice``, the highest ``realtime_priority`` and the group's
+    :func:`group_oom_score_adj` of its nodes).
 
     The one place both ``rgbt up`` (:func:`start_graph`) and ``launch/rgbt.launch.py`` (one
     ``ExecuteProcess`` per group) build their processes from, so the two layouts cannot drift.
@@ -227,9 +228,18 @@ def group_commands(specs: list[NodeSpec], params_file: str | Path, duration_s: f
         realtime = max(int(spec.parameters.get("realtime_priority", 0)) for spec in members)
         if realtime:
             cmd += ["--realtime-priority", str(realtime)]
+        oom = group_oom_score_adj([int(spec.parameters.get("oom_score_adj", 0)) for spec in members])
+        if oom:
+            cmd += ["--oom-score-adj", str(oom)]
         cmd += ["--ros-args", "--params-file", str(params_file)]
         out[group] = cmd
     return out
+
+
+def group_oom_score_adj(values: list[int]) -> int:
+    """One process's ``oom_score_adj`` from its nodes': the most protective (lowest) when any node
+    asks for protection, else the highest (a heavy stage offered first to the OOM killer)."""
+    return min(values) if min(values, default=0) < 0 else max(values, default=0)
 
 
 def start_graph(specs: list[NodeSpec], env_extra: dict[str, str] | None = None, duration_s: float | None = None,
@@ -250,14 +260,14 @@ def start_graph(specs: list[NodeSpec], env_extra: dict[str, str] | None = None, 
 
 
 def recorder_groups(specs: list[NodeSpec]) -> set[str]:
-    """Process groups that run a recorder (never restarted; their exit ends the flight)."""
+    """Process groups that run a recorder."""
     return {s.process for s in specs if s.executable == "recorder"}
 
 
 def supervise(graph: Graph, specs: list[NodeSpec], options: SupervisorOptions | None = None,
               log=print) -> Supervisor:  # type: ignore[no-untyped-def]
     """A :class:`Supervisor` over ``graph`` writing the status file its children read."""
-    return Supervisor(graph, options, recorder_groups(specs), log, graph.status_path)
+    return Supervisor(graph, options, recorder_groups(specs), log, graph.status_path, heartbeat_dir=graph.workdir)
 
 
 def run_graph(specs: list[NodeSpec], duration_s: float | None = None, env_extra: dict[str, str] | None = None,

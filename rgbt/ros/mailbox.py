@@ -57,6 +57,7 @@ class LatestMailbox:
         self.samples: dict[str, deque[int]] = {k: deque(maxlen=1000) for k in
                                                ("arrival", "wait", "work", "serialize", "publish")}
         self._cpu_ns = 0
+        self.taken = 0  # items the worker took (processed, failed or dropped late): its progress
         self.applied_priority = "?"
         self._thread = threading.Thread(target=self._run, name=f"rgbt-{name}", daemon=True)
         self._thread.start()
@@ -116,6 +117,7 @@ class LatestMailbox:
                 if self._stop:
                     return
                 (item, t_sub, stamp), self._item = self._item, None
+                self.taken += 1
                 if stamp is not None and self.gate.late(stamp, time.time_ns()):
                     continue  # dropped (the gate counts it); a newer item is at most a period away
                 self._taken_stamp = stamp
@@ -244,6 +246,13 @@ class LatestFrameNode:
                 box.max_rate_hz = new.max_rate_hz
             if "late_after_periods" in changed:
                 box.gate.late_after_periods = new.late_after_periods
+
+    def progress(self) -> dict[str, tuple[int, int, float]]:
+        """Each mailbox's items submitted and taken by its worker (``rgbt.ros.liveness``)."""
+        from rgbt.ros.liveness import WORKER_STALL_S
+
+        return {name: (box.counts["submitted"], box.taken, WORKER_STALL_S)
+                for name, box in self.__dict__.get("_mailboxes", {}).items()}
 
     def publish_diagnostics(self) -> None:
         for name, box in self.__dict__.get("_mailboxes", {}).items():

@@ -118,14 +118,36 @@ class RgbtNode(Node):
         if events.message_lost is None:
             events.message_lost = lambda info, t=topic: self._message_lost(t, info)
         kwargs["event_callbacks"] = events
-        return super().create_subscription(msg_type, topic, callback, qos_profile, **kwargs)
+        return super().create_subscription(msg_type, topic, self._count_received(topic, callback), qos_profile,
+                                           **kwargs)
 
     def create_publisher(self, msg_type, topic, qos_profile, **kwargs):  # type: ignore[no-untyped-def,override]
         events = kwargs.get("event_callbacks") or PublisherEventCallbacks()
         if events.incompatible_qos is None:
             events.incompatible_qos = lambda info, t=topic: self._qos_incompatible(t, "publisher", info)
         kwargs["event_callbacks"] = events
-        return super().create_publisher(msg_type, topic, qos_profile, **kwargs)
+        return _CountedPublisher(super().create_publisher(msg_type, topic, qos_profile, **kwargs),
+                                 self.__dict__.setdefault("_sent", {}), topic)
+
+    # -- liveness: messages in and out, for the supervisor (rgbt.ros.liveness) -----------------------
+    def _count_received(self, topic: str, callback: Callable[[Any], Any]) -> Callable[[Any], Any]:
+        received = self.__dict__.setdefault("_received", {})
+        received.setdefault(topic, 0)
+
+        def counted(msg: Any) -> Any:
+            received[topic] += 1
+            return callback(msg)
+
+        return counted
+
+    def heartbeat_state(self) -> dict[str, Any]:
+        """This node's part of its process's heartbeat (``rgbt.ros.liveness``): guarded callbacks run,
+        :meth:`progress`, messages received per subscribed topic (topics whose QoS cannot match a
+        peer left out: nothing can arrive there) and sent per published topic."""
+        bad = self.__dict__.get("_qos_bad", set())
+        return {"callbacks": self.callbacks_run, "progress": self.progress(),
+                "received": {t: n for t, n in self.__dict__.get("_received", {}).items() if t not in bad},
+                "sent": dict(self.__dict__.get("_sent", {}))}
 
     def create_local_publisher(self, msg_type, topic: str, qos_profile):  # type: ignore[no-untyped-def]
         """A publisher that also delivers to nodes of this process by a direct call
@@ -144,7 +166,7 @@ class RgbtNode(Node):
         from rgbt.ros import local_topics
 
         if local_topics.has_local_publisher(topic):
-            sub = local_topics.subscribe(topic, msg_type, callback, raw=raw)
+            sub = local_topics.subscribe(topic, msg_type, self._count_received(topic, callback), raw=raw)
             self.__dict__.setdefault("_local_endpoints", []).append(sub)
             return "in-process"
         self.create_subscription(msg_type, topic, callback, qos_profile, raw=raw)
@@ -172,6 +194,8 @@ class RgbtNode(Node):
     def _qos_incompatible(self, topic: str, side: str, info) -> None:  # type: ignore[no-untyped-def]
         """A peer on ``topic`` cannot be matched with this endpoint's QoS (``info``: rclpy's event)."""
         policy = qos_policy_name_from_kind(info.last_policy_kind)
+        if side == "subscription":
+            self.__dict__.setdefault("_qos_bad", set()).add(topic)
         self.diag.values["qos_incompatible"] = str(int(self.diag.values.get("qos_incompatible", "0"))
                                                    + int(info.total_count_change))
         self.diag.error(f"incompatible QoS ({policy}) between this {side} and a peer on {topic}", topic)
@@ -301,3 +325,19 @@ class RgbtNode(Node):
 
     def close(self) -> None:
         """Release resources (files, sockets) before the node is destroyed; must be idempotent."""
+
+
+class _CountedPublisher:
+    """An rclpy publisher that counts what it publishes into ``sent[topic]`` (the node's heartbeat);
+    everything else is the publisher's own."""
+
+    def __init__(self, publisher: Any, sent: dict[str, int], topic: str) -> None:
+        self._pub, self._sent, self._topic = publisher, sent, topic
+        sent.setdefault(topic, 0)
+
+    def publish(self, msg: Any) -> None:
+        self._pub.publish(msg)
+        self._sent[self._topic] += 1
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._pub, name)

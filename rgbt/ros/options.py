@@ -67,6 +67,10 @@ class NodeOptions(BaseModel):
     # frames): above every ordinary process whatever its nice, higher numbers first. Needs
     # CAP_SYS_NICE or an rtprio limit (systemd LimitRTPRIO=); without it: logged, the nice value only
     realtime_priority: int = Field(0, ge=0, le=98)
+    # the process's oom_score_adj (-1000..1000): who the kernel's OOM killer takes first when memory runs
+    # out. < 0 protects (the recorder: the bag is what a flight cannot redo; needs CAP_SYS_RESOURCE, else
+    # logged and kept), > 0 offers (heavy processing stages). Applied by rgbt.ros.spin at process start.
+    oom_score_adj: int = Field(0, ge=-1000, le=1000)
 
 
 class ProcessingOptions(NodeOptions):

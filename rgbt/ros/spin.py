@@ -4,7 +4,9 @@
 loop: its ``spin()`` busy-loops and ignores SIGINT. Where rclpy has no EventsExecutor (ROS 2 Humble)
 the standard ``SingleThreadedExecutor`` runs instead; ``RGBT_EXECUTOR=single`` forces that fallback,
 ``RGBT_EXECUTOR=events`` requires the EventsExecutor (default ``auto``). The choice is logged at
-start-up. SIGINT / SIGTERM set a stop flag; on the way out the process drains (:func:`drain`: timers
+start-up. Each loop writes the process's heartbeat (:mod:`rgbt.ros.liveness`: what the supervisor judges hangs,
+stuck workers and deaf subscribers by; the last one says whether the process ends because its job is
+done). SIGINT / SIGTERM set a stop flag; on the way out the process drains (:func:`drain`: timers
 stopped, queued messages handled) and every node's ``close()`` runs (the recorder closes its bag)
 before rclpy shuts down.
 
@@ -21,6 +23,7 @@ the interpreter's, the libraries' and the middleware's start-up.
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import importlib
 import os
 import signal
@@ -42,6 +45,8 @@ from rclpy.task import Future
 
 from rgbt.errors import ConfigError
 from rgbt.paths import REPO_ROOT
+from rgbt.ros.liveness import HeartbeatWriter
+from rgbt.ros.supervisor import HEARTBEAT_ENV
 
 try:  # Jazzy and later; Humble's rclpy has none
     from rclpy.experimental import EventsExecutor
@@ -142,14 +147,24 @@ def run_nodes(factories: Sequence[Callable[[], Node]], args: list[str] | None = 
             placeholder.destroy_node()
             placeholder = None
         freeze_startup_objects()
+        heart = HeartbeatWriter(os.environ.get(HEARTBEAT_ENV))
+
+        def state() -> dict:
+            return {n.get_name(): n.heartbeat_state() for n in nodes if hasattr(n, "heartbeat_state")}
+
         deadline = None if not duration_s else time.monotonic() + duration_s
+        finished = False  # the nodes' job is done or the duration passed (not a signal, not a failure)
         while rclpy.ok() and not stop["signal"]:
+            heart.beat(state)
             if deadline is not None and time.monotonic() >= deadline:
+                finished = True
                 break
             if nodes and all(getattr(n, "finished", False) for n in nodes):
+                finished = True
                 break
             executor.spin_until_future_complete(Future(), timeout_sec=0.2)
         drain(executor, nodes)
+        heart.beat(state, finished=finished, force=True)  # the last one: why this process ends
     finally:
         for node in nodes:
             try:
@@ -261,8 +276,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--realtime-priority", type=int, default=0,
                         help="SCHED_RR priority of the whole process from its start (1-98; 0: none; "
                              "rgbt.ros.priority)")
+    parser.add_argument("--oom-score-adj", type=int, default=0,
+                        help="the process's /proc/self/oom_score_adj (-1000..1000; < 0 needs CAP_SYS_RESOURCE): "
+                             "who the kernel's OOM killer takes first")
     args = parser.parse_args(argv)
+    faulthandler.register(signal.SIGUSR1, all_threads=True)  # the supervisor asks a hung process for its stacks
     _priority(args.nice, args.realtime_priority)
+    if args.oom_score_adj:
+        print(f"rgbt.ros.spin: OOM score: {set_oom_score_adj(args.oom_score_adj)}", file=sys.stderr, flush=True)
     factories, classes = [], []
     for item in args.node:
         name, _, exe = item.partition(":")
@@ -283,6 +304,20 @@ def main(argv: list[str] | None = None) -> int:
         rclpy.try_shutdown()
         return 0
     return run_nodes(factories, ["rgbt", *ros_args], args.duration, placeholder=placeholder)
+
+
+def set_oom_score_adj(value: int) -> str:
+    """Write ``value`` (-1000..1000) to ``/proc/self/oom_score_adj``; what happened, in words. Lowering
+    it below the current value needs CAP_SYS_RESOURCE (systemd: run as root or
+    ``AmbientCapabilities=CAP_SYS_RESOURCE``); refused, the value is kept and the refusal said."""
+    path = "/proc/self/oom_score_adj"
+    try:
+        with open(path, "w") as fh:
+            fh.write(str(int(value)))
+        with open(path) as fh:
+            return f"oom_score_adj {fh.read().strip()}"
+    except OSError as exc:
+        return f"oom_score_adj {value} refused ({exc.strerror}; lowering it needs CAP_SYS_RESOURCE), kept as it was"
 
 
 def _priority(nice: int, realtime: int) -> None:

@@ -1,15 +1,20 @@
 """Supervision of a graph's process groups (``rgbt up``, the demo, ``rgbt bench faults``); no rclpy here.
 
-A group that exits with a non-zero code (an exception, ``kill -9``, a segfault) is started again after
-a back-off delay (``backoff_initial_s`` x ``backoff_factor`` ^ restarts in the last ``window_s``, at
-most ``backoff_max_s``); after ``max_restarts`` restarts within ``window_s`` the group stays down and
-the flight goes on without it. A group that exits cleanly (code 0: a finished replay or simulation) is
-left down. The recorder's group is never restarted and never stopped by another group: when it exits,
-the flight ends (nothing would be recorded any more). With ``strict`` any non-zero exit stops the
+A group that fails is started again after a back-off delay (``backoff_initial_s`` x
+``backoff_factor`` ^ restarts in the last ``window_s``, at most ``backoff_max_s``). Failing means: a
+non-zero exit (an exception, ``kill -9``, a segfault, the OOM killer); an exit 0 whose last heartbeat
+does not say its job was done (only a finished replay or simulation, or a process's ``--duration``,
+ends a group for good); or being judged dead while it runs by the liveness check
+(:mod:`rgbt.ros.liveness`: hung, a stuck worker, deaf), which kills it first (``SIGUSR1`` for the
+threads' stacks in its log, then ``SIGKILL``). After ``max_restarts`` restarts within ``window_s``
+the group is left down and the flight goes on without it, and it is tried again every
+``retry_after_s`` (one failure of such a retry leaves it down again; one that holds ``window_s`` gets
+the usual restarts back). The recorder's group is supervised like every other: a restarted recorder
+continues the flight in a new bag (``rgbt.ros.recording``). With ``strict`` any failure stops the
 graph (the fail-fast behaviour tests may want).
 
-Warm spares (``warm_spares``, default on): ``spare_delay_s`` after the graph starts, each restartable
-group gets a spare process (``python -m rgbt.ros.spin ... --standby``) that has imported the
+Warm spares (``warm_spares``, default on): ``spare_delay_s`` after the graph starts, each group gets
+a spare process (``python -m rgbt.ros.spin ... --standby``) that has imported the
 interpreter's share of the work (rclpy, numpy, OpenCV, onnxruntime, the node modules) and waits.
 A restart hands the group to it (a line on its stdin), so the new nodes start without that
 start-up (about 1 s of CPU per group here, several seconds of wall time on a loaded 2-core host);
@@ -38,6 +43,8 @@ from typing import Any, Callable, Iterable
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from rgbt.ros.liveness import BEAT_PERIOD_S, LivenessJudge, LivenessOptions
+
 #: environment variable naming the supervisor's status file (set for every node process)
 STATUS_ENV = "RGBT_SUPERVISOR_STATUS"
 STATUS_FILE = "supervisor.json"
@@ -59,17 +66,19 @@ class SupervisorOptions(BaseModel):
     backoff_max_s: float = Field(5.0, ge=0)
     max_restarts: int = Field(5, ge=0)  # restarts of one group within window_s before it is left down
     window_s: float = Field(60.0, gt=0)
-    warm_spares: bool = True  # keep one imported, waiting process per restartable group (a restart skips start-up)
+    retry_after_s: float = Field(30.0, gt=0)  # a group left down is tried again this long after (and again...)
+    warm_spares: bool = True  # keep one imported, waiting process per group (a restart skips start-up)
     spare_delay_s: float = Field(5.0, ge=0)  # start a spare this long after the graph starts / the last one was used
+    liveness: LivenessOptions = Field(default_factory=LivenessOptions)  # hung / stuck / deaf processes
 
     def describe(self) -> str:
         if self.strict:
             return "strict (a failed process stops the graph)"
         spares = (f"; a warm spare per group (started {self.spare_delay_s:g} s after the graph / its last use)"
                   if self.warm_spares else "; no warm spares")
-        return (f"restart failed groups after {self.backoff_initial_s:g} s x {self.backoff_factor:g}^n "
-                f"(max {self.backoff_max_s:g} s), at most {self.max_restarts} per {self.window_s:g} s{spares}; "
-                "the recorder's exit ends the flight")
+        return (f"restart failed groups (the recorder's too) after {self.backoff_initial_s:g} s x "
+                f"{self.backoff_factor:g}^n (max {self.backoff_max_s:g} s), at most {self.max_restarts} per "
+                f"{self.window_s:g} s, then every {self.retry_after_s:g} s{spares}; {self.liveness.describe()}")
 
     def delay_s(self, recent_restarts: int) -> float:
         """Back-off before the next restart of a group that restarted ``recent_restarts`` times lately."""
@@ -88,6 +97,7 @@ class Restart:
     delay_s: float
     pid: int  # the new process
     warm: bool = False  # the group's warm spare took over (no interpreter / library start-up)
+    reason: str = ""  # why: the exit (code or signal) or the liveness check's finding (hung, stuck, deaf)
 
 
 class RestartLog:
@@ -113,13 +123,13 @@ class RestartLog:
             raise ValueError(f"unknown process group {group!r}: expected one of {self.groups}")
 
     def add(self, group: str, exit_code: int, exit_wall_ns: int, delay_s: float, pid: int, warm: bool = False,
-            restart_wall_ns: int | None = None) -> Restart:
+            restart_wall_ns: int | None = None, reason: str = "") -> Restart:
         """Record a restart of ``group`` (its ``exit_code`` seen at ``exit_wall_ns``, restarted after
         ``delay_s`` s as process ``pid``; ``restart_wall_ns`` default: now) and write the status file."""
         self._check(group)
         restart = Restart(group, self.count(group) + 1, exit_code, exit_wall_ns,
                           time.time_ns() if restart_wall_ns is None else restart_wall_ns,
-                          round(delay_s, 3), pid, warm)
+                          round(delay_s, 3), pid, warm, reason or exit_text(exit_code))
         self.history.append(restart)
         self.write_status()
         return restart
@@ -156,29 +166,42 @@ class RestartLog:
 @dataclass
 class _GroupState:
     restarts: list[float] = field(default_factory=list)  # monotonic times of restarts
-    due: float | None = None  # monotonic time of a pending restart
+    due: float | None = None  # monotonic time of a pending restart (or a slow retry)
     exit_code: int = 0
     exit_wall_ns: int = 0
     delay_s: float = 0.0
+    reason: str = ""  # why the pending restart: the exit, or the liveness check's finding
+    killed_for: str = ""  # the liveness check killed the process for this (its exit follows)
+    retrying: bool = False  # a slow retry after the group was left down: one failure leaves it down again
+    finished: bool = False  # exited 0 with its job done (its last heartbeat says so): not restarted
 
 
 class Supervisor:
-    """Restart policy over a :class:`rgbt.ros.launcher.Graph` (which knows how to start a group)."""
+    """Restart policy over a :class:`rgbt.ros.launcher.Graph` (which knows how to start a group).
+
+    ``heartbeat_dir``: where the groups' processes write their heartbeats (the liveness check,
+    :mod:`rgbt.ros.liveness`; None: exit codes only). ``recorder_groups`` are only named in the log
+    and the status: a recorder's group is restarted like any other."""
 
     def __init__(self, graph: Any, options: SupervisorOptions | None = None,
                  recorder_groups: set[str] | frozenset[str] = frozenset(),
-                 log: Callable[[str], None] = print, status_path: Path | None = None) -> None:
+                 log: Callable[[str], None] = print, status_path: Path | None = None,
+                 heartbeat_dir: str | Path | None = None) -> None:
         self.graph = graph
         self.o = options or SupervisorOptions()
         self.recorder_groups = set(recorder_groups)
         self.log = log
         self.state = {g: _GroupState() for g in graph.procs}
         self.record = RestartLog(graph.procs, self.o.model_dump(), status_path, self.spares)
-        # when each restartable group's next warm spare is due (monotonic s; None: it has one)
+        self.judge = LivenessJudge(heartbeat_dir, self.o.liveness)
+        now_ns = time.monotonic_ns()
+        for group, proc in graph.procs.items():
+            self.judge.watch(group, proc.pid, now_ns)
+        self._next_check = 0.0
+        # when each group's next warm spare is due (monotonic s; None: it has one)
         spares = self.o.warm_spares and not self.o.strict and hasattr(graph, "start_spare")
         start = time.monotonic() + self.o.spare_delay_s
-        self.spare_due: dict[str, float | None] = {g: start for g in graph.procs
-                                                   if spares and g not in self.recorder_groups}
+        self.spare_due: dict[str, float | None] = {g: start for g in graph.procs if spares}
         self.write_status()
 
     @property
@@ -190,20 +213,18 @@ class Supervisor:
         return self.record.history
 
     def pending(self) -> bool:
-        """Whether a restart is waiting for its back-off delay."""
+        """Whether a restart (or a slow retry of a group left down) is waiting for its time."""
         return any(s.due is not None for s in self.state.values())
 
     def poll(self, now: float | None = None) -> str | None:
-        """Check the groups once: schedule / run restarts. Returns why the flight must end, or None."""
+        """Check the groups once: judge liveness, schedule / run restarts. Returns why the whole
+        graph must stop (only with ``strict``), or None."""
         now = time.monotonic() if now is None else now
-        for group, due in self.spare_due.items():
-            if due is None or now < due:
-                continue
-            finished = self.graph.procs[group].poll() == 0  # its job is done: it is not restarted
-            if not (finished or group in self.record.left_down):
-                spare = self.graph.start_spare(group)
-                self.log(f"rgbt up: started a warm spare of process group {group!r} [{spare.pid}]")
-            self.spare_due[group] = None
+        self._start_spares(now)
+        if now >= self._next_check:
+            self._next_check = now + BEAT_PERIOD_S
+            for group, why in self.judge.check().items():
+                self._kill_dead(group, why)
         for group, proc in list(self.graph.procs.items()):
             st = self.state[group]
             if st.due is not None:
@@ -211,28 +232,68 @@ class Supervisor:
                     self._restart(group, now)
                 continue
             code = proc.poll()
-            if code is None or group in self.record.left_down:
+            if code is None:
+                if st.retrying and st.restarts and now - st.restarts[-1] >= self.o.window_s:
+                    st.retrying = False  # the retried group held: the usual restarts again
                 continue
-            if group in self.recorder_groups and not (self.o.strict and code == 0):
-                return f"the recorder's process group {group!r} exited ({exit_text(code)}): ending the flight"
+            if st.finished or group in self.record.left_down:
+                continue
             if code == 0:
-                continue  # finished its job (a replay, a simulation): left down
+                beat = self.judge.last_beat(group, proc.pid)
+                if beat is not None and beat.get("finished"):
+                    st.finished = True  # its job is done (a replay, a simulation): left down
+                    self.judge.forget(group)
+                    continue
+            why = st.killed_for or (exit_text(code) if code else "exited 0 without finishing its job")
+            st.killed_for = ""
             if self.o.strict:
-                return f"process group {group!r} failed ({exit_text(code)}, --strict): stopping the graph"
-            st.exit_code, st.exit_wall_ns = code, time.time_ns()
-            st.restarts = [t for t in st.restarts if now - t < self.o.window_s]
-            if len(st.restarts) >= self.o.max_restarts:
-                if group in self.spare_due:
-                    self.spare_due[group] = None
-                    self.graph.stop_spares([group])  # left down: its spare would only hold memory
-                self.log(f"rgbt up: process group {group!r} failed ({exit_text(code)}); {len(st.restarts)} restarts in "
-                         f"{self.o.window_s:g} s: left down, the flight goes on without it")
-                self.record.give_up(group)
-                continue
-            st.delay_s = self.o.delay_s(len(st.restarts))
-            st.due = now + st.delay_s
-            self.log(f"rgbt up: process group {group!r} failed ({exit_text(code)}); restarting in {st.delay_s:.2f} s")
+                return f"process group {group!r} failed ({why}, --strict): stopping the graph"
+            self._failed(group, code, why, now)
         return None
+
+    def _failed(self, group: str, code: int, why: str, now: float) -> None:
+        st = self.state[group]
+        self.judge.forget(group)
+        st.exit_code, st.exit_wall_ns, st.reason = code, time.time_ns(), why
+        st.restarts = [t for t in st.restarts if now - t < self.o.window_s]
+        if st.retrying or len(st.restarts) >= self.o.max_restarts:
+            if group in self.spare_due:
+                self.spare_due[group] = None
+                self.graph.stop_spares([group])  # left down: its spare would only hold memory
+            tries = "its slow retry failed" if st.retrying else f"{len(st.restarts)} restarts in {self.o.window_s:g} s"
+            self.log(f"rgbt up: process group {group!r} failed ({why}); {tries}: left down, the flight goes on "
+                     f"without it; trying again in {self.o.retry_after_s:g} s")
+            self.record.give_up(group)
+            st.due, st.retrying, st.delay_s = now + self.o.retry_after_s, True, self.o.retry_after_s
+            return
+        st.delay_s = self.o.delay_s(len(st.restarts))
+        st.due = now + st.delay_s
+        self.log(f"rgbt up: process group {group!r} failed ({why}); restarting in {st.delay_s:.2f} s")
+
+    def _kill_dead(self, group: str, why: str) -> None:
+        """The liveness check found ``group`` dead while its process runs: ask it for its threads'
+        stacks (``SIGUSR1``: faulthandler, into its log), then ``SIGKILL``; its exit is handled as a
+        failure with this reason."""
+        proc, st = self.graph.procs[group], self.state[group]
+        if proc.poll() is not None or st.killed_for:
+            return
+        st.killed_for = why
+        self.log(f"rgbt up: process group {group!r} [{proc.pid}] {why}: killing it")
+        try:
+            os.kill(proc.pid, signal.SIGUSR1)
+            time.sleep(0.05)
+            os.kill(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+    def _start_spares(self, now: float) -> None:
+        for group, due in self.spare_due.items():
+            if due is None or now < due:
+                continue
+            if not (self.state[group].finished or group in self.record.left_down):
+                spare = self.graph.start_spare(group)
+                self.log(f"rgbt up: started a warm spare of process group {group!r} [{spare.pid}]")
+            self.spare_due[group] = None
 
     def _restart(self, group: str, now: float) -> None:
         st = self.state[group]
@@ -242,11 +303,14 @@ class Supervisor:
         warm = proc is not None
         if proc is None:
             proc = self.graph.start_group(group)
+        self.judge.watch(group, proc.pid)
         if group in self.spare_due:
             self.spare_due[group] = now + self.o.spare_delay_s  # the next spare, once this start has settled
-        restart = self.record.add(group, st.exit_code, st.exit_wall_ns, st.delay_s, proc.pid, warm)
+        if st.retrying:
+            self.record.left_down.discard(group)
+        restart = self.record.add(group, st.exit_code, st.exit_wall_ns, st.delay_s, proc.pid, warm, reason=st.reason)
         self.log(f"rgbt up: restarted process group {group!r} [{proc.pid}] (restart {restart.attempt}"
-                 f"{', its warm spare' if warm else ''})")
+                 f"{', its warm spare' if warm else ''}{', a slow retry' if st.retrying else ''})")
 
     def counts(self) -> dict[str, int]:
         return self.record.counts()
@@ -258,7 +322,7 @@ class Supervisor:
         return self.record.status()
 
     def spares(self) -> dict[str, str]:
-        """Per restartable group with warm spares: ``ready`` (a restart now is warm), ``starting``
+        """Per group with warm spares: ``ready`` (a restart now is warm), ``starting``
         (its spare is still importing) or ``none`` (not started yet, used, or the group left down)."""
         spares, ready = getattr(self.graph, "spares", {}), getattr(self.graph, "spare_ready", lambda _g: False)
         return {g: "none" if g not in spares else "ready" if ready(g) else "starting" for g in self.spare_due}

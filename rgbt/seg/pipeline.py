@@ -186,6 +186,12 @@ class SegPipeline:
         self._prep_thread.join()
         self._infer_thread.join()
 
+    def progress(self) -> tuple[int, int]:
+        """(frames submitted, frames the inference thread has taken): while the first grows and the
+        second does not, the inference thread is stuck (a supervisor's liveness check)."""
+        with self._lock:
+            return self._seq, self._last_taken + 1
+
     def stats(self) -> dict:
         """Counters, the prep thread's priority, what is queued now (raw frame waiting, prepared
         inputs waiting, prep thread busy), the lateness gate's ``dropped_late``, ``baseline_ms`` /

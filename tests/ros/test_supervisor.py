@@ -1,5 +1,6 @@
-"""The supervisor's restart policy on real child processes (no rclpy): back-off, limit, clean exits
-left down, the recorder's exit ending the flight, ``strict``, the status file the recorder reads."""
+"""The supervisor's restart policy on real child processes (no rclpy): back-off, limit, a slow retry
+of a group left down, exit 0 left down only with its job done, the recorder restarted like any group,
+``strict``, the status file the recorder reads."""
 
 from __future__ import annotations
 
@@ -18,12 +19,17 @@ from rgbt.ros.recording import supervisor_section, supervisor_values
 from rgbt.ros.supervisor import Supervisor, SupervisorOptions, read_status
 
 FAIL = [sys.executable, "-c", "import sys; sys.exit(3)"]
-DONE = [sys.executable, "-c", "pass"]
+# exits 0 after writing a last heartbeat that says its job is done (as rgbt.ros.spin does), into argv[1]
+DONE = [sys.executable, "-c", "import json, os, sys, time\n"
+        "open(os.path.join(sys.argv[1], f'hb_{os.getpid()}.json'), 'w').write(json.dumps("
+        "{'pid': os.getpid(), 'mono_ns': time.monotonic_ns(), 'finished': True, 'nodes': {}}))"]
+QUIT = [sys.executable, "-c", "import time; time.sleep(0.3)"]  # exits 0 with no word of a finished job
 SLEEP = [sys.executable, "-c", "import time; time.sleep(60)"]
 FAST = SupervisorOptions(backoff_initial_s=0.05, backoff_factor=2.0, backoff_max_s=0.15, max_restarts=3, window_s=60)
 
 
 def _graph(tmp_path: Path, **commands: list[str]) -> Graph:
+    commands = {g: c + [str(tmp_path)] if c is DONE else c for g, c in commands.items()}
     graph = Graph(workdir=tmp_path, commands=dict(commands))
     for group in commands:
         graph.start_group(group)
@@ -51,18 +57,42 @@ def stop_after():
 def test_failing_group_restarts_with_backoff_then_is_left_down(tmp_path: Path, stop_after) -> None:
     graph = _graph(tmp_path, crashy=FAIL, done=DONE, recorder=SLEEP)
     stop_after(graph)
-    sup = Supervisor(graph, FAST, {"recorder"}, log=lambda m: None, status_path=graph.status_path)
+    sup = Supervisor(graph, FAST, {"recorder"}, log=lambda m: None, status_path=graph.status_path,
+                     heartbeat_dir=tmp_path)
     assert _run(sup, 20.0, until=lambda: bool(sup.gave_up())) is None  # neither the crashes nor the clean exit end the flight
     restarts = [r for r in sup.history if r.group == "crashy"]
     assert [r.attempt for r in restarts] == [1, 2, 3]
     assert [r.delay_s for r in restarts] == [0.05, 0.1, 0.15]  # x2 each time, capped at backoff_max_s
-    assert all(r.exit_code == 3 for r in restarts)
+    assert all(r.exit_code == 3 and r.reason == "3" for r in restarts)
     assert len({r.pid for r in restarts}) == 3
-    assert sup.gave_up() == ["crashy"] and not sup.pending()
-    assert sup.counts() == {"crashy": 3, "done": 0, "recorder": 0}  # a clean exit is not restarted
+    assert sup.gave_up() == ["crashy"] and sup.pending()  # left down, a slow retry due
+    assert sup.counts() == {"crashy": 3, "done": 0, "recorder": 0}  # an exit 0 with its job done: left down
     status = read_status(graph.status_path)
     assert status["counts"]["crashy"] == 3 and status["gave_up"] == ["crashy"]
     assert graph.procs["recorder"].poll() is None  # never touched
+
+
+def test_a_group_left_down_is_retried_slowly(tmp_path: Path, stop_after) -> None:
+    graph = _graph(tmp_path, crashy=FAIL, recorder=SLEEP)
+    stop_after(graph)
+    options = FAST.model_copy(update={"max_restarts": 1, "retry_after_s": 1.0})
+    log: list[str] = []
+    sup = Supervisor(graph, options, {"recorder"}, log=log.append, status_path=graph.status_path)
+    assert _run(sup, 10.0, until=lambda: bool(sup.gave_up())) is None
+    t_down = time.monotonic()
+    assert _run(sup, 10.0, until=lambda: len(sup.history) == 2) is None  # the slow retry
+    assert time.monotonic() - t_down >= 0.9 and sup.gave_up() == []
+    assert _run(sup, 10.0, until=lambda: bool(sup.gave_up())) is None  # it failed again: down at once
+    assert len(sup.history) == 2 and "its slow retry failed" in log[-1] and "trying again in 1 s" in log[-1]
+
+
+def test_an_exit_0_without_its_job_done_is_a_failure(tmp_path: Path, stop_after) -> None:
+    graph = _graph(tmp_path, quitter=QUIT, recorder=SLEEP)
+    stop_after(graph)
+    sup = Supervisor(graph, FAST, {"recorder"}, log=lambda m: None, heartbeat_dir=tmp_path)
+    assert _run(sup, 10.0, until=lambda: bool(sup.history)) is None
+    (restart,) = sup.history
+    assert restart.group == "quitter" and restart.exit_code == 0 and "without finishing its job" in restart.reason
 
 
 def test_kill_9_restarts_the_group_and_the_status_reaches_the_manifest(tmp_path: Path, stop_after) -> None:
@@ -84,14 +114,16 @@ def test_kill_9_restarts_the_group_and_the_status_reaches_the_manifest(tmp_path:
     assert supervisor_values(status)["supervisor.restarts.pipeline"] == "1"
 
 
-def test_recorder_exit_ends_the_flight(tmp_path: Path, stop_after) -> None:
+def test_the_recorder_is_restarted_like_any_group(tmp_path: Path, stop_after) -> None:
     graph = _graph(tmp_path, pipeline=SLEEP, recorder=SLEEP)
     stop_after(graph)
     sup = Supervisor(graph, FAST, {"recorder"}, log=lambda m: None)
+    old = graph.procs["recorder"].pid
     graph.procs["recorder"].kill()
-    reason = _run(sup, 2.0)
-    assert reason and "recorder" in reason and "SIGKILL" in reason
-    assert sup.history == [] and graph.procs["pipeline"].poll() is None  # nothing restarted, nothing stopped
+    assert _run(sup, 5.0, until=lambda: bool(sup.history)) is None  # the flight goes on
+    (restart,) = sup.history
+    assert restart.group == "recorder" and restart.reason == "SIGKILL" and graph.procs["recorder"].pid != old
+    assert graph.procs["pipeline"].poll() is None
 
 
 def test_strict_stops_on_the_first_failure(tmp_path: Path, stop_after) -> None:
@@ -151,7 +183,7 @@ def _warm_spare_takes_over(tmp_path: Path, stop_after, watcher) -> None:  # type
     stop_after(graph)
     options = FAST.model_copy(update={"spare_delay_s": 0.5})
     sup = Supervisor(graph, options, {"recorder"}, log=lambda m: None, status_path=graph.status_path)
-    assert _run(sup, 10.0, until=lambda: "health" in graph.spares) is None and "recorder" not in graph.spares
+    assert _run(sup, 10.0, until=lambda: "health" in graph.spares) is None
     spare = graph.spares["health"]
     time.sleep(3.0)  # the spare imports meanwhile; it must not start a node before it is told to
     assert spare.poll() is None and (tmp_path / "nodes.log").read_text().count("HealthOptions") == 1
@@ -159,7 +191,7 @@ def _warm_spare_takes_over(tmp_path: Path, stop_after, watcher) -> None:  # type
     deadline = time.monotonic() + 20
     while not graph.spare_ready("health") and time.monotonic() < deadline:  # its ready file names its PID
         time.sleep(0.1)
-    assert sup.status()["spares"] == {"health": "ready"}
+    assert sup.status()["spares"]["health"] == "ready"
     os.kill(graph.procs["health"].pid, signal.SIGKILL)
     assert _run(sup, 10.0, until=lambda: bool(sup.history)) is None
     (restart,) = sup.history
@@ -170,13 +202,13 @@ def _warm_spare_takes_over(tmp_path: Path, stop_after, watcher) -> None:  # type
         time.sleep(0.1)
     # the node runs in the spare's participant, its placeholder gone (no next spare yet: sup not polled)
     assert STANDBY_NODE not in wait_names(lambda n: STANDBY_NODE not in n and "health" in n)
-    assert sup.status()["spares"] == {"health": "none"}  # used; the next one is due later
+    assert sup.status()["spares"]["health"] == "none"  # used; the next one is due later
     assert _run(sup, 10.0, until=lambda: "health" in graph.spares) is None  # the next spare
     assert wait_names(lambda n: STANDBY_NODE in n).count(STANDBY_NODE) == 1
     new_spare = graph.spares["health"]
     assert new_spare is not spare and json.loads(graph.status_path.read_text())["restarts"][0]["warm"] is True
     graph.stop(grace_s=10, settle_s=0)
-    assert new_spare.returncode == 0 and not graph.spares
+    assert new_spare.returncode == 0 and not graph.spares  # the recorder's spare (a sleeper) too
 
 
 def test_a_group_left_down_has_its_spare_ended(tmp_path: Path, stop_after) -> None:
@@ -193,5 +225,5 @@ def test_a_group_left_down_has_its_spare_ended(tmp_path: Path, stop_after) -> No
     assert _run(sup, 20.0, until=lambda: bool(sup.gave_up())) is None
     (restart,) = sup.history
     assert restart.warm and sup.gave_up() == ["crashy"]
-    assert not graph.spares and sup.spare_due["crashy"] is None
-    assert _run(sup, 0.5) is None and not graph.spares  # none started afterwards
+    assert "crashy" not in graph.spares and sup.spare_due["crashy"] is None
+    assert _run(sup, 0.5) is None and "crashy" not in graph.spares  # none started afterwards

@@ -1,0 +1,243 @@
+"""Liveness of a graph's node processes: heartbeats written by each process, judged by the supervisor.
+
+An exit code tells only that a process ended. A process can also stop working while it still runs:
+stopped (``kill -STOP``), its executor stuck in a callback, a worker thread dead or blocked (a writer
+on a slow disk), or deaf (restarted, but the middleware never delivers it a message again). So every
+node process (``rgbt.ros.spin``) writes a small JSON *heartbeat* from its executor loop, at most every
+:data:`BEAT_PERIOD_S`, to ``<dir>/hb_<pid>.json`` (``dir``: the environment variable
+``rgbt.ros.supervisor.HEARTBEAT_ENV``, set by the launcher)::
+
+    {"pid": 123, "mono_ns": ..., "loops": 87, "finished": false,
+     "nodes": {"segmentation": {"callbacks": 1200,
+                                "progress": {"pipeline": [1180, 1175, 3.0]},
+                                "received": {"/boson/thermal/image_raw": 1180},
+                                "sent": {"/rgbt/seg/class_ids": 1175}}}}
+
+``mono_ns`` is ``CLOCK_MONOTONIC`` (one clock for the whole machine, immune to wall-clock steps);
+``progress`` is each node's :meth:`rgbt.ros.node.RgbtNode.progress` (work handed to its threads,
+work they finished, the stall bound in s); ``received`` / ``sent`` count messages per topic at the
+node's subscriptions and publishers; ``finished`` is set in the last heartbeat of a process that ends
+because its nodes finished their job (a replay, a simulation) or its ``--duration`` passed.
+
+:class:`LivenessJudge` (used by :class:`rgbt.ros.supervisor.Supervisor`) reads them and names a
+process group that must be restarted:
+
+* **no heartbeat** ``start_timeout_s`` after the process became the group's process (it never
+  reached its executor loop);
+* **hung**: its newest heartbeat is older than ``hang_timeout_s`` (stopped, or the executor stuck);
+* **stuck worker**: a ``progress`` entry got new work and finished nothing for its ``stall_s``;
+* **deaf**: a topic it subscribes to was published by another process of the graph (at least
+  :data:`DEAF_MIN_SENT` messages) while it received none for ``deaf_timeout_s``.
+
+Nothing here imports rclpy.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from pydantic import BaseModel, ConfigDict, Field
+
+#: a process writes its heartbeat at most this often (s)
+BEAT_PERIOD_S = 0.25
+#: a worker thread that took no new item for this long while items came is stuck (s; processing nodes)
+WORKER_STALL_S = 3.0
+#: a deaf subscriber is judged only when the others sent at least this many messages meanwhile
+DEAF_MIN_SENT = 5
+
+
+class LivenessOptions(BaseModel):
+    """When the supervisor judges a running process group dead (times in seconds)."""
+
+    model_config = ConfigDict(extra="forbid")
+    enabled: bool = True
+    hang_timeout_s: float = Field(2.0, gt=0)  # no heartbeat for this long: hung
+    start_timeout_s: float = Field(60.0, gt=0)  # no first heartbeat this long after start
+    deaf_timeout_s: float = Field(5.0, gt=0)  # others publish a subscribed topic, nothing arrives
+
+    def describe(self) -> str:
+        if not self.enabled:
+            return "liveness not checked (exit codes only)"
+        return (f"a group is restarted when hung (no heartbeat for {self.hang_timeout_s:g} s; none "
+                f"{self.start_timeout_s:g} s after start), a worker is stuck, or it is deaf "
+                f"({self.deaf_timeout_s:g} s without a message others publish)")
+
+
+def heartbeat_path(directory: str | Path, pid: int) -> Path:
+    return Path(directory) / f"hb_{pid}.json"
+
+
+class HeartbeatWriter:
+    """Writes one process's heartbeat file (atomically: a reader never sees half a file)."""
+
+    def __init__(self, directory: str | Path | None, pid: int | None = None,
+                 period_s: float = BEAT_PERIOD_S) -> None:
+        self.path = None if not directory else heartbeat_path(directory, pid or os.getpid())
+        self.period_ns = int(period_s * 1e9)
+        self.loops = 0
+        self._last_ns = 0
+
+    def beat(self, nodes: Callable[[], dict[str, Any]], finished: bool = False, force: bool = False) -> bool:
+        """Count one executor loop; write the heartbeat when one is due (or ``force``). ``nodes``:
+        the per-node state (built only when written). Returns whether it was written."""
+        self.loops += 1
+        now = time.monotonic_ns()
+        if self.path is None or not (force or now - self._last_ns >= self.period_ns):
+            return False
+        self._last_ns = now
+        data = {"pid": os.getpid(), "mono_ns": now, "loops": self.loops, "finished": finished, "nodes": nodes()}
+        tmp = self.path.with_name(self.path.name + ".tmp")
+        try:
+            tmp.write_text(json.dumps(data))
+            os.replace(tmp, self.path)
+        except OSError:  # a full or read-only disk must not stop the node; the supervisor sees it as stale
+            return False
+        return True
+
+
+def read_heartbeat(directory: str | Path, pid: int) -> dict[str, Any] | None:
+    """The newest heartbeat of process ``pid`` (None: none written yet, or unreadable)."""
+    try:
+        return json.loads(heartbeat_path(directory, pid).read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def remove_heartbeat(directory: str | Path, pid: int) -> None:
+    heartbeat_path(directory, pid).unlink(missing_ok=True)
+
+
+@dataclass
+class _Work:
+    """What the judge remembers of one ``progress`` entry."""
+
+    done: int
+    inputs: int
+    waiting_since_ns: int | None = None  # when new work came after the last finished item
+
+
+@dataclass
+class _Ear:
+    """What the judge remembers of one subscribed topic."""
+
+    received: int
+    others_sent: int
+    deaf_since_ns: int | None = None
+    sent_at_deaf: int = 0
+
+
+@dataclass
+class _Watch:
+    pid: int
+    since_ns: int  # when this process became the group's process (monotonic)
+    work: dict[tuple[str, str], _Work] = field(default_factory=dict)
+    ears: dict[tuple[str, str], _Ear] = field(default_factory=dict)
+
+
+class LivenessJudge:
+    """Judges the heartbeats of the groups' current processes (see the module docstring).
+
+    Call :meth:`watch` when a process becomes a group's process, :meth:`check` every poll (it reads
+    every watched group's heartbeat file) and :meth:`forget` when the group is down."""
+
+    def __init__(self, directory: str | Path | None, options: LivenessOptions | None = None) -> None:
+        self.directory = directory
+        self.o = options or LivenessOptions()
+        self.watched: dict[str, _Watch] = {}
+        self.beats: dict[str, dict[str, Any] | None] = {}
+
+    def watch(self, group: str, pid: int, now_ns: int | None = None) -> None:
+        self.watched[group] = _Watch(pid, time.monotonic_ns() if now_ns is None else now_ns)
+        self.beats[group] = None
+
+    def forget(self, group: str) -> None:
+        self.watched.pop(group, None)
+        self.beats.pop(group, None)
+
+    def last_beat(self, group: str, pid: int) -> dict[str, Any] | None:
+        """The newest heartbeat of ``pid`` (read now: a process that just exited wrote its last one)."""
+        if self.directory is None:
+            return None
+        return read_heartbeat(self.directory, pid)
+
+    def check(self, now_ns: int | None = None) -> dict[str, str]:
+        """Group -> why it must be restarted, for every watched group judged dead now."""
+        if not self.o.enabled or self.directory is None:
+            return {}
+        now = time.monotonic_ns() if now_ns is None else now_ns
+        for group, w in self.watched.items():
+            self.beats[group] = read_heartbeat(self.directory, w.pid)
+        sent = self._sent_by_process()
+        out: dict[str, str] = {}
+        for group, w in self.watched.items():
+            reason = self._judge(w, self.beats[group], now, sent)
+            if reason:
+                out[group] = reason
+        return out
+
+    # -- rules -------------------------------------------------------------------------------------
+    def _judge(self, w: _Watch, beat: dict[str, Any] | None, now: int, sent: dict[int, dict[str, int]]) -> str:
+        o = self.o
+        if beat is None or beat.get("pid") != w.pid or beat.get("mono_ns", 0) < w.since_ns:
+            if now - w.since_ns > o.start_timeout_s * 1e9:
+                return f"no heartbeat {o.start_timeout_s:g} s after it started (never reached its executor loop)"
+            return ""
+        age_s = (now - int(beat["mono_ns"])) / 1e9
+        if age_s > o.hang_timeout_s:
+            return f"hung: no heartbeat for {age_s:.1f} s (stopped, or its executor is stuck)"
+        for node, state in beat.get("nodes", {}).items():
+            for name, (inputs, done, stall_s) in state.get("progress", {}).items():
+                why = self._stuck(w, (node, name), int(inputs), int(done), float(stall_s), now)
+                if why:
+                    return f"stuck worker: {node} {name} {why}"
+            for topic, received in state.get("received", {}).items():
+                others = sum(n.get(topic, 0) for pid, n in sent.items() if pid != w.pid)
+                why = self._deaf(w, (node, topic), int(received), others, now)
+                if why:
+                    return f"deaf: {node} {why}"
+        return ""
+
+    @staticmethod
+    def _stuck(w: _Watch, key: tuple[str, str], inputs: int, done: int, stall_s: float, now: int) -> str:
+        work = w.work.get(key)
+        if work is None or done != work.done or inputs < work.inputs:  # progress (or counters restarted)
+            w.work[key] = _Work(done, inputs)
+            return ""
+        if inputs > work.inputs and work.waiting_since_ns is None:
+            work.waiting_since_ns = now  # new work since the last finished item
+        if work.waiting_since_ns is not None and now - work.waiting_since_ns > stall_s * 1e9:
+            return (f"took {inputs - work.inputs} new item(s) and finished none for "
+                    f"{(now - work.waiting_since_ns) / 1e9:.1f} s")
+        return ""
+
+    def _deaf(self, w: _Watch, key: tuple[str, str], received: int, others: int, now: int) -> str:
+        ear = w.ears.get(key)
+        if ear is None or received != ear.received or others < ear.others_sent:
+            w.ears[key] = _Ear(received, others)
+            return ""
+        if others > ear.others_sent and ear.deaf_since_ns is None:
+            ear.deaf_since_ns, ear.sent_at_deaf = now, ear.others_sent
+        ear.others_sent = others
+        if (ear.deaf_since_ns is not None and now - ear.deaf_since_ns > self.o.deaf_timeout_s * 1e9
+                and others - ear.sent_at_deaf >= DEAF_MIN_SENT):
+            return (f"received nothing on {key[1]} for {(now - ear.deaf_since_ns) / 1e9:.1f} s while "
+                    f"{others - ear.sent_at_deaf} message(s) were published to it")
+        return ""
+
+    def _sent_by_process(self) -> dict[int, dict[str, int]]:
+        """PID -> topic -> messages sent, from the watched processes' newest heartbeats."""
+        out: dict[int, dict[str, int]] = {}
+        for group, w in self.watched.items():
+            beat = self.beats.get(group)
+            if not beat:
+                continue
+            per = out.setdefault(w.pid, {})
+            for state in beat.get("nodes", {}).values():
+                for topic, n in state.get("sent", {}).items():
+                    per[topic] = per.get(topic, 0) + int(n)
+        return out
