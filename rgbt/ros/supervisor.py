@@ -196,7 +196,8 @@ class Supervisor:
         self.judge = LivenessJudge(heartbeat_dir, self.o.liveness)
         now_ns = time.monotonic_ns()
         for group, proc in graph.procs.items():
-            self.judge.watch(group, proc.pid, now_ns)
+            if proc is not None:
+                self.judge.watch(group, proc.pid, now_ns)
         self._next_check = 0.0
         # when each group's next warm spare is due (monotonic s; None: it has one)
         spares = self.o.warm_spares and not self.o.strict and hasattr(graph, "start_spare")

@@ -43,7 +43,8 @@ def test_status_file_has_the_supervisors_format(tmp_path: Path) -> None:
     assert set(status["options"]) == set(reference["options"]) | {"by"}
     assert status["options"]["window_s"] is None and status["options"]["max_restarts"] == 2
     assert status["restarts"] == [{"group": "pipeline", "attempt": 1, "exit_code": -9, "exit_wall_ns": 5_000,
-                                   "restart_wall_ns": 6_000, "delay_s": 0.25, "pid": 101, "warm": False}]
+                                   "restart_wall_ns": 6_000, "delay_s": 0.25, "pid": 101, "warm": False,
+                                   "reason": "SIGKILL"}]
     assert set(status["restarts"][0]) == {f.name for f in fields(Restart)}
     assert status["counts"] == {"sources": 0, "pipeline": 1, "recorder": 0} and status["gave_up"] == []
 
