@@ -26,8 +26,9 @@ process group that must be restarted:
   reached its executor loop);
 * **hung**: its newest heartbeat is older than ``hang_timeout_s`` (stopped, or the executor stuck);
 * **stuck worker**: a ``progress`` entry got new work and finished nothing for its ``stall_s``;
-* **deaf**: a topic it subscribes to was published by another process of the graph (at least
-  :data:`DEAF_MIN_SENT` messages) while it received none for ``deaf_timeout_s``.
+* **deaf**: a topic it subscribes to was published by another process of the graph all along (at
+  least :data:`DEAF_MIN_SENT` messages, the last less than :data:`DEAF_RECENT_S` ago) while it
+  received none for ``deaf_timeout_s``.
 
 Nothing here imports rclpy.
 """
@@ -47,8 +48,10 @@ from pydantic import BaseModel, ConfigDict, Field
 BEAT_PERIOD_S = 0.25
 #: a worker thread that took no new item for this long while items came is stuck (s; processing nodes)
 WORKER_STALL_S = 3.0
-#: a deaf subscriber is judged only when the others sent at least this many messages meanwhile
+#: a deaf subscriber is judged only when the others sent at least this many messages meanwhile, and
+#: the last of them less than DEAF_RECENT_S ago (the traffic goes on)
 DEAF_MIN_SENT = 5
+DEAF_RECENT_S = 1.0
 
 
 class LivenessOptions(BaseModel):
@@ -127,8 +130,9 @@ class _Ear:
 
     received: int
     others_sent: int
-    deaf_since_ns: int | None = None
+    deaf_since_ns: int | None = None  # when the traffic nothing of which arrived began
     sent_at_deaf: int = 0
+    last_sent_ns: int = 0  # when the others' count last grew
 
 
 @dataclass
@@ -216,15 +220,21 @@ class LivenessJudge:
         return ""
 
     def _deaf(self, w: _Watch, key: tuple[str, str], received: int, others: int, now: int) -> str:
+        """Deaf: the others kept publishing the topic over the whole window (at least
+        :data:`DEAF_MIN_SENT` messages, the last within :data:`DEAF_RECENT_S`) and nothing arrived.
+        A burst that ended (a stream's before-lock topic, messages sent before the subscription
+        matched) proves nothing and starts the count again."""
         ear = w.ears.get(key)
         if ear is None or received != ear.received or others < ear.others_sent:
-            w.ears[key] = _Ear(received, others)
+            w.ears[key] = _Ear(received, others, last_sent_ns=now)
             return ""
-        if others > ear.others_sent and ear.deaf_since_ns is None:
-            ear.deaf_since_ns, ear.sent_at_deaf = now, ear.others_sent
-        ear.others_sent = others
-        if (ear.deaf_since_ns is not None and now - ear.deaf_since_ns > self.o.deaf_timeout_s * 1e9
-                and others - ear.sent_at_deaf >= DEAF_MIN_SENT):
+        if others > ear.others_sent:
+            if ear.deaf_since_ns is None or now - ear.last_sent_ns > DEAF_RECENT_S * 1e9:
+                ear.deaf_since_ns, ear.sent_at_deaf = ear.last_sent_ns, ear.others_sent  # traffic (again)
+            ear.others_sent, ear.last_sent_ns = others, now
+        if ear.deaf_since_ns is None or now - ear.last_sent_ns > DEAF_RECENT_S * 1e9:
+            return ""
+        if now - ear.deaf_since_ns > self.o.deaf_timeout_s * 1e9 and others - ear.sent_at_deaf >= DEAF_MIN_SENT:
             return (f"received nothing on {key[1]} for {(now - ear.deaf_since_ns) / 1e9:.1f} s while "
                     f"{others - ear.sent_at_deaf} message(s) were published to it")
         return ""

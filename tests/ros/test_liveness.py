@@ -172,3 +172,16 @@ def test_a_process_whose_duration_passed_ends_for_good(ros_env: dict, tmp_path: 
         assert json.loads(heartbeat_path(tmp_path, graph.procs["health"].pid).read_text())["finished"] is True
     finally:
         graph.stop(grace_s=10, settle_s=0)
+
+
+def test_a_burst_that_ended_is_no_deafness(tmp_path: Path) -> None:
+    """A before-lock topic: published for a moment (maybe before the subscription matched), then
+    never again. Seen as a false alarm in a fault flight before the rule asked for ongoing traffic."""
+    judge = LivenessJudge(tmp_path, LivenessOptions(hang_timeout_s=100, deaf_timeout_s=5))
+    judge.watch("sources", 1, now_ns=0)
+    judge.watch("rec", 2, now_ns=0)
+    for tenth in range(1, 120):
+        t = tenth * S // 10
+        _beat(tmp_path, 1, t, {"sync": {"sent": {"/rgbt/raw/imu/unlocked": min(tenth, 5) * 8}}})
+        _beat(tmp_path, 2, t, {"recorder": {"received": {"/rgbt/raw/imu/unlocked": 0}}})
+        assert judge.check(now_ns=t) == {}, tenth
