@@ -1,52 +1,48 @@
-"""``rgbt bench faults``: fly ``bench-sim`` once per fault, inject it mid-flight, judge the bag.
+"""``rgbt bench faults``: fly ``bench-sim`` with one fault at a time injected mid-flight and judge the
+bags against what the simulated sensors produced.
 
 Each flight is the simulated stack at full rate (virtual stack -> trigger sync -> preprocess ->
-rectify -> segmentation, the recorder writing everything) as real processes on loopback, under the
-same supervisor as ``rgbt up`` (:mod:`rgbt.ros.supervisor`), in a private DDS domain. ``LEAD_S``
-after the sources start publishing, one fault is injected (``--quick``: the thermal camera only, and
-the kills that leave the sources up one after the other, ``SPACING_S`` apart, in one flight):
+rectify -> segmentation, the recorder writing everything) as real processes on loopback, in a private
+DDS domain, under the same supervisor as ``rgbt up`` (:mod:`rgbt.ros.supervisor`) or, for the
+launcher's own faults, under a real ``rgbt up`` process (:mod:`rgbt.bench.launcher_faults`). The run
+is rendered ahead (:mod:`rgbt.sim.cache`) with cameras that drop nothing, and played on a timeline the
+virtual stack writes down (its anchor), so every sample the sensors produced has a time it was due;
+a restarted virtual stack continues on that timeline. ``LEAD_S`` after the sources start
+publishing, the fault is injected (``--quick``: the thermal camera only, and the faults that leave the
+sources up one after the other, ``SPACING_S`` apart, in one flight):
 
-* ``kill_<group>``: ``kill -9`` of each non-recorder process group (the supervisor restarts it).
-* ``kill_recorder``: ``kill -9`` of the recorder's process (the flight ends, by design), then
-  ``rgbt bag recover`` (:func:`rgbt.bag.recover.recover_bag`) on its bag.
-* ``source_gone``: the sources' process stopped (``SIGSTOP``) for ``GONE_S`` and continued: every
-  sensor stream disappears and comes back (the virtual stack then publishes what a driver's device
-  buffers would still hold, ``DEVICE_BUFFER_S``; what it skips is in its manifest, ``late_dropped``).
-* ``cpu_starvation``: 2 busy processes per core for 2 s, each ending itself: at normal priority (a
-  user's ordinary load; the shipped profiles' nice levels outrank it), or ``SCHED_FIFO`` one above
-  the profile's highest ``realtime_priority`` when the graph runs real time (then they outrank it).
-* ``clock_step_+5s`` / ``clock_step_-5s``: the drivers' wall clock steps by +-5 s. Simulated through
-  the virtual stack's injected offset (:mod:`rgbt.ros.wallstep`) on the wall clock its host stamps
-  are made from, through one ``rgbt.hostclock.WallClockOffset`` as the drivers' are (default
-  ``on_clock_step: hold``: detected, counted - ``clock_steps`` in the row - and held, so stamps stay
-  continuous); sensor clocks and other processes' clocks do not step (the real clock is left alone).
-* ``disk_full``: the recorder's size cap (``max_total_mb``) is reached mid-flight.
+* ``kill_<group>``: ``kill -9`` of a process group (the supervisor restarts it); ``kill_recorder``
+  too: the flight goes on in a new bag.
+* ``hang_segmentation``: ``kill -STOP`` of the segmentation process, never continued: the
+  supervisor's liveness check must find it hung, kill it and restart it.
+* ``source_gone``: the sources' process stopped for ``GONE_S`` (``SIGSTOP``, then ``SIGCONT``;
+  longer than the liveness bound, so it is also found hung and restarted).
+* ``unplug_thermal``: the thermal camera is unplugged for ``GONE_S`` and plugged back (the virtual
+  stack's simulated device, ``rgbt.sensors.reconnect``'s back-off).
+* ``cpu_starvation``: 2 busy processes per core for ``STARVE_S`` at normal priority (``SCHED_FIFO``
+  above the graph when it runs real time).
+* ``clock_step_+5s`` / ``clock_step_-5s``: the drivers' wall clock steps (``rgbt.ros.wallstep``).
+* ``disk_full``: the recorder's flight size cap (``max_total_mb``) is reached.
+* ``disk_full_real``: the bags go to a real, small filesystem (a tmpfs the bench mounts) until
+  ``ENOSPC``.
+* ``kill_launcher`` / ``power_loss``: ``kill -9`` of the ``rgbt up`` process / of every process of
+  the graph at once; then the profile is started again (it must recover the unfinished bag).
 
-Per fault (``lost``, ``recovered_s``, ``bag_complete``, ``stamps_monotonic``):
+Every row (the schedule: :mod:`rgbt.bench.schedule`; times in its window, see :func:`windows`):
 
-* ``lost``: messages the sources published (the virtual stack's manifest) on the streams the recorder
-  records that are not in the bag (``streams``: per stream counted, its losses and when the
-  missing frames were sent): every recorded source stream, whose
-  publisher stays up, except for ``kill_sources`` (then: what the restarted sources published,
-  against what the bag holds after the restart) and for ``kill_recorder`` / ``disk_full`` (the
-  frames and IMU samples sent before the event: their send times are in the manifest). Counted on
-  the camera frames (CRC32) and IMU samples; the restamped stack topics pass through the trigger
-  sync node: a frame it drops counts here too. ``source_skipped``: samples per kind the virtual stack
-  did not publish because they were overdue by more than ``DEVICE_BUFFER_S`` after a stall (every
-  flight but ``kill_sources``'s, whose restarted sources must repeat the first run's samples).
-* ``recovered_s``: from the injection until every recorded stream that flowed before it (>= 3
-  messages in the second before) is flowing again (first message after its longest gap over
-  ``GAP_S``, bag log times, up to the next fault or 30 s); ``null`` when one does not come back in
-  that window, and for ``kill_recorder`` / ``disk_full`` (the recording ends, by design).
-  ``interrupted`` lists the streams that had a gap and when each came back.
-* ``back_s`` (kills): until every node of the killed group publishes ``/diagnostics`` again. A kill
-  waits (``spare_wait_s``, at most ``SPARE_WAIT_S``) until its group's warm spare is ready, as in a
-  recording's steady state; ``restarts[].warm`` says whether the spare took over.
-* ``bag_complete``: the bag opens and, per camera stream, the frames logged before the event are,
-  in order, the first frames published (CRC32), and every frame sent before the event is in the
-  bag in publication order (when the recorder stops at the event - ``kill_recorder``,
-  ``disk_full`` - the last ``MARGIN_S`` before it are excused: in transit or in the writer's last chunk).
-* ``stamps_monotonic``: header stamps never decrease within any recorded stream.
+* ``lost``: samples of the recorded sensor streams (cameras by the CRC32 of their pixels, IMU by stamp)
+  the sensors produced in the row's window that no bag of the flight holds; ``streams``: per stream.
+* ``lost_reported``: what the bags' manifests say was lost in that window (``loss_ranges``); equal to
+  ``lost`` when nothing was lost silently.
+* ``recovered_s``: from the injection (``unplug_thermal``: from the replug) until every recorded
+  stream that flowed before it flows again (``null``: one did not within the window, or the
+  recording ends by design).
+* ``bag_complete``: every bag of the flight opens, its manifest says it was closed or recovered,
+  and every recorded frame / IMU sample is a scheduled one in schedule order (no repeat, no stray).
+* ``stamps_monotonic``: header stamps never decrease within a bag on any stamped topic.
+* ``back_s`` (kills, hangs): until every node of the group publishes ``/diagnostics`` again;
+  ``kill_recorder`` adds ``lost_s`` (the longest stretch of any stream missing); ``kill_launcher``
+  ``orphans`` (processes of the graph alive ``ORPHAN_WAIT_S`` after it died).
 """
 
 from __future__ import annotations
@@ -62,7 +58,6 @@ import sys
 import tempfile
 import threading
 import time
-import zlib
 from pathlib import Path
 from typing import Any
 
@@ -75,15 +70,15 @@ TAIL_S = 7.0
 TAIL_QUICK_S = 8.0  # long enough for a restarted group (2-4.5 s here) to publish again before the end
 #: a stream interrupted for longer than this (s) counts as down until its next message
 GAP_S = 0.5
-#: frames published less than this (s) before the event may be missing from a complete bag
-MARGIN_S = 1.0
-#: how long a source disappears (s) / how long the CPU is starved (s) / the clock step (s)
+#: samples due less than this (s) before a recording ends by design (disk full) may be in transit
+MARGIN_S = 0.5
+#: how long a source disappears / a camera is unplugged (s) / how long the CPU is starved (s) / the clock step (s)
 GONE_S = 3.0
 STARVE_S = 2.0
 STEP_S = 5.0
 #: what a stalled driver still finds in its device buffers when it runs again (s; VirtualStackOptions.drop_late_s)
 DEVICE_BUFFER_S = 0.3
-#: the recorder's size cap in the disk_full flight (MB; the full stack writes ~110 MB/s)
+#: the recorder's flight size cap in the disk_full flight (MB; the full stack writes ~110 MB/s)
 CAP_MB = 250.0
 #: the preprocess output recorded in a fault flight (the pipeline group's stream when rectify has no colour)
 PREPROCESS_TOPIC = "/rgbt/thermal/image_mono8"
@@ -92,13 +87,16 @@ PREPROCESS_TOPIC = "/rgbt/thermal/image_mono8"
 SPARE_WAIT_S = 8.0
 #: seconds between two faults of one flight (--quick)
 SPACING_S = 4.5
-#: the quick set (CI): the acceptance faults and a host-clock step
-QUICK = ("kill_segmentation", "kill_pipeline", f"clock_step_+{STEP_S:g}s", "kill_sources")
+#: the quick set (CI): kills, a hang and a host-clock step that leave the sources up, and the sources' kill
+QUICK = ("kill_segmentation", "kill_pipeline", "hang_segmentation", f"clock_step_+{STEP_S:g}s", "kill_sources",
+         "kill_recorder")
+#: faults flown under a real ``rgbt up`` process (rgbt.bench.launcher_faults)
+LAUNCHER_FAULTS = ("kill_launcher", "power_loss")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--quick", action="store_true",
-                        help=f"only {', '.join(QUICK)}: thermal camera only, two short flights (CI)")
+                        help=f"only {', '.join(QUICK)}: thermal camera only, short flights (CI)")
     parser.add_argument("--fault", action="append", default=[], metavar="NAME", help="run only these faults")
     parser.add_argument("--sim-s", type=float, default=None,
                         help=f"simulated seconds per flight (default: {LEAD_S:g} s before the first fault, "
@@ -108,23 +106,25 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def fault_names(specs: list[Any]) -> list[str]:
-    """Every fault of the full matrix for a profile (one ``kill_<group>`` per non-recorder group)."""
+    """Every fault of the full matrix for a profile (one ``kill_<group>`` per group)."""
     from rgbt.ros.launcher import recorder_groups
 
     recorders = recorder_groups(specs)
     groups = [g for g in dict.fromkeys(s.process for s in specs) if g not in recorders]
-    return ([f"kill_{g}" for g in groups] + ["kill_recorder", "source_gone", "cpu_starvation",
-                                             f"clock_step_+{STEP_S:g}s", f"clock_step_-{STEP_S:g}s", "disk_full"])
+    hangs = [f"hang_{g}" for g in groups if g == "segmentation"]
+    return ([f"kill_{g}" for g in groups] + ["kill_recorder"] + hangs +
+            ["source_gone", "unplug_thermal", "cpu_starvation", f"clock_step_+{STEP_S:g}s", f"clock_step_-{STEP_S:g}s",
+             "disk_full", "disk_full_real", *LAUNCHER_FAULTS])
 
 
 def flights(names: list[str], quick: bool) -> list[list[str]]:
-    """Faults per flight: one each; ``quick`` flies the faults that leave the sources up (kills of
-    processing groups, clock steps) one after the other in one flight (``SPACING_S`` apart) and
-    ``kill_sources`` (it restarts the simulation) alone."""
+    """Faults per flight: one each; ``quick`` flies the kills and hangs that leave the sources up
+    (the recorder's too) and the clock steps one after the other in one flight (``SPACING_S``
+    apart), the others alone."""
     if not quick:
         return [[n] for n in names]
-    shared = [n for n in names if (n.startswith("kill_") and n not in ("kill_sources", "kill_recorder"))
-              or n.startswith("clock_step_")]
+    alone = ("kill_sources", *LAUNCHER_FAULTS)
+    shared = [n for n in names if (n.startswith(("kill_", "hang_")) and n not in alone) or n.startswith("clock_step_")]
     return ([shared] if shared else []) + [[n] for n in names if n not in shared]
 
 
@@ -150,9 +150,15 @@ def run(args: argparse.Namespace) -> dict:
     try:
         for i, group in enumerate(plan):
             sim_s = args.sim_s or (LEAD_S + SPACING_S * (len(group) - 1) + (TAIL_QUICK_S if args.quick else TAIL_S)
-                                   + (SPARE_WAIT_S if any(f.startswith("kill_") for f in group) else 0.0))
+                                   + (SPARE_WAIT_S if any(f.startswith(("kill_", "hang_")) for f in group) else 0.0))
             _log(f"flight {i + 1}/{len(plan)}: {', '.join(group)} ...")
-            rows = fly_with_faults(args.profile, group, sim_s, cameras=cameras, keep=args.keep, sim_root=sim_root)
+            if group[0] in LAUNCHER_FAULTS:
+                from rgbt.bench.launcher_faults import fly_launcher_fault
+
+                rows = fly_launcher_fault(args.profile, group[0], sim_s, cameras=cameras, keep=args.keep,
+                                          sim_root=sim_root)
+            else:
+                rows = fly_with_faults(args.profile, group, sim_s, cameras=cameras, keep=args.keep, sim_root=sim_root)
             for name, row in rows.items():
                 _log(f"{name}: {_short(row)}")
             faults.update(rows)
@@ -160,12 +166,101 @@ def run(args: argparse.Namespace) -> dict:
         shutil.rmtree(sim_root, ignore_errors=True)
     return {"faults": faults, "profile": args.profile, "quick": bool(args.quick),
             "cameras": cameras or "all", "synthetic": True,
-            "sources": "simulated run rendered ahead (rgbt.sim.cache) and played at the real rate",
+            "sources": "simulated run rendered ahead (rgbt.sim.cache), cameras dropping nothing, played at the "
+                       "real rate on one timeline; lost is judged against it",
             "note": "shared 2-core machine under load from other jobs: recovery times are noisy"}
 
 
 def _log(line: str) -> None:
     print(f"rgbt bench faults: {line}", file=sys.stderr, flush=True)
+
+
+def _short(r: dict) -> str:
+    keys = ("lost", "lost_reported", "recovered_s", "back_s", "bag_complete", "stamps_monotonic", "lost_s", "orphans")
+    return ", ".join(f"{k}={r[k]}" for k in keys if k in r)
+
+
+# -- a flight ----------------------------------------------------------------------------------------
+
+
+class Flight:
+    """The files of one fault flight (under ``work``) and the profile's node parameters for it."""
+
+    def __init__(self, profile: str, faults: list[str], sim_s: float, cameras: list[str] | None,
+                 sim_root: Path | None, work: Path | None = None) -> None:
+        from rgbt.ros.profile import node_specs, processes
+        from rgbt.stack import load_stack
+
+        self.profile, self.faults, self.sim_s = profile, faults, sim_s
+        self.work = work or Path(tempfile.mkdtemp(prefix=f"rgbt_faults_{faults[0]}_"))
+        self.sources = self.work / "sources.json"
+        self.anchor = self.work / "anchor.json"
+        self.device_control = self.work / "devices.json"
+        self.step_file = self.work / "wall_step_ns"
+        self.bags_dir = self.work / "bags"
+        self.stack = load_stack()
+        self.cameras = list(cameras or self.stack.cameras)
+        self.overrides = self._overrides()
+        specs = node_specs(profile, self.overrides)
+        self.cache: str | None = None
+        if sim_root is not None:
+            self.cache = prerendered(specs, sim_root)
+            self.overrides["virtual_stack"]["sim_cache"] = self.cache
+            specs = node_specs(profile, self.overrides)
+        self.specs = specs
+        self.members = {g: [s.name for s in nodes] for g, nodes in processes(specs).items()}
+
+    def env(self) -> dict[str, str]:
+        from rgbt.ros.profile import profile_env
+        from rgbt.ros.wallstep import DEVICE_CONTROL_ENV, WALL_STEP_ENV
+
+        return {**profile_env(self.profile), WALL_STEP_ENV: str(self.step_file),
+                DEVICE_CONTROL_ENV: str(self.device_control)}
+
+    def _overrides(self) -> dict[str, dict[str, Any]]:
+        """Per-node parameters of a fault flight (fast diagnostics: they time a group's return)."""
+        from rgbt.ros.options import RAW_PREFIX
+        from rgbt.ros.profile import node_specs
+
+        specs = node_specs(self.profile)
+        out: dict[str, dict[str, Any]] = {s.name: {"diagnostics_period_s": 0.25} for s in specs}
+        # cameras that drop nothing: every hole in a bag is the software's
+        sim: dict[str, Any] = {"duration_s": self.sim_s, "world_size_px": 1024, "drop_prob": 0.0,
+                               "cameras": self.cameras}
+        # a stalled driver finds at most its device buffers when it runs again (Spinnaker's 10 frames at
+        # 30 Hz: 0.33 s), not the whole stall: samples later than DEVICE_BUFFER_S are not published
+        vs = {"manifest_path": str(self.sources), "preload_s": 2.0, "sim": sim, "drop_late_s": DEVICE_BUFFER_S,
+              "schedule_anchor_path": str(self.anchor)}
+        recorder = next(s.name for s in specs if s.executable == "recorder")
+        vs["wait_for"] = [f"{RAW_PREFIX}/{c}/image" for c in self.cameras] + [f"{RAW_PREFIX}/imu"]
+        vs["wait_for_nodes"] = {recorder: [self.stack.imu.topic] + [self.stack.cameras[c].topic for c in self.cameras]}
+        out["trigger_sync"]["cameras"] = list(self.cameras)
+        out["virtual_stack"].update(vs)
+        out["trigger_sync"]["restamper"] = {"min_fit_s": 1.5}
+        extra = next(list(s.parameters["extra_topics"]) for s in specs if s.executable == "recorder")
+        out[recorder].update({"out_dir": str(self.bags_dir), "start": "always", "min_free_mb": 100,
+                              "extra_topics": extra + [PREPROCESS_TOPIC]})
+        if "disk_full" in self.faults:
+            out[recorder]["max_total_mb"] = CAP_MB
+        if "disk_full_real" in self.faults:
+            out[recorder]["min_free_mb"] = 0  # the disk itself says when it is full
+        return out
+
+    def bags(self) -> list[Path]:
+        """The flight's bags, oldest first."""
+        def start(bag: Path) -> int:
+            try:
+                return int(json.loads((bag / "rgbt_manifest.json").read_text()).get("start_wall_ns", 0))
+            except (OSError, ValueError):
+                return 0
+
+        return sorted((p for p in self.bags_dir.glob("rgbt_*") if p.is_dir()), key=lambda p: (start(p), p.name))
+
+    def close(self, keep: str | None) -> None:
+        if keep:
+            shutil.move(str(self.work), str(Path(keep) / self.work.name))
+        else:
+            shutil.rmtree(self.work, ignore_errors=True)
 
 
 def prerendered(specs: list[Any], root: Path) -> str:
@@ -177,43 +272,34 @@ def prerendered(specs: list[Any], root: Path) -> str:
     return str(render_for_virtual_stack(vs, root, log=_log))
 
 
-def _short(r: dict) -> str:
-    return ", ".join(f"{k}={r[k]}" for k in ("lost", "recovered_s", "back_s", "bag_complete", "stamps_monotonic"))
-
-
 def fly_with_faults(profile: str, faults: list[str], sim_s: float, cameras: list[str] | None = None,
                     keep: str | None = None, sim_root: Path | None = None) -> dict[str, dict]:
-    """One bench-sim flight; ``faults`` injected one at a time (the first ``LEAD_S`` after the sources
-    start publishing, the next ``SPACING_S`` later); the judged row of each. With ``sim_root`` the
-    simulated run is rendered there first (:func:`prerendered`) and played from it."""
+    """One flight under an in-process supervisor; ``faults`` injected one at a time (the first
+    ``LEAD_S`` after the sources start publishing, the next ``SPACING_S`` later); the judged row of each."""
     from rgbt.bench.graph import _Probe
+    from rgbt.bench.tmpdisk import SmallDisk
     from rgbt.ros.launcher import clean_shm, shm_files, start_graph, supervise
-    from rgbt.ros.profile import node_specs, profile_env, processes
-    from rgbt.ros.wallstep import WALL_STEP_ENV
 
-    work = Path(tempfile.mkdtemp(prefix=f"rgbt_faults_{faults[0]}_"))
-    sources = work / "sources.json"
-    overrides = _overrides(profile, faults, sim_s, cameras, work, sources)
-    specs = node_specs(profile, overrides)
-    if sim_root is not None:
-        overrides["virtual_stack"]["sim_cache"] = prerendered(specs, sim_root)
-        specs = node_specs(profile, overrides)
-    members = {g: [s.name for s in nodes] for g, nodes in processes(specs).items()}
-    top = max((int(s.parameters.get("realtime_priority", 0)) for s in specs), default=0)
-    hog_priority = min(top + 1, 99) if top else 0  # cpu_starvation: above the graph's real time
-    step_file = work / "wall_step_ns"
-    env = {**profile_env(profile), WALL_STEP_ENV: str(step_file)}
+    flight = Flight(profile, faults, sim_s, cameras, sim_root)
+    disk = SmallDisk(flight.bags_dir, DISK_MB) if "disk_full_real" in faults else None
     shm_before = shm_files()
     probe = _Probe()
     events: list[str] = []
     t_events: dict[str, int] = {}  # fault -> injection wall time (ns)
     back: dict[str, float] = {}  # fault -> s until the killed group's nodes publish diagnostics again
     spare_wait: dict[str, float] = {}  # kill -> s it waited for its group's warm spare to be ready
+    cpu: CpuSampler | None = None  # unplug_thermal: the sources' CPU
     try:
-        with open(work / "graph.log", "wb") as log:
-            graph = start_graph(specs, env, duration_s=sim_s * 8 + 120, stdout=log, stderr=log)
-            sup = supervise(graph, specs, log=events.append)
+        why = disk.mount() if disk is not None else ""
+        if why:
+            return {f: {"lost": None, "lost_reported": None, "recovered_s": None, "bag_complete": False,
+                        "stamps_monotonic": False, "problem": why} for f in faults}
+        with open(flight.work / "graph.log", "wb") as log:
+            graph = start_graph(flight.specs, flight.env(), duration_s=sim_s * 8 + 120, stdout=log, stderr=log)
+            sup = supervise(graph, flight.specs, log=events.append)
             recorder = next(iter(sup.recorder_groups))
+            if "unplug_thermal" in faults:
+                cpu = CpuSampler(lambda: graph.procs[_source_group(graph)].pid)
             t0, t_pub, t_last, t_done = time.monotonic(), None, 0.0, 0.0
             try:
                 while time.monotonic() - t0 < sim_s * 8 + 90:
@@ -226,112 +312,69 @@ def fly_with_faults(profile: str, faults: list[str], sim_s: float, cameras: list
                         t_pub = now
                     pending = [f for f in faults if f not in t_events]
                     if t_pub is not None and pending and now - max(t_pub + LEAD_S - SPACING_S, t_last) >= SPACING_S:
-                        group = _killed_group(pending[0], recorder)
+                        group = target_group(pending[0], recorder)
                         waited = now - spare_wait.setdefault(pending[0], now)
-                        # a steady-state recording has its spares ready: wait for the killed group's (bounded)
+                        # a steady-state recording has its spares ready: wait for the group's (bounded)
                         if group not in sup.spare_due or graph.spare_ready(group) or waited >= SPARE_WAIT_S:
                             spare_wait[pending[0]] = round(waited, 2)
-                            t_events[pending[0]], t_last = inject(pending[0], graph, recorder, step_file, hog_priority), now
+                            t_events[pending[0]], t_last = inject(pending[0], graph, recorder, flight), now
                     for fault in t_events:
-                        group = _killed_group(fault, recorder)
-                        if fault not in back and group in members and sup.state[group].restarts:
+                        group = target_group(fault, recorder)
+                        if fault not in back and group in flight.members and sup.state[group].restarts:
                             t_restart = sup.state[group].restarts[-1]
-                            if all(probe.seen.get(n, 0.0) > t_restart for n in members[group]):
+                            if all(probe.seen.get(n, 0.0) > t_restart for n in flight.members[group]):
                                 back[fault] = round(time.time_ns() / 1e9 - t_events[fault] / 1e9, 3)
-                    if not pending and _done(sources):
+                    if not pending and _done(flight.sources):
                         t_done = t_done or now
-                        killed = [f for f in t_events if _killed_group(f, recorder) in members]
+                        waits = [f for f in t_events if target_group(f, recorder) in flight.members]
                         # a group killed late in the flight may still be starting: wait for it (bounded)
-                        if all(f in back for f in killed) or now - t_done > BACK_WAIT_S:
+                        if all(f in back for f in waits) or now - t_done > BACK_WAIT_S:
                             time.sleep(2.5)  # the last messages through the graph
                             break
                     time.sleep(0.05)
             finally:
                 t_stop = time.monotonic()
+                if cpu is not None:
+                    cpu.stop()
                 graph.stop()
                 restarts = sup.status()["restarts"]
                 wall = {"startup": round((t_pub or t_stop) - t0, 1), "flight": round(t_stop - (t_pub or t_stop), 1),
                         "stop": round(time.monotonic() - t_stop, 1)}
-        bags = sorted((work / "bags").glob("rgbt_*"))
-        bag = bags[-1] if bags else None
-        recover = None
-        if "kill_recorder" in faults and bag is not None:
-            from rgbt.bag.recover import recover_bag
-
-            recover = recover_bag(bag)
-        published = json.loads(sources.read_text()) if sources.exists() else {}
-        manifest_restarts = _manifest_restarts(bag)
-        rows = {}
-        order = [f for f in faults if f in t_events]
-        for i, fault in enumerate(faults):
-            t_next = t_events[order[i + 1]] if fault in t_events and i + 1 < len(order) else None
-            t_prev = t_events[order[i - 1]] if fault in t_events and i > 0 else None
-            row = judge(fault, bag, published, t_events.get(fault), t_prev, t_next)
-            group = _killed_group(fault, recorder)
-            row.update({"t_event_ns": t_events.get(fault), "back_s": back.get(fault),
-                        "spare_wait_s": spare_wait.get(fault) if group in sup.spare_due else None, "restarts": [
-                {"group": r["group"], "exit_code": r["exit_code"], "warm": bool(r.get("warm")),
-                 "restart_after_s": round((r["restart_wall_ns"] - r["exit_wall_ns"]) / 1e9, 3)}
-                for r in restarts if r["group"] == group],
-                "manifest_restarts": None if manifest_restarts is None else
-                sum(1 for r in manifest_restarts if r["group"] == group),
-                "flight": faults, "sim_s": sim_s, "events": events, "wall_s": wall})
-            if fault == "kill_recorder" and recover is not None:
-                row["recover"] = recover
-            rows[fault] = row
+        rows = judge_flight(flight, t_events)
+        for fault, row in rows.items():
+            group = target_group(fault, recorder)
+            row.update({"back_s": back.get(fault),
+                        "spare_wait_s": spare_wait.get(fault) if group in sup.spare_due else None,
+                        "restarts": [{"group": r["group"], "exit_code": r["exit_code"], "warm": bool(r.get("warm")),
+                                      "reason": r.get("reason", ""),
+                                      "restart_after_s": round((r["restart_wall_ns"] - r["exit_wall_ns"]) / 1e9, 3)}
+                                     for r in restarts if r["group"] == group],
+                        "flight": faults, "sim_s": sim_s, "events": events, "wall_s": wall})
+            if fault == "unplug_thermal" and cpu is not None and fault in t_events:
+                t, gone = t_events[fault], int(GONE_S * 1e9)
+                # the sources process (virtual stack + trigger sync), as a share of one core
+                row["source_cpu"] = {"before": cpu.mean(t - gone, t), "while_gone": cpu.mean(t + gone // 4, t + gone)}
         return rows
     finally:
         probe.close()
         clean_shm(shm_before)
-        if keep:
-            shutil.move(str(work), str(Path(keep) / work.name))
-        else:
-            shutil.rmtree(work, ignore_errors=True)
+        if disk is not None:
+            disk.unmount()
+        flight.close(keep)
 
 
-def _overrides(profile: str, faults: list[str], sim_s: float, cameras: list[str] | None, work: Path,
-               sources: Path) -> dict[str, dict[str, Any]]:
-    """Per-node parameters of a fault flight (fast diagnostics: they time a group's return)."""
-    from rgbt.ros.options import RAW_PREFIX
-    from rgbt.ros.profile import node_specs
-    from rgbt.stack import load_stack
-
-    specs = node_specs(profile)
-    out: dict[str, dict[str, Any]] = {s.name: {"diagnostics_period_s": 0.25} for s in specs}
-    sim: dict[str, Any] = {"duration_s": sim_s, "world_size_px": 1024}
-    # a stalled driver finds at most its device buffers when it runs again (Spinnaker's 10 frames at
-    # 30 Hz: 0.33 s), not the whole stall: samples later than DEVICE_BUFFER_S are not published. Not in a
-    # kill_sources flight: its bag is judged against the restarted sources' manifest, which must then
-    # repeat the first run's samples exactly (a skip in either run would differ)
-    drop = 0.0 if "kill_sources" in faults else DEVICE_BUFFER_S
-    vs = {"manifest_path": str(sources), "preload_s": 2.0, "sim": sim, "drop_late_s": drop}
-    if cameras:
-        stack = load_stack()
-        sim["cameras"] = list(cameras)
-        recorder = next(s.name for s in specs if s.executable == "recorder")
-        vs["wait_for"] = [f"{RAW_PREFIX}/{c}/image" for c in cameras] + [f"{RAW_PREFIX}/imu"]
-        vs["wait_for_nodes"] = {recorder: [stack.imu.topic] + [stack.cameras[c].topic for c in cameras]}
-        out["trigger_sync"]["cameras"] = list(cameras)
-    out["virtual_stack"].update(vs)
-    out["trigger_sync"]["restamper"] = {"min_fit_s": 1.5}
-    extra = next(list(s.parameters["extra_topics"]) for s in specs if s.executable == "recorder")
-    out["recorder"].update({"out_dir": str(work / "bags"), "start": "always", "min_free_mb": 100,
-                            "extra_topics": extra + [PREPROCESS_TOPIC],
-                            **({"max_total_mb": CAP_MB} if "disk_full" in faults else {})})
-    return out
+#: the size of the real filesystem the disk_full_real flight fills (MB)
+DISK_MB = 400
 
 
-def _killed_group(fault: str, recorder: str) -> str | None:
-    if not fault.startswith("kill_"):
-        return None
-    return recorder if fault == "kill_recorder" else fault[len("kill_"):]
-
-
-def _manifest_restarts(bag: Path | None) -> list[dict] | None:
-    path = None if bag is None else bag / "rgbt_manifest.json"
-    if path is None or not path.exists():
-        return None
-    return json.loads(path.read_text()).get("restarts", [])
+def target_group(fault: str, recorder: str) -> str | None:
+    """The process group a kill or hang hits."""
+    if fault == "kill_recorder":
+        return recorder
+    for prefix in ("kill_", "hang_"):
+        if fault.startswith(prefix) and fault not in LAUNCHER_FAULTS:
+            return fault[len(prefix):]
+    return None
 
 
 def _publishing(status: dict[str, dict[str, str]]) -> bool:
@@ -361,157 +404,180 @@ HOG = ("import os, sys, time\n"
        "    pass\n")
 
 
-def inject(fault: str, graph: Any, recorder: str, step_file: Path, hog_priority: int = 0) -> int:
-    """Inject ``fault`` now; returns its wall-clock time (ns). Faults that last (a source gone, the
-    CPU starved) are ended by a timer thread. ``hog_priority``: the busy processes' ``SCHED_FIFO``
-    priority for ``cpu_starvation`` (0: normal priority)."""
+def inject(fault: str, graph: Any, recorder: str, flight: Flight) -> int:
+    """Inject ``fault`` now; returns its wall-clock time (ns). Faults that last (a source gone, a
+    camera unplugged, the CPU starved) are ended by a timer thread."""
     t = time.time_ns()
-    group = _killed_group(fault, recorder)
-    if group is not None:
+    group = target_group(fault, recorder)
+    if fault.startswith("kill_") and group is not None:
         os.kill(graph.procs[group].pid, signal.SIGKILL)
+    elif fault.startswith("hang_") and group is not None:
+        os.kill(graph.procs[group].pid, signal.SIGSTOP)  # never continued: the liveness check must act
     elif fault == "source_gone":
         pid = graph.procs[_source_group(graph)].pid
         os.kill(pid, signal.SIGSTOP)
-        threading.Timer(GONE_S, os.kill, (pid, signal.SIGCONT)).start()
+
+        def cont() -> None:
+            try:
+                os.kill(pid, signal.SIGCONT)
+            except ProcessLookupError:  # the supervisor found it hung and replaced it
+                pass
+
+        threading.Timer(GONE_S, cont).start()
+    elif fault == "unplug_thermal":
+        tmp = flight.device_control.with_suffix(".tmp")
+        tmp.write_text(json.dumps({"thermal": {"gone_until_wall_ns": t + int(GONE_S * 1e9)}}))
+        os.replace(tmp, flight.device_control)
     elif fault == "cpu_starvation":
+        top = max((int(s.parameters.get("realtime_priority", 0)) for s in flight.specs), default=0)
         end = time.monotonic() + STARVE_S
-        busy = [subprocess.Popen([sys.executable, "-c", HOG, str(hog_priority), repr(end)])
+        busy = [subprocess.Popen([sys.executable, "-c", HOG, str(min(top + 1, 99) if top else 0), repr(end)])
                 for _ in range(2 * (os.cpu_count() or 1))]
         threading.Timer(STARVE_S, lambda: [p.kill() or p.wait() for p in busy]).start()
     elif fault.startswith("clock_step_"):
-        tmp = step_file.with_suffix(".tmp")  # replaced whole: the virtual stack never reads a partial value
+        tmp = flight.step_file.with_suffix(".tmp")  # replaced whole: the virtual stack never reads a partial value
         tmp.write_text(str(int(float(fault[len("clock_step_"):-1]) * 1e9)))
-        os.replace(tmp, step_file)
-    # disk_full: the size cap set at start ends the recording by itself; the event is its last message
+        os.replace(tmp, flight.step_file)
+    # disk_full, disk_full_real: the cap / the filesystem ends the recording by itself (judge_flight)
     return t
+
+
+class CpuSampler:
+    """A process's CPU, as a share of one core, every ``period_s`` (``pid_of()``: the process now; it
+    may change when the group restarts); :meth:`mean` over a wall-clock window."""
+
+    def __init__(self, pid_of: Any, period_s: float = 0.5) -> None:
+        self.samples: list[tuple[int, float]] = []  # (wall ns at the window's end, share)
+        self._pid_of, self._period_s = pid_of, period_s
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    @staticmethod
+    def _cpu_s(pid: int) -> float:
+        with open(f"/proc/{pid}/stat") as fh:
+            fields = fh.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    def _run(self) -> None:
+        last: tuple[int, float, float] | None = None  # pid, cpu s, monotonic s
+        while not self._stop.wait(self._period_s):
+            try:
+                pid = self._pid_of()
+                now, cpu = time.monotonic(), self._cpu_s(pid)
+            except (OSError, ValueError, KeyError, StopIteration):
+                last = None
+                continue
+            if last is not None and last[0] == pid:
+                self.samples.append((time.time_ns(), (cpu - last[1]) / (now - last[2])))
+            last = (pid, cpu, now)
+
+    def mean(self, a_ns: int, b_ns: int) -> float | None:
+        vals = [v for t, v in self.samples if a_ns < t <= b_ns]
+        return round(sum(vals) / len(vals), 3) if vals else None
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=2)
 
 
 def _source_group(graph: Any) -> str:
     return next(g for g, cmd in graph.commands.items() if any(a.endswith(":virtual_stack") for a in cmd))
 
 
-def judge(fault: str, bag: Path | None, published: dict, t_event: int | None, t_prev: int | None = None,
-          t_next: int | None = None) -> dict:
-    """The fault's row from the bag, the sources' manifest and the injection time (wall ns);
-    ``t_prev`` / ``t_next``: the flight's previous / next injection (its window is between them)."""
-    row: dict[str, Any] = {"lost": None, "recovered_s": None, "bag_complete": False, "stamps_monotonic": False}
-    if bag is None or not published:
-        row["problem"] = "no bag" if bag is None else "the sources wrote no manifest"
-        return row
-    try:
-        streams = read_streams(bag)
-    except Exception as exc:  # noqa: BLE001 - a bag that does not open is this row's finding
-        row["problem"] = f"bag does not open: {exc}"
-        return row
-    if fault == "disk_full":
-        t_event = max(t for s in streams.values() for t in s["log"])  # the cap: the last message written
-    if t_event is None:
-        row["problem"] = "the fault was never injected (the sources did not start)"
-        return row
-    row["stamps_monotonic"] = all(all(b >= a for a, b in zip(s["stamp"], s["stamp"][1:]))
-                                  for s in streams.values() if s["stamp"])
-    streams = with_before_lock(streams)  # a frame the sync published before lock is recorded, not lost
-    row["bag_complete"] = _complete(streams, published, t_event, fault in ("kill_recorder", "disk_full"))
-    if fault in ("kill_recorder", "disk_full"):
-        window = (0, t_event)  # what went out before the event
-    elif fault == "kill_sources":
-        window = (t_event, t_next or 2**63)  # the restarted sources' messages
-    else:
-        window = (t_event if t_prev else 0, t_next or 2**63)
-    row["lost"], row["streams"] = lost(streams, published, window)
-    row["source_skipped"] = dict(published.get("late_dropped", {}))  # never published (a stalled driver's overflow)
-    if fault.startswith("clock_step_"):
-        clock = published.get("clock", {})  # what the sources' clock saw
-        row["clock_steps"], row["clock_last_step_ns"] = int(clock.get("steps", 0)), int(clock.get("last_step_ns", 0))
-    if fault not in ("kill_recorder", "disk_full"):
-        row["recovered_s"], row["interrupted"] = recovered_s(streams, t_event,
-                                                             (t_next - t_event) / 1e9 if t_next else 30.0)
-    return row
+# -- judging -----------------------------------------------------------------------------------------
 
 
-def read_streams(bag: Path) -> dict[str, dict[str, list]]:
-    """Topic -> log times, header stamps (stamped types) and image CRC32s, in bag order."""
-    from rgbt.bag.reader import open_bag
-    from rgbt.ros.recording import STAMPED_TYPES
-    from rgbt.ros.stamps import cdr_stamp_ns
+def judge_flight(flight: Flight, t_events: dict[str, int], until_ns: int | None = None) -> dict[str, dict]:
+    """Every fault's row (see the module docstring) from the flight's bags and the schedule.
+    ``until_ns``: only samples due before this count (the launcher's faults: up to the kill)."""
+    from rgbt.bag.recover import recover_bag
+    from rgbt.bench import schedule as sch
 
-    out: dict[str, dict[str, list]] = {}
-    with open_bag(bag) as reader:
-        for rec in reader.messages():
-            s = out.setdefault(rec.topic, {"log": [], "stamp": [], "crc": []})
-            s["log"].append(rec.t_ns)
-            if rec.msgtype in STAMPED_TYPES:
-                s["stamp"].append(cdr_stamp_ns(bytes(rec.raw)))
-            if rec.msgtype == "sensor_msgs/msg/Image":
-                s["crc"].append(zlib.crc32(rec.msg.data))
-    return out
-
-
-def with_before_lock(streams: dict[str, dict[str, list]], stack_path: Path | None = None) -> dict[str, dict[str, list]]:
-    """``streams`` with each ``/rgbt/raw/<sensor>/unlocked`` topic (what the trigger sync publishes,
-    host-stamped, before it locks: ``rgbt.ros.options.unlocked_topic``) merged into its stack topic in
-    log-time order: for completeness and loss those are the same sensor's messages. Header stamps
-    are not comparable across the two (host vs trigger time): check them on the recorded topics."""
-    from rgbt.paths import DEFAULT_STACK
-    from rgbt.ros.options import unlocked_topic
-    from rgbt.stack import load_stack
-
-    stack = load_stack(stack_path or DEFAULT_STACK)
-    pairs = {unlocked_topic(name): cam.topic for name, cam in stack.cameras.items()}
-    pairs[unlocked_topic("imu")] = stack.imu.topic
-    out = dict(streams)
-    for before, topic in pairs.items():
-        if before not in out:
+    rows: dict[str, dict] = {}
+    unfinished = []
+    for bag in flight.bags():  # a recording the graph left unfinished is recovered here, and said so
+        if _manifest(bag).get("state", "closed") == "recording":
+            unfinished.append(bag.name)
+            recover_bag(bag)
+    bags = flight.bags()
+    anchor = _read_json(flight.anchor)
+    if not bags or anchor is None or flight.cache is None:
+        why = "no bag" if not bags else "the virtual stack wrote no anchor" if anchor is None else "no rendered run"
+        return {f: {"lost": None, "lost_reported": None, "recovered_s": None, "bag_complete": False,
+                    "stamps_monotonic": False, "problem": why} for f in flight.faults}
+    streams = sch.schedule(flight.cache, anchor, flight.stack, [*flight.cameras, "imu"])
+    got = sch.read_flight(bags, streams)
+    matches = {t: sch.match(s, got.recorded[t]) for t, s in streams.items()}
+    manifests = [_manifest(b) for b in bags]
+    states_ok = all(m.get("state", "closed") in ("closed", "recovered") for m in manifests)
+    complete = not got.problems and states_ok and all(m.duplicates == 0 for m in matches.values())
+    order = sorted((t, f) for f, t in t_events.items())
+    for fault in flight.faults:
+        t_event = t_events.get(fault)
+        row: dict[str, Any] = {"t_event_ns": t_event, "bags": len(bags), "unfinished_bags": unfinished,
+                               "stamps_monotonic": got.monotonic, "bag_complete": complete}
+        if got.problems:
+            row["problem"] = "; ".join(got.problems)
+        window, t_end = windows(fault, t_event, order, manifests, until_ns)
+        if window is None:
+            row.update({"lost": None, "lost_reported": None, "recovered_s": None,
+                        "problem": row.get("problem") or "the fault was never injected (the sources did not start)"})
+            rows[fault] = row
             continue
-        a, b = out.pop(before), out.get(topic, {"log": [], "stamp": [], "crc": []})
-        merged: dict[str, list] = {}
-        for key in ("log", "stamp", "crc"):
-            if len(a[key]) == len(a["log"]) and len(b[key]) == len(b["log"]):
-                merged[key] = [v for _, v in sorted(zip(a["log"] + b["log"], a[key] + b[key]), key=lambda x: x[0])]
-            else:  # only some messages have this (e.g. no CRC for IMU samples)
-                merged[key] = a[key] + b[key]
-        out[topic] = merged
-    return out
+        per: dict[str, dict] = {}
+        for topic, stream in streams.items():
+            missing = sch.missing_in(stream, matches[topic], window)
+            per[topic] = {"lost": int(len(missing)), "lost_reported": sch.reported(manifests, stream, window),
+                          "longest_s": sch.longest_gap_s(stream, missing), "duplicates": matches[topic].duplicates}
+        row["lost"] = sum(v["lost"] for v in per.values())
+        row["lost_reported"] = sum(v["lost_reported"] for v in per.values())
+        row["streams"] = per
+        if fault == "kill_recorder":
+            row["lost_s"] = max(v["longest_s"] for v in per.values())
+        if fault == "unplug_thermal":
+            thermal = flight.stack.cameras["thermal"].topic
+            row["lost_other_streams"] = sum(v["lost"] for t, v in per.items() if t != thermal)
+        if t_end is None and t_event is not None:
+            t_from = t_event + (int(GONE_S * 1e9) if fault == "unplug_thermal" else 0)
+            nxt = next((t for t, _ in order if t > t_event), None)
+            span_s = (nxt - t_event) / 1e9 if nxt else 30.0
+            back, down = recovered_s({t: {"log": v} for t, v in got.logs.items()}, t_event, span_s)
+            row["recovered_s"] = None if back is None else round(max(0.0, back - (t_from - t_event) / 1e9), 3)
+            row["interrupted"] = down
+        else:
+            row["recovered_s"] = None  # the recording ends by design (disk full, the launcher gone)
+            row["t_end_ns"] = t_end
+        if fault in ("disk_full", "disk_full_real"):
+            row["stop_reasons"] = [m.get("stop_reason") for m in manifests]
+        if fault.startswith("clock_step_"):
+            clock = (_read_json(flight.sources) or {}).get("clock", {})
+            row["clock_steps"], row["clock_last_step_ns"] = int(clock.get("steps", 0)), int(clock.get("last_step_ns", 0))
+        published = _read_json(flight.sources) or {}
+        row["source_skipped"] = {k: published.get(k, {}) for k in ("late_dropped", "restart_skipped", "unplugged")}
+        rows[fault] = row
+    return rows
 
 
-def _complete(streams: dict, published: dict, t_event: int, terminal: bool) -> bool:
-    """Per camera stream: the frames logged up to the event are, in order and without a gap, the
-    first frames published; and every frame sent before the event is in the bag in publication
-    order (``terminal`` events - the recorder gone - excuse the last ``MARGIN_S`` before it: in
-    transit or in the writer's last chunk)."""
-    margin = MARGIN_S * 1e9 if terminal else 0
-    for topic, frames in published.get("frames", {}).items():
-        s = streams.get(topic, {"log": [], "crc": []})
-        before = [c for t, c in zip(s["log"], s["crc"]) if t <= t_event]
-        sent = [c for c, t in zip(frames["crc32"], frames["t_pub_ns"]) if t < t_event - margin]
-        if before != frames["crc32"][:len(before)] or s["crc"][:len(sent)] != sent:
-            return False
-    return True
-
-
-def lost(streams: dict, published: dict, window: tuple[int, int]) -> tuple[int, dict[str, dict]]:
-    """Messages the sources published (sent) in ``window`` (wall ns) that the bag lacks: frames by
-    CRC32; IMU samples by count (their true times against the restamped stamps in the bag). Also,
-    per stream counted: ``{"lost": n, "sent_s": [...]}`` with when the missing frames were sent (s
-    after the window opened; a window from 0: after the stream's first frame); IMU samples are
-    counted, not matched one by one."""
-    a, b = window
-    per: dict[str, dict] = {}
-    for topic, frames in published.get("frames", {}).items():
-        s = streams.get(topic, {"log": [], "crc": []})
-        have = {c for t, c in zip(s["log"], s["crc"]) if t >= a}  # logged after it was sent
-        gone = [t for c, t in zip(frames["crc32"], frames["t_pub_ns"]) if a <= t < b and c not in have]
-        ref = a or min(frames["t_pub_ns"], default=0)
-        per[topic] = {"lost": len(gone), "sent_s": [round((t - ref) / 1e9, 3) for t in gone[:10]]}
-    names = sorted(published.get("frames", {}))
-    imu = next((t for t in published.get("stack_topics", {}) if t not in names), None)
-    if imu and published.get("imu_t_pub_ns"):
-        sent = [tt for tt, tp in zip(published["imu_t_true_ns"], published["imu_t_pub_ns"]) if a <= tp < b]
-        got = 0
-        if sent:
-            got = sum(1 for t in streams.get(imu, {"stamp": []})["stamp"] if sent[0] - 2e6 <= t <= sent[-1] + 2e6)
-        per[imu] = {"lost": max(0, len(sent) - got), "sent": len(sent)}
-    return sum(v["lost"] for v in per.values()), dict(sorted(per.items()))
+def windows(fault: str, t_event: int | None, order: list[tuple[int, str]], manifests: list[dict],
+            until_ns: int | None) -> tuple[tuple[int, int] | None, int | None]:
+    """The due-time window (wall ns) a fault's row counts samples in, and when the recording ended by
+    design (None: it goes on). A fault that ends the recording (disk full) counts what was due before
+    that end (less ``MARGIN_S`` in transit); the launcher's faults count up to the kill; the others from
+    the previous injection (the flight's start for the first) to the next (the end for the last)."""
+    if fault in ("disk_full", "disk_full_real"):
+        ends = [int(m.get("end_wall_ns", 0)) for m in manifests if m.get("end_wall_ns")]
+        if not ends:
+            return None, None
+        t_end = min(ends)
+        return (0, t_end - int(MARGIN_S * 1e9)), t_end
+    if until_ns is not None:
+        return (0, until_ns), until_ns
+    if t_event is None:
+        return None, None
+    times = [t for t, _ in order]
+    i = times.index(t_event)
+    return (times[i - 1] if i > 0 else 0, times[i + 1] if i + 1 < len(times) else 2**62), None
 
 
 def recovered_s(streams: dict, t_event: int, window_s: float = 30.0) -> tuple[float | None, dict[str, float | None]]:
@@ -540,10 +606,22 @@ def recovered_s(streams: dict, t_event: int, window_s: float = 30.0) -> tuple[fl
     return max(down.values(), default=0.0), down
 
 
+def _manifest(bag: Path) -> dict:
+    return _read_json(bag / "rgbt_manifest.json") or {}
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(Path(path).read_text())
+    except (OSError, ValueError):
+        return None
+
+
 def print_result(result: dict) -> None:
     from rgbt.cli.output import print_table
 
-    rows = [[n, r["lost"], r["recovered_s"], r.get("back_s"), r["bag_complete"], r["stamps_monotonic"],
-             len(r.get("restarts", []))] for n, r in result["faults"].items()]
+    rows = [[n, r["lost"], r.get("lost_reported"), r["recovered_s"], r.get("back_s"), r["bag_complete"],
+             r["stamps_monotonic"], len(r.get("restarts", []))] for n, r in result["faults"].items()]
     print_table(f"Fault matrix ({result['profile']}, synthetic)",
-                ["fault", "lost", "recovered_s", "back_s", "bag_complete", "stamps_monotonic", "restarts"], rows)
+                ["fault", "lost", "lost_reported", "recovered_s", "back_s", "bag_complete", "stamps_monotonic",
+                 "restarts"], rows)

@@ -1,73 +1,60 @@
-"""Acceptance of supervision under ``kill -9`` (``rgbt bench faults --quick --json``): bench-sim
-flights as real rclpy + Fast DDS processes on loopback, the segmentation, pipeline (preprocess +
-rectify) and sources groups each killed mid-recording. The recorder must lose nothing on the streams
-whose publisher stayed up, the killed group must come back (its nodes on ``/diagnostics`` again) and
-the bag's manifest must list the restart. A +5 s step of the drivers' wall clock in the same flight
-is detected and held: nothing lost, stamps monotonic. Recovery times are reported, not asserted
-(BENCHMARKS.md)."""
+"""Acceptance of fault survival (``rgbt bench faults --quick --json``): bench-sim flights as real rclpy +
+Fast DDS processes on loopback. In one flight the segmentation and pipeline groups are killed, the
+recorder is killed (the flight goes on in a new bag), segmentation is stopped (``kill -STOP``: found
+hung and restarted) and the drivers' wall clock steps +5 s; in another the sources are killed. Every
+row is judged against the simulator's schedule: nothing lost where the publisher stayed up, and
+what was lost (the sources' outage, the recorder's take-over) equal to what the bags' manifests
+report. Recovery times are reported, not asserted (BENCHMARKS.md)."""
 
 from __future__ import annotations
 
 import json
-import zlib
 from pathlib import Path
 
+import numpy as np
 import pytest
 
-from rgbt.ros.options import unlocked_topic
-from rgbt.stack import load_stack
-
-KILLED = {"kill_segmentation": "segmentation", "kill_pipeline": "pipeline", "kill_sources": "sources"}
+KILLED = {"kill_segmentation": "segmentation", "kill_pipeline": "pipeline", "kill_sources": "sources",
+          "kill_recorder": "recorder"}
 CLOCK_STEP = "clock_step_+5s"
+HANG = "hang_segmentation"
 
 
 @pytest.mark.ros
 @pytest.mark.slow
-@pytest.mark.timeout(600)  # three bench-sim flights; ~150 s on a loaded 2-core machine
-def test_quick_fault_matrix_kill_9_loses_nothing(ros_env: dict, tmp_path: Path, rgbt_cli, read_bag) -> None:
+@pytest.mark.timeout(900)  # two bench-sim flights; ~4 min on a loaded 2-core machine
+def test_quick_fault_matrix(ros_env: dict, tmp_path: Path, rgbt_cli) -> None:
     keep = tmp_path / "flights"
     keep.mkdir()
-    proc = rgbt_cli("bench", "faults", "--quick", "--json", "--keep", str(keep), timeout=600)
+    proc = rgbt_cli("bench", "faults", "--quick", "--json", "--keep", str(keep), timeout=900)
     result = json.loads(proc.stdout)
-    assert set(result["faults"]) == set(KILLED) | {CLOCK_STEP} and result["machine"]["cpu"]
-    # a +5 s step of the drivers' wall clock: detected once, held (stamps stay continuous), nothing lost
-    step = result["faults"][CLOCK_STEP]
-    assert step["clock_steps"] == 1 and step["lost"] == 0, (
-        f"steps {step['clock_steps']} (last {step['clock_last_step_ns'] / 1e9:+.3f} s), lost {step['lost']}")
-    assert step["bag_complete"] and step["stamps_monotonic"], step
+    assert set(result["faults"]) == set(KILLED) | {CLOCK_STEP, HANG} and result["machine"]["cpu"]
     assert "kill_pipeline" in proc.stderr  # progress on stderr
+    for name, row in result["faults"].items():
+        assert isinstance(row["lost"], int) and row["lost"] == row["lost_reported"], (name, row)  # nothing silent
+        assert row["bag_complete"] and row["stamps_monotonic"], (name, row)
+        assert row["unfinished_bags"] == [], (name, row)  # the restarted recorder recovered the killed one's
+    for name in ("kill_segmentation", "kill_pipeline", HANG, CLOCK_STEP):
+        assert result["faults"][name]["lost"] == 0, (name, result["faults"][name])
+    # a +5 s step of the drivers' wall clock: detected once, held (stamps stay continuous)
+    assert result["faults"][CLOCK_STEP]["clock_steps"] == 1
     for name, group in KILLED.items():
         row = result["faults"][name]
-        assert isinstance(row["lost"], int) and isinstance(row["bag_complete"], bool), row
-        assert row["recovered_s"] is None or isinstance(row["recovered_s"], float)
-        assert row["lost"] == 0, (name, row)
-        assert row["bag_complete"] and row["stamps_monotonic"], (name, row)
         assert [(r["group"], r["exit_code"]) for r in row["restarts"]] == [(group, -9)], (name, row["restarts"])
-        assert row["manifest_restarts"] == 1, (name, row)
         assert row["back_s"] is not None, (name, row)  # the group's nodes publish diagnostics again
-
-    # independently of the bench's own reading: the shared flight's bag (rosbags) against the sources
+    hang = result["faults"][HANG]
+    (restart,) = [r for r in hang["restarts"] if r["reason"].startswith("hung")]
+    assert restart["group"] == "segmentation" and restart["exit_code"] == -9 and hang["back_s"] is not None
+    rec = result["faults"]["kill_recorder"]
+    assert rec["bags"] == 2 and rec["lost_s"] <= 1.0, rec
+    # the second bag says which bag it continues, and its manifest lists the restarts of its time
     (flight,) = [p for p in keep.iterdir() if p.name.startswith("rgbt_faults_kill_pipeline")]
-    (bag,) = sorted((flight / "bags").iterdir())
-    manifest = json.loads((bag / "rgbt_manifest.json").read_text())
+    bags = sorted((flight / "bags").iterdir(), key=lambda b: json.loads((b / "rgbt_manifest.json").read_text())["start_wall_ns"])
+    manifests = [json.loads((b / "rgbt_manifest.json").read_text()) for b in bags]
+    assert manifests[1]["continues"] == bags[0].name and manifests[0]["flight_id"] == manifests[1]["flight_id"]
     assert "playing the pre-rendered run" in (flight / "graph.log").read_text()  # rendered ahead, not live
-    assert sorted(r["group"] for r in manifest["restarts"]) == ["pipeline", "segmentation"]
-    assert manifest["supervisor"]["restarts"]["pipeline"] == 1
-    sources = json.loads((flight / "sources.json").read_text())
-    recorded = read_bag(bag)
-    stack = load_stack()
-    # what the sync published before it locked is on its own (recorded) topic, host-stamped
-    before_lock = {cam.topic: unlocked_topic(name) for name, cam in stack.cameras.items()}
-    before_lock[stack.imu.topic] = unlocked_topic("imu")
-    for topic, frames in sources["frames"].items():
-        msgs = sorted(recorded.get(before_lock[topic], []) + recorded[topic], key=lambda r: r[0])
-        assert [zlib.crc32(bytes(m.data)) for _, m, _ in msgs] == frames["crc32"], topic
-    imu = stack.imu.topic
-    assert len(recorded[imu]) + len(recorded.get(before_lock[imu], [])) == sources["stack_topics"][imu]
-    # after the kill the pipeline and segmentation outputs flow again
-    restarts = {r["group"]: r["restart_wall_ns"] for r in manifest["restarts"]}
-    assert any(t > restarts["pipeline"] for t, _, _ in recorded["/rgbt/thermal/image_mono8"])
-    assert any(t > restarts["segmentation"] for t, _, _ in recorded["/rgbt/seg/class_ids"])
+    assert sorted(r["group"] for m in manifests for r in m["restarts"]) == ["pipeline", "recorder", "segmentation",
+                                                                             "segmentation"]
 
 
 def _stream(log_s: list[float], crc: list[int] | None = None) -> dict:
@@ -75,9 +62,8 @@ def _stream(log_s: list[float], crc: list[int] | None = None) -> dict:
     return {"log": log, "stamp": list(log), "crc": crc or []}
 
 
-def test_judging_rules_on_made_up_streams() -> None:
-    """recovered_s / lost / completeness on hand-made streams (what the bench concludes from a bag)."""
-    from rgbt.bench.faults import _complete, lost, recovered_s
+def test_recovered_s_on_made_up_streams() -> None:
+    from rgbt.bench.faults import recovered_s
 
     steady = _stream([i * 0.1 for i in range(100)])  # 10 Hz for 10 s, never interrupted
     cut = _stream([i * 0.1 for i in range(50)] + [7.0 + i * 0.1 for i in range(20)])  # down 4.9 s -> 7.0 s
@@ -86,18 +72,49 @@ def test_judging_rules_on_made_up_streams() -> None:
     assert total == 2.0 and down == {"b": 2.0}
     assert recovered_s({"a": steady, "c": _stream([i * 0.1 for i in range(50)])}, t_event) == (None, {"c": None})
 
-    crcs = list(range(10))
-    sent_ns = [int(i * 0.5e9) for i in range(10)]  # frame i sent at i * 0.5 s
-    published = {"frames": {"/cam": {"crc32": crcs, "t_pub_ns": sent_ns}}}
-    late = {"/cam": {"log": [t + int(1.5e9) for t in sent_ns], "crc": crcs}}  # all there, 1.5 s late
-    assert lost(late, published, (0, 2**63)) == (0, {"/cam": {"lost": 0, "sent_s": []}}) and _complete(late, published, int(2.2e9), False)
-    gap = {"/cam": {"log": [t for i, t in enumerate(sent_ns) if i != 3], "crc": [c for c in crcs if c != 3]}}
-    assert lost(gap, published, (0, 2**63)) == (1, {"/cam": {"lost": 1, "sent_s": [1.5]}})
-    assert lost(gap, published, (int(2e9), 2**63))[0] == 0
-    assert not _complete(gap, published, int(4e9), False)
-    stopped = {"/cam": {"log": sent_ns[:4], "crc": crcs[:4]}}  # the recorder gone at 1.6 s
-    assert _complete(stopped, published, int(1.6e9), terminal=True)
-    assert not _complete(stopped, published, int(3.1e9), terminal=True)  # frame 4 went out 1.1 s before
+
+def _schedule(n: int = 10, period_ns: int = 100_000_000, imu: bool = False):  # type: ignore[no-untyped-def]
+    from rgbt.bench.schedule import Stream
+
+    stamps = np.arange(n, dtype=np.int64) * period_ns + 10**12
+    return Stream("imu" if imu else "thermal", "/t", "/t/unlocked", period_ns, stamps + 12_000_000, stamps,
+                  [] if imu else [100 + i for i in range(n)])
+
+
+def test_frames_are_matched_in_order_and_repeats_are_counted() -> None:
+    from rgbt.bench.schedule import Recorded, longest_gap_s, match, missing_in
+
+    s = _schedule()
+    s.crc[4] = s.crc[5] = s.crc[6] = 104  # a flat-field correction: three identical frozen frames
+    got = Recorded(crc=[100, 101, 104, 104, 107, 108, 108, 109])  # 2, 3 and one frozen frame lost; 108 twice
+    m = match(s, got)
+    assert m.found.tolist() == [1, 1, 0, 0, 1, 1, 0, 1, 1, 1] and m.duplicates == 1
+    gone = missing_in(s, m, (0, 2**62))
+    assert gone.tolist() == [2, 3, 6] and longest_gap_s(s, gone) == 0.2
+    assert missing_in(s, m, (int(s.due_ns[4]), 2**62)).tolist() == [6]
+
+
+def test_imu_samples_are_matched_by_stamp_locked_or_before_lock() -> None:
+    from rgbt.bench.schedule import Recorded, match
+
+    s = _schedule(imu=True, period_ns=5_000_000)
+    # samples 0-2 before lock (host stamped: when they were due), 3-9 restamped (trigger grid, 0.4 ms off);
+    # 5 missing, 7 twice
+    stamps = [int(s.due_ns[i]) for i in range(3)] + [int(s.stamp_ns[i]) + 400_000 for i in (3, 4, 6, 7, 7, 8, 9)]
+    m = match(s, Recorded(stamp_ns=stamps, locked=[False] * 3 + [True] * 7))
+    assert (~m.found).nonzero()[0].tolist() == [5] and m.duplicates == 1
+
+
+def test_reported_losses_are_counted_in_the_window_by_stamp() -> None:
+    from rgbt.bench.schedule import reported
+
+    s = _schedule()
+    t = s.stamp_ns
+    manifests = [{"topics": {"/t": {"loss_ranges": [[int(t[2]), int(t[3]), 2, "gap"]]}}},
+                 {"topics": {"/t": {"loss_ranges": [[int(t[6]), int(t[6]), 1, "gap"]]}, "/other": {}}}]
+    assert reported(manifests, s, (0, 2**62)) == 3
+    assert reported(manifests, s, (int(s.due_ns[3]), 2**62)) == 2  # stamp 2 is before the window
+    assert reported(manifests, s, (int(s.due_ns[7]), 2**62)) == 0
 
 
 def test_unknown_fault_is_a_clear_error(rgbt_cli) -> None:  # type: ignore[no-untyped-def]
