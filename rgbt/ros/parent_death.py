@@ -7,6 +7,7 @@ environment (:data:`LAUNCHER_PID_ENV`). A node process (``python -m rgbt.ros.spi
 died before the ``prctl`` left the process to PID 1 or a subreaper already: it must exit at once).
 SIGTERM makes a node process drain and close its nodes (the recorder closes its bag), so a
 ``kill -9`` of ``rgbt up`` or a crash of it ends the graph instead of leaving it unsupervised.
+:func:`launcher_gone` tells such a stop (every group at once) from the launcher's ordered one.
 
 The kernel sends the signal when the *thread* that forked the child exits, not the process: the
 launcher starts every child from its main thread (:class:`rgbt.ros.launcher.Graph` checks it).
@@ -45,11 +46,18 @@ def die_with_launcher(environ: dict[str, str] | None = None) -> str | None:
     """Tie this process's life to the launcher named by :data:`LAUNCHER_PID_ENV` (SIGTERM when it
     dies). Returns None when this process may go on (tied, or no launcher named), or why it must
     exit now: its parent is no longer that launcher."""
-    value = (os.environ if environ is None else environ).get(LAUNCHER_PID_ENV, "")
-    if not value:
+    if not (environ if environ is not None else os.environ).get(LAUNCHER_PID_ENV, ""):
         return None
     set_parent_death_signal(signal.SIGTERM)
-    parent = os.getppid()  # after the prctl: a launcher dying from now on sends the signal
-    if str(parent) != value.strip():
-        return f"the launcher (PID {value.strip()}) is gone (parent now PID {parent})"
+    return launcher_gone(environ)  # after the prctl: a launcher dying from now on sends the signal
+
+
+def launcher_gone(environ: dict[str, str] | None = None) -> str | None:
+    """Why the launcher named by :data:`LAUNCHER_PID_ENV` is gone (this process's parent is another
+    one now), or None (it is the parent, or none is named). Tells a stop by the launcher's death
+    (every group at once, nobody to stop them in order) from an ordered one."""
+    value = (os.environ if environ is None else environ).get(LAUNCHER_PID_ENV, "").strip()
+    parent = os.getppid()
+    if value and str(parent) != value:
+        return f"the launcher (PID {value}) is gone (parent now PID {parent})"
     return None
