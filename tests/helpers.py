@@ -14,15 +14,19 @@ import pytest
 from rgbt.paths import REPO_ROOT
 
 
+def checkout_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    """This process's environment with this checkout first on ``PYTHONPATH``, and ``extra``."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(REPO_ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    env.update(extra or {})
+    return env
+
+
 def run_rgbt(*args: str, check: bool = True, timeout: float = 600, env: dict | None = None,
              cwd: str | Path | None = None) -> subprocess.CompletedProcess:
     """Run the ``rgbt`` command of this checkout in a subprocess (``python -m rgbt``)."""
-    full_env = dict(os.environ)
-    full_env["PYTHONPATH"] = str(REPO_ROOT) + os.pathsep + full_env.get("PYTHONPATH", "")
-    if env:
-        full_env.update(env)
     proc = subprocess.run([sys.executable, "-m", "rgbt", *map(str, args)], capture_output=True, text=True,
-                          timeout=timeout, env=full_env, cwd=cwd)
+                          timeout=timeout, env=checkout_env(env), cwd=cwd)
     if check and proc.returncode != 0:
         raise AssertionError(f"rgbt {' '.join(map(str, args))} exited {proc.returncode}\n"
                              f"stdout:\n{proc.stdout}\nstderr:\n{proc.stderr}")
@@ -31,8 +35,10 @@ def run_rgbt(*args: str, check: bool = True, timeout: float = 600, env: dict | N
 
 def loopback_ros_env(home: Path) -> dict[str, str]:
     """Environment for real rclpy + Fast DDS processes: loopback only, a fresh random domain (10..99),
-    ``ROS_HOME`` / ``ROS_LOG_DIR`` under ``home``."""
+    ``ROS_HOME`` / ``ROS_LOG_DIR`` under ``home``, profile locks of ``rgbt up`` under ``home`` (tests of
+    the same profile running side by side on one machine are not one instance)."""
     return {
+        "RGBT_LOCK_DIR": str(home / "locks"),
         "ROS_AUTOMATIC_DISCOVERY_RANGE": "LOCALHOST",
         "FASTRTPS_DEFAULT_PROFILES_FILE": str(REPO_ROOT / "launch" / "fastdds_loopback.xml"),
         "ROS_DOMAIN_ID": str(10 + uuid.uuid4().int % 90),
@@ -53,6 +59,80 @@ def spawn_nodes(*nodes: str, params: tuple[str, ...] | list[str] = ()) -> subpro
     for p in params:
         cmd += ["-p", p]
     return subprocess.Popen(cmd, env=env, cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def write_small_profile(folder: Path) -> Path:
+    """A two-group profile (health monitor + a recorder of ``/rgbt/health`` into ``folder/bags``) for
+    ``rgbt up`` tests: ``folder/small.yaml``."""
+    import yaml
+
+    profile = folder / "small.yaml"
+    profile.write_text(yaml.safe_dump({"description": "health monitor + recorder", "nodes": [
+        {"name": "health", "parameters": {"period_s": 0.2, "disk_path": str(folder)}},
+        {"name": "recorder", "parameters": {"topics": ["/rgbt/health"], "min_free_mb": 10.0, "write_state": False,
+                                            "start": "always", "out_dir": str(folder / "bags"),
+                                            "diagnostics_period_s": 0.25}},
+    ]}))
+    return profile
+
+
+def start_up(profile: Path, log: Path | None, *extra: str, env: dict[str, str] | None = None,
+             **popen: object) -> subprocess.Popen:
+    """``rgbt up PROFILE --duration 120 EXTRA...`` of this checkout, stderr into ``log`` (stdout
+    discarded), unless ``popen`` says otherwise; ``env`` on top of this process's environment."""
+    streams = {"stdout": subprocess.DEVNULL, "stderr": open(log, "w")} if log is not None else {}
+    return subprocess.Popen([sys.executable, "-m", "rgbt", "up", str(profile), "--duration", "120", *extra],
+                            env=checkout_env(env), **{**streams, **popen})
+
+
+def process_alive(pid: int) -> bool:
+    """``pid`` runs (a zombie nobody reaped yet counts as gone: not every PID 1 reaps orphans)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def children_of(pid: int) -> list[int]:
+    """The live processes whose parent is ``pid`` (from /proc)."""
+    out = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == pid and fields[0] != "Z":
+                out.append(int(entry))
+    return sorted(out)
+
+
+def wait_gone(pids: list[int], timeout: float = 30) -> float:
+    """Seconds until none of ``pids`` runs (fails after ``timeout``, naming the survivors)."""
+    import time
+
+    t0 = time.monotonic()
+    while alive := [p for p in pids if process_alive(p)]:
+        assert time.monotonic() - t0 < timeout, f"PIDs {alive} still alive after {timeout} s"
+        time.sleep(0.02)
+    return time.monotonic() - t0
+
+
+def wait_for_line(log: Path, pattern: str, proc: subprocess.Popen | None = None, timeout: float = 90,
+                  may_exit: bool = False):  # type: ignore[no-untyped-def]
+    """The first match of ``pattern`` in the text of ``log``, polled until ``timeout`` (s); fails at
+    once when ``proc`` has exited (unless ``may_exit``)."""
+    import re
+    import time
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        m = re.search(pattern, log.read_text() if log.exists() else "")
+        if m:
+            return m
+        assert proc is None or may_exit or proc.poll() is None, log.read_text()
+        time.sleep(0.1)
+    raise AssertionError(f"{pattern!r} not in {log}:\n{log.read_text() if log.exists() else '(no file)'}")
 
 
 def stop_nodes(proc: subprocess.Popen, timeout: float = 30) -> str:

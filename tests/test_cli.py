@@ -17,7 +17,7 @@ from helpers import run_rgbt
 from rgbt.errors import MissingCapability
 
 #: the command groups (verbs with subcommands) this checkout has; the walk below finds the rest
-GROUPS = ("seg", "sensors", "engine", "image", "bag", "calib", "vio", "bench")
+GROUPS = ("seg", "sensors", "engine", "image", "bag", "calib", "vio", "bench", "service")
 
 
 def _subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
@@ -53,7 +53,7 @@ def _main(argv: list[str]) -> int:
 def test_every_verb_is_registered_in_order() -> None:
     verbs = _subparsers(PARSER)
     assert list(verbs) == list(cli.VERBS)  # none missing, none extra, in the listed order
-    assert len(verbs) == 15
+    assert len(verbs) == 16
 
 
 @pytest.mark.parametrize("verb", list(cli.VERBS))

@@ -32,6 +32,7 @@ from rgbt.errors import MissingCapability, RgbtError
 VERBS: dict[str, str] = {
     "demo": "rgbt.cli.demo",
     "up": "rgbt.cli.up",
+    "service": "rgbt.cli.service",
     "doctor": "rgbt.cli.doctor",
     "record": "rgbt.cli.record",
     "replay": "rgbt.cli.replay",

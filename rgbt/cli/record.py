@@ -29,6 +29,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from rgbt.cli.output import print_json
     from rgbt.errors import ConfigError
+    from rgbt.ros.instance_lock import InstanceLock, instance_name
     from rgbt.ros.launcher import run_graph
     from rgbt.ros.profile import node_specs, parse_set, profile_env
     from rgbt.ros.recording import MANIFEST
@@ -44,8 +45,9 @@ def run(args: argparse.Namespace) -> int:
         overrides.setdefault(name, {}).update({"out_dir": str(out.resolve()), "start": args.start})
     specs = node_specs(args.profile, overrides)
     before = set(out.glob("*/" + MANIFEST)) if out.exists() else set()
-    code = run_graph(specs, args.duration, profile_env(args.profile), log=lambda m: print(m, file=sys.stderr),
-                     supervision=SupervisorOptions(strict=args.strict))
+    with InstanceLock.acquire(instance_name(args.profile)) as lock:  # one graph per profile, as `rgbt up`
+        code = run_graph(specs, args.duration, profile_env(args.profile), log=lambda m: print(m, file=sys.stderr),
+                         supervision=SupervisorOptions(strict=args.strict), lock=lock)
     manifests = [json.loads(p.read_text()) for p in sorted(set(out.glob("*/" + MANIFEST)) - before)]
     if args.json:
         print_json({"bags": manifests, "exit_code": code})

@@ -1,4 +1,10 @@
-"""``rgbt up PROFILE [--duration S]``: start a profile's ROS 2 graph (no ``ros2 launch`` needed)."""
+"""``rgbt up PROFILE [--duration S]``: start a profile's ROS 2 graph (no ``ros2 launch`` needed).
+
+One graph per profile (a lock, :mod:`rgbt.ros.instance_lock`: a second ``rgbt up`` of it exits 2
+naming the PID that holds it); the graph dies with the launcher, a terminal hang-up (SIGHUP) leaves
+the flight going with its output in a log file, and under systemd (``rgbt service``) the launcher
+reports ready / watchdog / status (:mod:`rgbt.ros.launcher`).
+"""
 
 from __future__ import annotations
 
@@ -7,7 +13,16 @@ import sys
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("up", help="start a ROS 2 graph from a profile in launch/ (bench-sim, flight, replay)")
+    p = sub.add_parser(
+        "up", help="start a ROS 2 graph from a profile in launch/ (bench-sim, flight, replay)",
+        description="Start a profile's ROS 2 graph: one process per process group, supervised (a failed "
+                    "group is restarted with back-off) until SIGINT / SIGTERM or --duration.",
+        epilog="One graph per profile: a second `rgbt up` of the same profile exits 2 naming the PID "
+               "holding its lock (/run/lock/rgbt/NAME.lock when writable, else $XDG_RUNTIME_DIR/rgbt, else "
+               "a temp folder; RGBT_LOCK_DIR overrides). Every node process dies with the launcher (a kill -9 "
+               "of it ends the graph, the recorder closing its bag). SIGHUP (a dropped SSH session) does not "
+               "stop the flight: the output goes on in up.log in the work folder printed at start. Under "
+               "systemd (`rgbt service install`) it sends READY=1, WATCHDOG=1 and STATUS= to $NOTIFY_SOCKET.")
     p.add_argument("profile", help="profile name (launch/NAME.yaml) or path to a profile YAML")
     p.add_argument("--duration", type=float, default=None, help="stop after S seconds (default: until SIGINT)")
     p.add_argument("--set", action="append", default=[], metavar="NODE.PARAM=VALUE",
@@ -25,6 +40,7 @@ def run(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
     from rgbt.cli.output import print_json
+    from rgbt.ros.instance_lock import InstanceLock, instance_name
     from rgbt.ros.launcher import run_graph
     from rgbt.ros.profile import node_specs, parse_set, profile_env
     from rgbt.ros.supervisor import SupervisorOptions
@@ -35,18 +51,20 @@ def run(args: argparse.Namespace) -> int:
     if args.print:
         print_json([s.__dict__ for s in specs])
         return 0
-    if _is_flight(args.profile) and not args.skip_doctor:
-        from rgbt.cli.doctor import gate
+    # before the doctor: a running graph holds the devices the doctor would probe
+    with InstanceLock.acquire(instance_name(args.profile)) as lock:
+        if _is_flight(args.profile) and not args.skip_doctor:
+            from rgbt.cli.doctor import gate
 
-        code = gate(args.profile, "up")
-        if code:
-            return code
-    else:
-        from rgbt.ros_env import check_single_rclpy
+            code = gate(args.profile, "up")
+            if code:
+                return code
+        else:
+            from rgbt.ros_env import check_single_rclpy
 
-        check_single_rclpy()  # two rclpy stacks: refuse before starting processes (exit 2)
-    return run_graph(specs, args.duration, profile_env(args.profile), log=lambda m: print(m, file=sys.stderr),
-                     supervision=SupervisorOptions(strict=args.strict))
+            check_single_rclpy()  # two rclpy stacks: refuse before starting processes (exit 2)
+        return run_graph(specs, args.duration, profile_env(args.profile), log=lambda m: print(m, file=sys.stderr),
+                         supervision=SupervisorOptions(strict=args.strict), lock=lock)
 
 
 def _is_flight(profile: str) -> bool:

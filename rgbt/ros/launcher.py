@@ -6,6 +6,24 @@ the caller's environment says otherwise. A failed group is restarted with back-o
 :class:`rgbt.ros.supervisor.Supervisor` (``--strict``: the graph stops instead). Children are ended
 by PID (SIGINT, then SIGKILL after a grace period) and the ``/dev/shm`` Fast DDS files they leave
 behind are removed.
+
+The launcher is no single point of failure (:func:`run_graph`, what ``rgbt up`` runs):
+
+- every child dies with it: it names its PID in their environment (``RGBT_LAUNCHER_PID``) and each
+  asks the kernel for SIGTERM when the launcher dies (:mod:`rgbt.ros.parent_death`): a ``kill -9``
+  of the launcher ends the graph cleanly (the recorder closes its bag) instead of leaving it flying
+  unsupervised. Children are started from the main thread only (the signal follows the forking thread);
+- SIGHUP (a dropped SSH session) does not stop the flight: the children's output reaches the
+  terminal through the launcher, which moves it and its own to ``up.log`` in the graph's work
+  folder (printed at start) when the terminal hangs up (:mod:`rgbt.ros.console`);
+- one graph per profile: the caller's :class:`rgbt.ros.instance_lock.InstanceLock`, inherited by
+  every child, so it is held until the graph's last process is gone;
+- under systemd (``rgbt service``), ``sd_notify`` (:mod:`rgbt.ros.sdnotify`): ``READY=1`` once
+  every group is started, ``WATCHDOG=1`` from the supervision loop (a hung launcher stops pinging
+  and systemd restarts it), ``STATUS=`` when the groups' state changes, ``STOPPING=1`` on the way out.
+
+:func:`start_graph` alone (the bench, the demo) takes no lock and leaves the children's output where
+the caller says.
 """
 
 from __future__ import annotations
@@ -15,6 +33,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,11 +41,18 @@ from pathlib import Path
 import yaml
 
 from rgbt.paths import LAUNCH_DIR, REPO_ROOT
+from rgbt.ros.console import LOG_FILE, Console
+from rgbt.ros.instance_lock import InstanceLock
+from rgbt.ros.parent_death import LAUNCHER_PID_ENV
 from rgbt.ros.profile import NodeSpec, params_file_data, processes
+from rgbt.ros.sdnotify import NOTIFY_ENV, Notifier
 from rgbt.ros.supervisor import FLIGHT_ID_ENV, HEARTBEAT_ENV, STATUS_ENV, STATUS_FILE, Supervisor, SupervisorOptions
 
 SHM_DIR = Path("/dev/shm")
 SHM_PREFIXES = ("fastrtps_", "sem.fastrtps_", "fastdds_", "sem.fastdds_")
+#: how long (s) :meth:`Graph.stop` waits for each group after its SIGINT, and for the warm spares,
+#: and pauses (s) between groups
+STOP_GRACE_S, SPARE_GRACE_S, STOP_SETTLE_S = 15.0, 5.0, 0.3
 
 
 def ros_environment(base: dict[str, str] | None = None, extra: dict[str, str] | None = None) -> dict[str, str]:
@@ -36,6 +62,8 @@ def ros_environment(base: dict[str, str] | None = None, extra: dict[str, str] | 
     env.setdefault("FASTRTPS_DEFAULT_PROFILES_FILE", str(LAUNCH_DIR / "fastdds_loopback.xml"))
     env.setdefault("RMW_IMPLEMENTATION", "rmw_fastrtps_cpp")
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), env.get("PYTHONPATH", "")) if p)
+    for key in NOTIFY_ENV:  # systemd's notifications are the launcher's alone
+        env.pop(key, None)
     env.update(extra or {})
     return env
 
@@ -92,7 +120,7 @@ class Graph:
     workdir: Path | None = None
     shm_before: set[str] = field(default_factory=set)
     commands: dict[str, list[str]] = field(default_factory=dict)
-    popen_kw: dict = field(default_factory=dict)  # env, stdout, stderr of every child
+    popen_kw: dict = field(default_factory=dict)  # env, stdout, stderr, pass_fds of every child
 
     @property
     def status_path(self) -> Path | None:
@@ -103,9 +131,17 @@ class Graph:
 
     def start_group(self, group: str) -> subprocess.Popen:
         """Start (or start again) one process group's child."""
-        # own session: a terminal Ctrl-C reaches the launcher only, which stops children in order
-        self.procs[group] = subprocess.Popen(self.commands[group], start_new_session=True, **self.popen_kw)
+        self.procs[group] = self._popen(self.commands[group])
         return self.procs[group]
+
+    def _popen(self, cmd: list[str], **kw: object) -> subprocess.Popen:
+        """Start a child in its own session (a terminal's Ctrl-C or hang-up reaches the launcher
+        only, which stops the children in order), from the main thread: a child's parent-death
+        signal fires when the thread that forked it ends, and the main thread ends with the launcher."""
+        if threading.current_thread() is not threading.main_thread():
+            raise RuntimeError("node processes are started from the launcher's main thread only "
+                               "(their PR_SET_PDEATHSIG fires when the forking thread ends)")
+        return subprocess.Popen(cmd, start_new_session=True, **{**self.popen_kw, **kw})
 
     def start_spare(self, group: str) -> subprocess.Popen:
         """Start a warm spare of ``group``: its command with ``--standby`` (imported, waiting on stdin;
@@ -117,8 +153,7 @@ class Graph:
         if ready is not None:
             ready.unlink(missing_ok=True)
             standby += ["--ready-file", str(ready)]
-        self.spares[group] = subprocess.Popen(cmd[:at] + standby + cmd[at:], stdin=subprocess.PIPE,
-                                              start_new_session=True, **self.popen_kw)
+        self.spares[group] = self._popen(cmd[:at] + standby + cmd[at:], stdin=subprocess.PIPE)
         return self.spares[group]
 
     def spare_ready_path(self, group: str) -> Path | None:
@@ -148,7 +183,7 @@ class Graph:
         self.procs[group] = spare
         return spare
 
-    def stop_spares(self, groups: list[str] | None = None, grace_s: float = 5.0) -> None:
+    def stop_spares(self, groups: list[str] | None = None, grace_s: float = SPARE_GRACE_S) -> None:
         """End the warm spares of ``groups`` (default all): end of input (they exit 0 without
         starting), SIGKILL if they linger."""
         spares = [self.spares.pop(g) for g in (list(self.spares) if groups is None else groups) if g in self.spares]
@@ -168,7 +203,7 @@ class Graph:
     def alive(self) -> list[str]:
         return [n for n, p in self.procs.items() if p.poll() is None]
 
-    def stop(self, grace_s: float = 15.0, settle_s: float = 0.3) -> dict[str, int]:
+    def stop(self, grace_s: float = STOP_GRACE_S, settle_s: float = STOP_SETTLE_S) -> dict[str, int]:
         """End the children by PID in profile order (sources first, so what they published reaches
         the recorder): SIGINT, wait up to ``grace_s``, SIGKILL if still alive; then clean /dev/shm.
         Warm spares are ended first (they never started nodes)."""
@@ -184,6 +219,12 @@ class Graph:
                 time.sleep(settle_s)  # messages in flight reach the later processes
         clean_shm(self.shm_before)
         return {n: p.returncode for n, p in self.procs.items()}
+
+
+def stop_time_s(groups: int) -> float:
+    """The longest :meth:`Graph.stop` of ``groups`` process groups can take (s): spares, then every
+    group its grace period and the pause after it."""
+    return SPARE_GRACE_S + groups * (STOP_GRACE_S + STOP_SETTLE_S)
 
 
 def new_flight_id() -> str:
@@ -243,15 +284,20 @@ def group_oom_score_adj(values: list[int]) -> int:
 
 
 def start_graph(specs: list[NodeSpec], env_extra: dict[str, str] | None = None, duration_s: float | None = None,
-                stdout=None, stderr=None) -> Graph:  # type: ignore[no-untyped-def]
-    """Start one ``python -m rgbt.ros.spin`` process per process group of ``specs``."""
+                stdout=None, stderr=None, keep_fds: tuple[int, ...] = ()) -> Graph:  # type: ignore[no-untyped-def]
+    """Start one ``python -m rgbt.ros.spin`` process per process group of ``specs`` (from the main
+    thread: :meth:`Graph.start_group`); each dies with this process (``RGBT_LAUNCHER_PID``).
+
+    ``stdout`` / ``stderr``: the children's (file objects or descriptors; default this process's);
+    ``keep_fds``: descriptors every child inherits (the profile's lock).
+    """
     graph = Graph(shm_before=shm_files())
     params = write_params_file(specs)
     graph.workdir = params.parent
     env = ros_environment(extra={STATUS_ENV: str(graph.status_path), HEARTBEAT_ENV: str(graph.workdir),
-                                 **(env_extra or {})})
+                                 **(env_extra or {}), LAUNCHER_PID_ENV: str(os.getpid())})
     env.setdefault(FLIGHT_ID_ENV, new_flight_id())
-    graph.popen_kw = {"env": env, "stdout": stdout, "stderr": stderr}
+    graph.popen_kw = {"env": env, "stdout": stdout, "stderr": stderr, "pass_fds": tuple(keep_fds)}
     backstop = duration_s + 5.0 if duration_s else None  # the launcher stops them first
     graph.commands = group_commands(specs, params, backstop)
     for group in graph.commands:
@@ -271,46 +317,85 @@ def supervise(graph: Graph, specs: list[NodeSpec], options: SupervisorOptions | 
 
 
 def run_graph(specs: list[NodeSpec], duration_s: float | None = None, env_extra: dict[str, str] | None = None,
-              log=print, supervision: SupervisorOptions | None = None) -> int:  # type: ignore[no-untyped-def]
+              log=print, supervision: SupervisorOptions | None = None,  # type: ignore[no-untyped-def]
+              lock: InstanceLock | None = None) -> int:
     """Start the graph and supervise it (``supervision``, default :class:`SupervisorOptions`) until
     ``duration_s`` passes, SIGINT/SIGTERM, every child has exited, or the supervisor ends the flight
     (the recorder exited; with ``strict``: any failure); stop it.
 
+    ``lock``: the profile's held lock (``rgbt up``, ``rgbt record``), inherited by every child. SIGHUP
+    keeps the flight going and moves the output to the work folder's ``up.log``; under systemd the
+    launcher sends ``READY=1``, ``WATCHDOG=1``, ``STATUS=`` and ``STOPPING=1`` (module docstring).
+
     Returns 0 when every child exited cleanly and no group was left down, 1 otherwise.
     """
     options = supervision or SupervisorOptions()
-    stop = {"signal": 0}
+    console, notifier = Console(), Notifier()
+    say = console.guard(log)
+    flags = {"signal": 0, "hangup": 0}
 
     def on_signal(signum: int, _frame: object) -> None:
-        stop["signal"] = signum
+        flags["signal"] = signum
+
+    def on_hangup(_signum: int, _frame: object) -> None:
+        flags["hangup"] = 1
 
     old = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
-    graph = start_graph(specs, env_extra, duration_s)
-    log(f"rgbt up: {len(graph.procs)} process(es): " +
-        ", ".join(f"{g}[{p.pid}]" for g, p in graph.procs.items()))
-    log(f"rgbt up: supervision: {options.describe()}")
-    sup = supervise(graph, specs, options, log)
+    old[signal.SIGHUP] = signal.signal(signal.SIGHUP, on_hangup)
+    graph: Graph | None = None
+    why = "every process exited"
     try:
+        graph = start_graph(specs, env_extra, duration_s, stdout=console.child_stdout, stderr=console.child_stderr,
+                            keep_fds=() if lock is None else (lock.fd,))
+        console.start(graph.workdir / LOG_FILE)
+        say(f"rgbt up: {len(graph.procs)} process(es): " + ", ".join(f"{g}[{p.pid}]" for g, p in graph.procs.items()))
+        say(f"rgbt up: supervision: {options.describe()}")
+        say(f"rgbt up: work folder {graph.workdir} (on a hang-up the output goes on in {console.log_path})")
+        sup = supervise(graph, specs, options, say)
+        last_status = graph_status(graph, sup)
+        notifier.ready(last_status)
         deadline = None if duration_s is None else time.monotonic() + duration_s
-        while not stop["signal"] and (graph.alive() or sup.pending()):
+        while not flags["signal"] and (graph.alive() or sup.pending()):
             if deadline is not None and time.monotonic() >= deadline:
+                why = f"--duration {duration_s:g} s passed"
                 break
+            if flags["hangup"]:
+                flags["hangup"] = 0
+                say(console.hang_up())
             reason = sup.poll()
             if reason:
-                log(f"rgbt up: {reason}")
+                say(f"rgbt up: {reason}")
+                why = reason
                 break
+            notifier.ping()  # only from this loop: a launcher stuck anywhere stops the pings
+            status = graph_status(graph, sup)
+            if status != last_status:
+                notifier.status(status)
+                last_status = status
             time.sleep(0.1)
+        if flags["signal"]:
+            why = signal.Signals(flags["signal"]).name
     finally:
-        codes = graph.stop()
+        notifier.stopping(f"stopping: {why}")
+        codes = graph.stop() if graph is not None else {}
+        console.close()
         for s, handler in old.items():
             signal.signal(s, handler)
+        notifier.close()
     bad = {g: c for g, c in codes.items() if c not in (0, -signal.SIGINT)}
     if bad:
-        log(f"rgbt up: processes exited with errors: {bad}")
+        say(f"rgbt up: processes exited with errors: {bad}")
     counts = {g: n for g, n in sup.counts().items() if n}
     if counts or sup.gave_up():
-        log(f"rgbt up: restarts {counts}; left down: {sup.gave_up()}")
+        say(f"rgbt up: restarts {counts}; left down: {sup.gave_up()}")
     return 1 if bad or sup.gave_up() else 0
+
+
+def graph_status(graph: Graph, sup: Supervisor) -> str:
+    """One line on the groups (systemd's ``STATUS=``): how many run, restarts, groups left down."""
+    restarts = ", ".join(f"{g} {n}" for g, n in sup.counts().items() if n) or "none"
+    down = ", ".join(sup.gave_up()) or "none"
+    return f"{len(graph.alive())}/{len(graph.procs)} process groups running; restarts: {restarts}; left down: {down}"
 
 
 def ros_environment_defaults() -> None:

@@ -17,7 +17,12 @@ modules and what they load at start (``RgbtNode.prewarm``) and creates its DDS p
 hidden placeholder node, :data:`STANDBY_NODE`: the participant is what makes a process's first
 node slow, 1.2-2.5 s of a loaded 2-core host, and once it exists the other processes have
 discovered it), then waits for one line on stdin before it creates the nodes, so a restart skips
-the interpreter's, the libraries' and the middleware's start-up.
+the interpreter's, the libraries' and the middleware's start-up. A spare in standby exits at once,
+cleanly and without starting, on SIGTERM / SIGINT or at the end of its input.
+
+Started by ``rgbt up`` (``RGBT_LAUNCHER_PID`` in the environment), the process first ties its life
+to the launcher's (:mod:`rgbt.ros.parent_death`): SIGTERM when the launcher dies, so the graph
+drains and closes instead of flying on unsupervised; a launcher already gone: exit 1 at once.
 """
 
 from __future__ import annotations
@@ -46,6 +51,7 @@ from rclpy.task import Future
 from rgbt.errors import ConfigError
 from rgbt.paths import REPO_ROOT
 from rgbt.ros.liveness import HeartbeatWriter
+from rgbt.ros.parent_death import die_with_launcher, launcher_gone
 from rgbt.ros.supervisor import HEARTBEAT_ENV
 
 try:  # Jazzy and later; Humble's rclpy has none
@@ -57,6 +63,8 @@ except ImportError:  # pragma: no cover - depends on the installed rclpy
 EXECUTOR_ENV = "RGBT_EXECUTOR"
 #: shutdown drain (s): at most this long, ended once no callback ran for DRAIN_IDLE_S
 DRAIN_MAX_S, DRAIN_IDLE_S = 3.0, 0.3
+#: the drain's bound when the launcher is gone (s)
+DRAIN_ORPHAN_S = 1.0
 
 
 def executor_choice(environ: dict[str, str] | None = None) -> str:
@@ -163,7 +171,9 @@ def run_nodes(factories: Sequence[Callable[[], Node]], args: list[str] | None = 
                 finished = True
                 break
             executor.spin_until_future_complete(Future(), timeout_sec=0.2)
-        drain(executor, nodes)
+        # all at once when the launcher died (PR_SET_PDEATHSIG): nobody stops the groups in order, and
+        # a supervisor restarting the unit waits for them; what is in flight gets a short drain only
+        drain(executor, nodes, max_s=DRAIN_ORPHAN_S if launcher_gone() else DRAIN_MAX_S)
         heart.beat(state, finished=finished, force=True)  # the last one: why this process ends
     finally:
         for node in nodes:
@@ -258,6 +268,10 @@ def node_main(cls: type, args: list[str] | None = None) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    gone = die_with_launcher()  # first: SIGTERM when the launcher dies (rgbt.ros.parent_death)
+    if gone:
+        _say(f"rgbt.ros.spin: {gone}: exiting")
+        return 1
     argv = list(sys.argv[1:] if argv is None else argv)
     ros_args: list[str] = []
     if "--ros-args" in argv:
@@ -283,7 +297,7 @@ def main(argv: list[str] | None = None) -> int:
     faulthandler.register(signal.SIGUSR1, all_threads=True)  # the supervisor asks a hung process for its stacks
     _priority(args.nice, args.realtime_priority)
     if args.oom_score_adj:
-        print(f"rgbt.ros.spin: OOM score: {set_oom_score_adj(args.oom_score_adj)}", file=sys.stderr, flush=True)
+        _say(f"rgbt.ros.spin: OOM score: {set_oom_score_adj(args.oom_score_adj)}")
     factories, classes = [], []
     for item in args.node:
         name, _, exe = item.partition(":")
@@ -299,7 +313,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.ready_file:
         with open(args.ready_file, "w") as fh:
             fh.write(str(os.getpid()))
-    if not sys.stdin.readline():  # the supervisor went away or stopped the graph: never started
+    if not wait_for_start():  # the supervisor went away or stopped the graph: never started
         placeholder.destroy_node()
         rclpy.try_shutdown()
         return 0
@@ -318,6 +332,45 @@ def set_oom_score_adj(value: int) -> str:
             return f"oom_score_adj {fh.read().strip()}"
     except OSError as exc:
         return f"oom_score_adj {value} refused ({exc.strerror}; lowering it needs CAP_SYS_RESOURCE), kept as it was"
+
+
+#: how often (s) a warm spare waiting for its start line looks at the signals it received
+STANDBY_POLL_S = 0.25
+
+
+def wait_for_start() -> bool:
+    """A warm spare's wait for its start line on stdin: True when it came; False at end of input
+    (the launcher stopped the graph or is gone) or on SIGTERM / SIGINT (its launcher died:
+    ``PR_SET_PDEATHSIG``; or a stop by PID), so a spare in standby exits promptly and cleanly.
+
+    The handlers are the default ones again when this returns (a signal after it ends the process
+    before :func:`run_nodes` installs its own, while no node exists yet)."""
+    import select
+
+    stop = {"signal": 0}
+
+    def on_signal(signum: int, _frame: object) -> None:
+        stop["signal"] = signum
+
+    old = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+    line = ""
+    try:
+        while not stop["signal"]:
+            if select.select([sys.stdin], [], [], STANDBY_POLL_S)[0]:
+                line = sys.stdin.readline()
+                break
+    finally:
+        for s, handler in old.items():
+            signal.signal(s, handler)
+    return bool(line) and not stop["signal"]
+
+
+def _say(line: str) -> None:
+    """One line on stderr, whatever became of it (the launcher reading it may be gone)."""
+    try:
+        print(line, file=sys.stderr, flush=True)
+    except OSError:
+        pass
 
 
 def _priority(nice: int, realtime: int) -> None:

@@ -9,33 +9,22 @@ import os
 import re
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
-import yaml
 
-from rgbt.paths import REPO_ROOT
+from helpers import start_up, wait_for_line, write_small_profile
 
 pytestmark = pytest.mark.ros
 
 
 def _up(profile: Path, log: Path, *extra: str) -> subprocess.Popen:
-    env = dict(os.environ, PYTHONPATH=str(REPO_ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    return subprocess.Popen([sys.executable, "-m", "rgbt", "up", str(profile), "--duration", "120", *extra],
-                            env=env, stdout=subprocess.DEVNULL, stderr=open(log, "w"))
+    return start_up(profile, log, *extra)
 
 
 def _wait_for(log: Path, pattern: str, proc: subprocess.Popen, timeout: float = 90) -> re.Match:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        m = re.search(pattern, log.read_text())
-        if m:
-            return m
-        assert proc.poll() is None or pattern.startswith("rgbt up: process group"), log.read_text()
-        time.sleep(0.1)
-    raise AssertionError(f"{pattern!r} not in the log:\n{log.read_text()}")
+    return wait_for_line(log, pattern, proc, timeout, may_exit=pattern.startswith("rgbt up: process group"))
 
 
 class RecorderCounts:
@@ -76,14 +65,7 @@ class RecorderCounts:
 
 @pytest.fixture
 def small_profile(tmp_path: Path) -> Path:
-    profile = tmp_path / "small.yaml"
-    profile.write_text(yaml.safe_dump({"description": "health monitor + recorder", "nodes": [
-        {"name": "health", "parameters": {"period_s": 0.2, "disk_path": str(tmp_path)}},
-        {"name": "recorder", "parameters": {"topics": ["/rgbt/health"], "min_free_mb": 10.0, "write_state": False,
-                                            "start": "always", "out_dir": str(tmp_path / "bags"),
-                                            "diagnostics_period_s": 0.25}},
-    ]}))
-    return profile
+    return write_small_profile(tmp_path)
 
 
 def test_kill_9_is_restarted_and_listed_in_the_manifest(ros_env: dict, tmp_path: Path, small_profile: Path,
