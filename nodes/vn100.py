@@ -1,5 +1,8 @@
 """VectorNav VN-100 driver node: binary output over serial (``rgbt.sensors.vn100``) -> driver-level
-IMU topics with SyncIn count / time for the trigger sync node."""
+IMU topics with SyncIn count / time for the trigger sync node.
+
+A port that is missing at start or goes away (the USB adapter unplugged) is closed and reopened with
+the driver's back-off (``rgbt.ros.driver_node``); the sensor is configured again on every open."""
 
 from __future__ import annotations
 
@@ -8,6 +11,7 @@ from sensor_msgs.msg import Imu, TimeReference
 from rgbt.ros.driver_node import DriverNode, imu_messages
 from rgbt.ros.options import DriverOptions
 from rgbt.ros.spin import node_main
+from rgbt.sensors.reconnect import DeviceError
 
 
 class Vn100Node(DriverNode):
@@ -25,7 +29,10 @@ class Vn100Node(DriverNode):
         from rgbt.sensors.vn100 import Vn100, Vn100Options
 
         o = self.options  # the driver (re)configures the sensor on every connection
-        return Vn100(Vn100Options.from_stack(self.stack_model, port=o.port, baudrate=o.baud, **o.driver))
+        vn = Vn100(Vn100Options.from_stack(self.stack_model, port=o.port, baudrate=o.baud, **o.driver))
+        if not vn.link.poll():
+            raise DeviceError(f"VN-100: cannot open {vn.link.last_error}")
+        return vn
 
     def read_once(self) -> None:
         frame_id = self.stack_model.imu.frame_id
@@ -35,6 +42,8 @@ class Vn100Node(DriverNode):
             self.pub_info.publish(info)
             self.pub.publish(msg)
             self.diag.topic(self.stack_model.imu.topic).tick()
+        if not self.device.link.connected:  # the port went away: closed and reopened by the driver loop
+            raise DeviceError(f"VN-100: {self.device.link.last_error}")
 
 
 NODE = Vn100Node
