@@ -218,3 +218,54 @@ class PtyDevice:
     def close(self) -> None:
         if self.master is not None:
             self.unplug()
+
+
+class EmulatedVn100(threading.Thread):
+    """The sensor side of a :class:`PtyDevice`: echoes register writes, then (once register 75 is
+    written) streams 200 Hz binary packets with TimeStartup, TimeSyncIn and SyncInCnt of a 60 Hz
+    trigger. Unplugged and plugged back (the device's ``unplug`` / ``plug``), it streams again once
+    reconfigured, its clock running on (the sensor kept its power)."""
+
+    def __init__(self, dev: PtyDevice) -> None:
+        from rgbt.sensors import vn100
+
+        super().__init__(daemon=True)
+        self.dev = dev
+        self.vn100 = vn100
+        self.layout = vn100.layout_from_names(vn100.DEFAULT_OUTPUT)
+        self.stop = threading.Event()
+        self.sent = 0
+        self.configured = 0  # times register 75 (the binary output) was written
+
+    def packet(self, i: int) -> bytes:
+        t = 1_000_000_000 + 5_000_000 * i  # 200 Hz on the sensor clock
+        pulse = t * 60 // 1_000_000_000  # a 60 Hz trigger on the same clock
+        return self.vn100.encode_packet(self.layout, {
+            ("common", "TimeStartup"): t, ("common", "TimeSyncIn"): t - pulse * 1_000_000_000 // 60,
+            ("common", "Quaternion"): (0.0, 0.0, 0.0, 1.0), ("common", "AngularRate"): (0.01, 0.0, -0.01),
+            ("common", "Accel"): (0.0, 0.0, -9.81), ("common", "MagPres"): (0.2, 0.0, 0.4, 25.0, 101.3),
+            ("common", "SyncInCnt"): pulse})
+
+    def run(self) -> None:
+        buf, streaming, t0 = b"", False, time.monotonic()
+        while not self.stop.is_set():
+            if self.dev.master is None:  # unplugged: silent until configured again
+                streaming, buf = False, b""
+            lines, buf = read_lines(self.dev, buf)
+            for line in lines:
+                msg = self.vn100.parse_ascii(line)
+                self.dev.write(self.vn100.ascii_command(",".join((msg.kind, *msg.fields))))
+                if msg.kind == "VNWRG" and msg.fields[0] == "75":
+                    streaming = True
+                    self.configured += 1
+            due = int((time.monotonic() - t0) / 0.005)  # 200 Hz: the sensor's clock runs on, always
+            if not streaming:
+                self.sent = due
+            while self.sent < due:
+                self.dev.write(self.packet(self.sent))
+                self.sent += 1
+
+    def close(self) -> None:
+        self.stop.set()
+        self.join(2)
+        self.dev.close()

@@ -1,7 +1,7 @@
 """Devices that come and go (rgbt.sensors.reconnect in the driver nodes): a camera missing at boot is a
 degraded start in a real driver process that idles while it retries; a device that goes away mid-stream
 and comes back gives frames again (a scripted source in a driver node); a serial device (the u-blox on a
-pseudo-terminal) unplugged and plugged back is reopened."""
+pseudo-terminal, the VN-100) unplugged and plugged back is reopened."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from helpers import PtyDevice
+from helpers import EmulatedVn100, PtyDevice
 
 pytestmark = pytest.mark.ros
 
@@ -246,3 +246,59 @@ def test_the_gnss_driver_reopens_its_serial_port_after_an_unplug(ros_env: dict, 
         device.close()
     assert values["device.unplugs"] == "1" and values["device.reopens"] == "1" and values["device.state"] == "open"
     assert "SerialException" in values["device.last_error"] or "OSError" in values["device.last_error"]
+
+
+def test_the_vn100_driver_reopens_and_reconfigures_the_sensor_after_an_unplug(ros_env: dict, tmp_path: Path) -> None:
+    """The VN-100 driver on a pseudo-terminal: samples; the port vanishes and comes back; the driver
+    reopens it, configures the sensor again, and samples flow on with device times still increasing."""
+    import rclpy
+    from rclpy.experimental import EventsExecutor
+    from rclpy.parameter import Parameter
+    from rclpy.task import Future
+    from sensor_msgs.msg import TimeReference
+
+    from rgbt.ros.qos import qos_profile
+    from rgbt.ros.spin import node_class
+    from rgbt.ros.stamps import stamp_to_ns
+
+    device = EmulatedVn100(PtyDevice(tmp_path / "ttyVN100"))
+    device.start()
+    context = rclpy.Context()
+    rclpy.init(context=context)
+    executor = EventsExecutor(context=context)
+    node = node_class("vn100")("vn100", context=context, parameter_overrides=[
+        Parameter("port", value=str(device.dev.path)), Parameter("output_qos", value="reliable")])
+    listener = rclpy.create_node("rgbt_test_imu", context=context)
+    t_sensor: list[int] = []
+    listener.create_subscription(TimeReference, "/rgbt/raw/imu/sync_info",
+                                 lambda m: t_sensor.append(stamp_to_ns(m.time_ref)), qos_profile("reliable", 2000))
+    for n in (node, listener):
+        executor.add_node(n)
+
+    def spin_until(cond, timeout: float = 30.0) -> None:  # type: ignore[no-untyped-def]
+        deadline = time.monotonic() + timeout
+        while not cond():
+            assert time.monotonic() < deadline, "timed out"
+            executor.spin_until_future_complete(Future(), timeout_sec=0.05)
+
+    try:
+        spin_until(lambda: len(t_sensor) >= 100)
+        device.dev.unplug()
+        spin_until(lambda: node.link.state == "lost")
+        t_lost, n_before = time.monotonic(), len(t_sensor)
+        spin_until(lambda: time.monotonic() - t_lost > 0.5)
+        device.dev.plug()
+        spin_until(lambda: len(t_sensor) >= n_before + 100)
+        node.publish_diagnostics()
+        values = dict(node.diag.values)
+    finally:
+        node.close()
+        executor.shutdown()
+        for n in (node, listener):
+            n.destroy_node()
+        context.try_shutdown()
+        device.close()
+    assert device.configured == 2  # configured again on the reopened port
+    assert values["device.state"] == "open" and values["device.unplugs"] == "1" and values["device.reopens"] == "1"
+    assert t_sensor == sorted(set(t_sensor))  # no duplicated or reordered samples across the reopen
+    assert t_sensor[n_before] - t_sensor[n_before - 1] >= 500_000_000  # the samples of the outage never came
