@@ -269,3 +269,46 @@ class EmulatedVn100(threading.Thread):
         self.stop.set()
         self.join(2)
         self.dev.close()
+
+
+class SpunNodes:
+    """Nodes in one rclpy context, spun from the test's own thread by :meth:`spin_until`: the driver
+    nodes under test and listeners (:meth:`listener`). :meth:`close` closes and destroys them all."""
+
+    def __init__(self) -> None:
+        import rclpy
+        from rclpy.experimental import EventsExecutor
+
+        self.context = rclpy.Context()
+        rclpy.init(context=self.context)
+        self.executor = EventsExecutor(context=self.context)
+        self.nodes: list = []
+
+    def add(self, node):  # type: ignore[no-untyped-def]
+        self.nodes.append(node)
+        self.executor.add_node(node)
+        return node
+
+    def listener(self, name: str):  # type: ignore[no-untyped-def]
+        import rclpy
+
+        return self.add(rclpy.create_node(name, context=self.context))
+
+    def spin_until(self, cond, timeout: float = 30.0) -> None:  # type: ignore[no-untyped-def]
+        """Spin until ``cond()`` holds; fails the test after ``timeout`` s."""
+        from rclpy.task import Future
+
+        deadline = time.monotonic() + timeout
+        while not cond():
+            assert time.monotonic() < deadline, f"timed out after {timeout} s"
+            self.executor.spin_until_future_complete(Future(), timeout_sec=0.05)
+
+    def close(self) -> None:
+        for node in self.nodes:
+            close = getattr(node, "close", None)  # an RgbtNode releases its devices, threads
+            if close is not None:
+                close()
+        self.executor.shutdown()
+        for node in self.nodes:
+            node.destroy_node()
+        self.context.try_shutdown()

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from helpers import EmulatedVn100, PtyDevice
+from helpers import EmulatedVn100, PtyDevice, SpunNodes
 
 pytestmark = pytest.mark.ros
 
@@ -116,10 +116,7 @@ def test_a_driver_node_reads_again_after_its_device_comes_back(ros_env: dict) ->
     """A camera driver node (``CameraDriverNode``, the thermal camera's base) over a scripted device: a
     bad frame costs one frame; an unplug closes the device, the node retries with back-off (a handful
     of attempts, not a busy loop) and frames flow again once it is back; the counters say so."""
-    import rclpy
-    from rclpy.experimental import EventsExecutor
     from rclpy.parameter import Parameter
-    from rclpy.task import Future
     from sensor_msgs.msg import Image
 
     from rgbt.ros.driver_node import CameraDriverNode
@@ -137,24 +134,14 @@ def test_a_driver_node_reads_again_after_its_device_comes_back(ros_env: dict) ->
             image = self.device.read()
             self.publish_frame(self.pubs, "thermal", image, script.reads, time.time_ns())
 
-    context = rclpy.Context()
-    rclpy.init(context=context)
-    executor = EventsExecutor(context=context)
-    node = ScriptedCamera(context=context, parameter_overrides=[Parameter("output_qos", value="reliable")])
-    listener = rclpy.create_node("rgbt_test_frames", context=context)
+    graph = SpunNodes()
+    spin_until = graph.spin_until
+    node = graph.add(ScriptedCamera(context=graph.context,
+                                    parameter_overrides=[Parameter("output_qos", value="reliable")]))
     frames: list[int] = []  # the scripted frame numbers (the pixels' value) received
-    listener.create_subscription(Image, "/rgbt/raw/thermal/image",
-                                 lambda m: frames.append(int.from_bytes(bytes(m.data[:2]), "little")),
-                                 qos_profile("reliable", 500))
-    for n in (node, listener):
-        executor.add_node(n)
-
-    def spin_until(cond, timeout: float = 30.0) -> None:  # type: ignore[no-untyped-def]
-        deadline = time.monotonic() + timeout
-        while not cond():
-            assert time.monotonic() < deadline, "timed out"
-            executor.spin_until_future_complete(Future(), timeout_sec=0.05)
-
+    graph.listener("rgbt_test_frames").create_subscription(
+        Image, "/rgbt/raw/thermal/image", lambda m: frames.append(int.from_bytes(bytes(m.data[:2]), "little")),
+        qos_profile("reliable", 500))
     try:
         spin_until(lambda: len(frames) >= 20)
         script.gone.set()
@@ -171,11 +158,7 @@ def test_a_driver_node_reads_again_after_its_device_comes_back(ros_env: dict) ->
         node.publish_diagnostics()
         values = dict(node.diag.values)
     finally:
-        node.close()
-        executor.shutdown()
-        for n in (node, listener):
-            n.destroy_node()
-        context.try_shutdown()
+        graph.close()
     assert lost["device.state"] == "lost" and lost_level == 1 and float(lost["device.gone_s"]) >= 1.0
     assert 2 <= len(attempts) <= 6, attempts  # reopened after 0.1, 0.3, 0.7, 1.5 s: back-off, no busy loop
     assert values["device.state"] == "open" and values["device.unplugs"] == "1" and values["device.reopens"] == "1"
@@ -190,10 +173,7 @@ def test_the_gnss_driver_reopens_its_serial_port_after_an_unplug(ros_env: dict, 
                                                                  fixtures_dir: Path) -> None:
     """The u-blox driver on a pseudo-terminal: fixes; the port vanishes (an unplugged USB adapter) and
     comes back at the same path; the driver reopens it and fixes come again."""
-    import rclpy
-    from rclpy.experimental import EventsExecutor
     from rclpy.parameter import Parameter
-    from rclpy.task import Future
     from sensor_msgs.msg import NavSatFix
 
     from rgbt.ros.qos import qos_profile
@@ -205,23 +185,13 @@ def test_the_gnss_driver_reopens_its_serial_port_after_an_unplug(ros_env: dict, 
         pytest.skip(f"{capture} missing")
     n_fixes = len(decode_file(capture))
     device = PtyDevice(tmp_path / "ttyGNSS")
-    context = rclpy.Context()
-    rclpy.init(context=context)
-    executor = EventsExecutor(context=context)
-    node = node_class("gnss")("gnss", context=context, parameter_overrides=[
-        Parameter("port", value=str(device.path)), Parameter("baud", value=115200)])
-    listener = rclpy.create_node("rgbt_test_gnss", context=context)
+    graph = SpunNodes()
+    spin_until = graph.spin_until
+    node = graph.add(node_class("gnss")("gnss", context=graph.context, parameter_overrides=[
+        Parameter("port", value=str(device.path)), Parameter("baud", value=115200)]))
     fixes: list = []
-    listener.create_subscription(NavSatFix, node.topic, fixes.append, qos_profile("sensor_data", 100))
-    for n in (node, listener):
-        executor.add_node(n)
-
-    def spin_until(cond, timeout: float = 30.0) -> None:  # type: ignore[no-untyped-def]
-        deadline = time.monotonic() + timeout
-        while not cond():
-            assert time.monotonic() < deadline, "timed out"
-            executor.spin_until_future_complete(Future(), timeout_sec=0.05)
-
+    graph.listener("rgbt_test_gnss").create_subscription(NavSatFix, node.topic, fixes.append,
+                                                         qos_profile("sensor_data", 100))
     try:
         spin_until(lambda: node.link.state == "open")
         device.write(capture.read_bytes())
@@ -238,11 +208,7 @@ def test_the_gnss_driver_reopens_its_serial_port_after_an_unplug(ros_env: dict, 
         node.publish_diagnostics()
         values = dict(node.diag.values)
     finally:
-        node.close()
-        executor.shutdown()
-        for n in (node, listener):
-            n.destroy_node()
-        context.try_shutdown()
+        graph.close()
         device.close()
     assert values["device.unplugs"] == "1" and values["device.reopens"] == "1" and values["device.state"] == "open"
     assert "SerialException" in values["device.last_error"] or "OSError" in values["device.last_error"]
@@ -251,10 +217,7 @@ def test_the_gnss_driver_reopens_its_serial_port_after_an_unplug(ros_env: dict, 
 def test_the_vn100_driver_reopens_and_reconfigures_the_sensor_after_an_unplug(ros_env: dict, tmp_path: Path) -> None:
     """The VN-100 driver on a pseudo-terminal: samples; the port vanishes and comes back; the driver
     reopens it, configures the sensor again, and samples flow on with device times still increasing."""
-    import rclpy
-    from rclpy.experimental import EventsExecutor
     from rclpy.parameter import Parameter
-    from rclpy.task import Future
     from sensor_msgs.msg import TimeReference
 
     from rgbt.ros.qos import qos_profile
@@ -263,24 +226,14 @@ def test_the_vn100_driver_reopens_and_reconfigures_the_sensor_after_an_unplug(ro
 
     device = EmulatedVn100(PtyDevice(tmp_path / "ttyVN100"))
     device.start()
-    context = rclpy.Context()
-    rclpy.init(context=context)
-    executor = EventsExecutor(context=context)
-    node = node_class("vn100")("vn100", context=context, parameter_overrides=[
-        Parameter("port", value=str(device.dev.path)), Parameter("output_qos", value="reliable")])
-    listener = rclpy.create_node("rgbt_test_imu", context=context)
+    graph = SpunNodes()
+    spin_until = graph.spin_until
+    node = graph.add(node_class("vn100")("vn100", context=graph.context, parameter_overrides=[
+        Parameter("port", value=str(device.dev.path)), Parameter("output_qos", value="reliable")]))
     t_sensor: list[int] = []
-    listener.create_subscription(TimeReference, "/rgbt/raw/imu/sync_info",
-                                 lambda m: t_sensor.append(stamp_to_ns(m.time_ref)), qos_profile("reliable", 2000))
-    for n in (node, listener):
-        executor.add_node(n)
-
-    def spin_until(cond, timeout: float = 30.0) -> None:  # type: ignore[no-untyped-def]
-        deadline = time.monotonic() + timeout
-        while not cond():
-            assert time.monotonic() < deadline, "timed out"
-            executor.spin_until_future_complete(Future(), timeout_sec=0.05)
-
+    graph.listener("rgbt_test_imu").create_subscription(
+        TimeReference, "/rgbt/raw/imu/sync_info", lambda m: t_sensor.append(stamp_to_ns(m.time_ref)),
+        qos_profile("reliable", 2000))
     try:
         spin_until(lambda: len(t_sensor) >= 100)
         device.dev.unplug()
@@ -292,11 +245,7 @@ def test_the_vn100_driver_reopens_and_reconfigures_the_sensor_after_an_unplug(ro
         node.publish_diagnostics()
         values = dict(node.diag.values)
     finally:
-        node.close()
-        executor.shutdown()
-        for n in (node, listener):
-            n.destroy_node()
-        context.try_shutdown()
+        graph.close()
         device.close()
     assert device.configured == 2  # configured again on the reopened port
     assert values["device.state"] == "open" and values["device.unplugs"] == "1" and values["device.reopens"] == "1"
