@@ -84,6 +84,9 @@ def test_a_camera_unplugged_through_the_control_file_is_reopened_and_counted(
         while len(thermal) < 30:
             assert proc.poll() is None and time.monotonic() < deadline, "no thermal frames"
             time.sleep(0.02)
+        # kinds: only the thermal camera and the IMU have publishers
+        assert side.node.count_publishers(thermal_topic) == 1 and side.node.count_publishers("/rgbt/armed") == 0
+        assert side.node.count_publishers("/rgbt/trigger") == 0
         unplug_ns = time.time_ns()
         tmp = control.with_suffix(".tmp")  # written whole, as the bench does
         tmp.write_text(json.dumps({"thermal": {"gone_until_wall_ns": unplug_ns + 1_000_000_000}}))
