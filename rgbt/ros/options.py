@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Callable, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from rgbt.errors import ConfigError
 
@@ -125,12 +125,18 @@ class ReconnectOptions(BaseModel):
     max_failed_reads: int = Field(5, ge=1)
     failed_read_timeout_s: float = Field(1.0, gt=0)
 
+    @model_validator(mode="after")
+    def _max_not_below_first(self) -> "ReconnectOptions":
+        if self.reopen_max_s < self.reopen_first_s:
+            raise ValueError(f"reopen_max_s {self.reopen_max_s} is below reopen_first_s {self.reopen_first_s}: "
+                             "expected the longest wait >= the first")
+        return self
+
     def reconnect_policy(self) -> "ReconnectPolicy":
         """The core policy of these options."""
         from rgbt.sensors.reconnect import ReconnectPolicy
 
-        return ReconnectPolicy(first_s=self.reopen_first_s, factor=self.reopen_factor,
-                               max_s=max(self.reopen_max_s, self.reopen_first_s),
+        return ReconnectPolicy(first_s=self.reopen_first_s, factor=self.reopen_factor, max_s=self.reopen_max_s,
                                max_failed_reads=self.max_failed_reads,
                                failed_read_timeout_s=self.failed_read_timeout_s)
 

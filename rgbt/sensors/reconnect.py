@@ -100,9 +100,10 @@ def _text(exc: BaseException) -> str:
 class DeviceLink:
     """The state of one device and its counters (see the module docstring).
 
-    ``name`` labels the log lines and the status message (empty: a node's only device); ``log`` gets the lines of a device going away, ``info`` those of
-    it (re)appearing (both default: no log). Not thread-safe: one loop drives it; diagnostics may
-    read :meth:`counters` from another thread (plain reads of ints and strings).
+    ``name`` labels the log lines and the status message (empty: a node's only device); ``log``
+    gets the lines of a device going away, ``info`` those of it (re)appearing (both default: no
+    log). Not thread-safe: one loop drives it; diagnostics may read :meth:`counters` from another
+    thread (plain reads of ints and strings).
     """
 
     BAD_FRAME_LOG_NS = 10_000_000_000  # a bad frame is logged at most once per 10 s (all are counted)
@@ -204,8 +205,8 @@ class DeviceLink:
             if self._bad_logged_ns is None or now - self._bad_logged_ns >= self.BAD_FRAME_LOG_NS:
                 self._bad_logged_ns = now
                 self.log(f"{self._who}bad frame skipped ({_text(exc)}); {self.bad_frames} so far")
-        else:
-            self.failed_reads += kind != "device"
+        elif kind != "device":
+            self.failed_reads += 1
         self._streak += 1
         timed_out = now - self._last_ok_ns >= self.policy.failed_read_timeout_s * 1e9
         if kind != "device" and self._streak < self.policy.max_failed_reads and not timed_out:
