@@ -4,7 +4,9 @@
 ``sensor_msgs/TimeReference`` on ``rgbt.ros.options.time_reference_topic`` (``/gps/fix`` ->
 ``/gps/time_reference``, as ``nmea_navsat_driver`` names it): the same header stamp, ``time_ref`` =
 the fix's UTC time from the receiver, ``source`` = ``"ubx:NAV-PVT"``. A fix without a valid UTC
-date and time gets no TimeReference (counted as ``no_utc``)."""
+date and time gets no TimeReference (counted as ``no_utc``). A port missing at start or gone (a serial
+error) is closed and reopened with the driver's back-off (``rgbt.ros.driver_node``); a message that
+does not parse is skipped by the UBX reader."""
 
 from __future__ import annotations
 

@@ -7,6 +7,9 @@ Armed state: ``std_msgs/Bool`` on ``/rgbt/armed`` (latched, ``rgbt.ros.qos.TOPIC
 on every change and once a second) because ``mavros_msgs`` has no PyPI wheel; the recorder writes
 the real ``mavros_msgs/msg/State`` into bags. Pose: ``geometry_msgs/PoseStamped`` in ENU like
 mavros' ``local_position/pose``; global: ``sensor_msgs/NavSatFix``. Stamps: the ROS clock at arrival.
+A link that cannot be opened (a serial port missing at start) or fails (unplugged) is closed and
+reopened with back-off (``rgbt.sensors.reconnect``, ``MavlinkBridgeOptions``): the node runs
+meanwhile and reports the link in its diagnostics (``device.*``; ERROR missing, WARN lost).
 """
 
 from __future__ import annotations
@@ -15,12 +18,14 @@ from geometry_msgs.msg import PoseStamped
 from sensor_msgs.msg import NavSatFix
 from std_msgs.msg import Bool
 
+from rgbt.ros.driver_node import report_devices
 from rgbt.ros.messages import navsatfix, pose_stamped
 from rgbt.ros.node import RgbtNode
 from rgbt.ros.options import ARMED_TOPIC, MavlinkBridgeOptions
 from rgbt.ros.qos import topic_qos
 from rgbt.ros.spin import node_main
-from rgbt.sensors.mavlink import Autopilot, GlobalFix, LocalPose, MavlinkOptions, State
+from rgbt.sensors.mavlink import ArmTracker, Autopilot, GlobalFix, LocalPose, MavlinkOptions, State
+from rgbt.sensors.reconnect import DeviceLink, DeviceRunner
 
 
 class MavlinkBridgeNode(RgbtNode):
@@ -31,24 +36,39 @@ class MavlinkBridgeNode(RgbtNode):
         super().__init__(name, **kwargs)
         o = self.options
         stack = self.stack()
-        self.autopilot = Autopilot(MavlinkOptions(url=o.url), clock=self.now_ns)
+        self.arm = ArmTracker()  # kept across reopened links: locked to the first vehicle for good
+        log = self.get_logger()  # the link: opened now when it is there, else (and after a failure) by poll()
+        self.link = DeviceLink("", o.reconnect_policy(), log=log.warning, info=log.info)
+        self.runner = DeviceRunner(self.link, self._open, self.read_once, report=self.report_error, label=o.url)
         self.armed: bool | None = None
         self.pub_armed = self.create_publisher(Bool, o.armed_topic, topic_qos(ARMED_TOPIC))
         self.pose_topic = o.pose_topic or stack.autopilot.pose_topic
         self.global_topic = o.global_topic or stack.autopilot.global_topic
         self.pub_pose = self.create_publisher(PoseStamped, self.pose_topic, self.out_qos)
         self.pub_global = self.create_publisher(NavSatFix, self.global_topic, self.out_qos)
+        self.runner.step()  # at once when the link is there (UDP: bound before the first poll)
         self.create_timer(o.poll_period_s, self.guard(self.poll))
         self.create_timer(1.0, self.guard(self.republish_armed))
 
+    @property
+    def autopilot(self) -> Autopilot | None:
+        """The open link (None while it is not open)."""
+        return self.runner.device
+
+    def _open(self) -> Autopilot:
+        return Autopilot(MavlinkOptions(url=self.options.url), clock=self.now_ns, arm=self.arm)
+
     def poll(self) -> None:
+        self.runner.step()  # opens the link when due, else reads what arrived; the timer paces it
+
+    def read_once(self) -> None:
         for out in self.autopilot.poll(timeout=0.0):
             if isinstance(out, State):
                 if out.armed != self.armed:
                     self.armed = out.armed
                     self.pub_armed.publish(Bool(data=out.armed))
                     self.get_logger().info(f"autopilot {'armed' if out.armed else 'disarmed'} "
-                                           f"(system {self.autopilot.arm.sysid}, mode {out.mode})")
+                                           f"(system {self.arm.sysid}, mode {out.mode})")
                     self.diag.values["armed"] = str(out.armed)
                 self.diag.topic("heartbeat").tick()
             elif isinstance(out, LocalPose):
@@ -63,11 +83,12 @@ class MavlinkBridgeNode(RgbtNode):
             self.pub_armed.publish(Bool(data=self.armed))
 
     def publish_diagnostics(self) -> None:
-        self.diag.values["vehicle_sysid"] = str(self.autopilot.arm.sysid)
+        self.diag.values["vehicle_sysid"] = str(self.arm.sysid)
+        report_devices(self.diag, {"device": self.link})
         super().publish_diagnostics()
 
     def close(self) -> None:
-        self.autopilot.close()
+        self.runner.close()
 
 
 NODE = MavlinkBridgeNode

@@ -13,6 +13,16 @@ out (``"done": true``) and again at exit. Host stamps go through one ``rgbt.host
 as a driver's do: a wall-clock step (injected by ``rgbt bench faults`` through ``rgbt.ros.wallstep``)
 is detected, counted (diagnostics ``clock.*``, manifest ``clock``) and held or followed by
 ``on_clock_step``.
+
+``kinds`` (empty: all) chooses the sensor kinds this virtual stack publishes (only those are simulated
+and get publishers): several virtual stacks, one per driver, then play one run. With
+``schedule_anchor_path`` they share one timeline (``rgbt.sim.live.ScheduleAnchor``): the first to
+start writes the anchor, the others (and a restarted one) read it and play on it, skipping the samples
+already overdue by more than ``drop_late_s`` (0.1 s when 0) when they start, as real sensors that kept
+producing while no driver read them (manifest ``restart_skipped``, ``anchor``). A device unplugged
+through ``rgbt.ros.devicecontrol`` (``RGBT_DEVICE_CONTROL``) goes through the drivers' reopen policy;
+the samples due while it is not open are not published (manifest ``unplugged``, ``devices``;
+diagnostics ``unplugged.*``, ``device.<kind>.*`` and the node's level while one is gone).
 """
 
 from __future__ import annotations
@@ -28,6 +38,8 @@ from sensor_msgs.msg import Image, Imu, NavSatFix, TimeReference
 from std_msgs.msg import Bool
 
 from rgbt.geometry import matrix_to_quat
+from rgbt.ros.devicecontrol import DeviceControl, SimulatedDevices
+from rgbt.ros.driver_node import report_devices
 from rgbt.ros.image import image_to_cdr
 from rgbt.ros.messages import frame_info, imu, imu_sync_info, navsatfix, pose_stamped, time_reference
 from rgbt.ros.node import RgbtNode
@@ -63,22 +75,32 @@ class VirtualStackNode(RgbtNode):
                 self.get_logger().warning(f"{why}: rendering while publishing (may fall behind real time)")
             self.sim = SimStack(sim_options)
         out = self.out_qos
+        self.kinds = set(o.kinds)  # empty: every kind
         self.pubs: dict[str, object] = {}
         self.info_pubs: dict[str, object] = {}
         self.topics: dict[str, str] = {}
         # driver topics: delivered in-process to a trigger sync of this process (rgbt.ros.local_topics)
         for cam in ("thermal", "color", "mono"):
-            if cam in self.stack_model.cameras:
+            if cam in self.stack_model.cameras and self._wanted(cam):
                 self._pub(cam, Image, f"{o.raw_prefix}/{cam}/image", out, local=True)
                 self.info_pubs[cam] = self.create_local_publisher(TimeReference, f"{o.raw_prefix}/{cam}/frame_info", out)
-        self._pub("imu", Imu, f"{o.raw_prefix}/imu", out, local=True)
-        self.info_pubs["imu"] = self.create_local_publisher(TimeReference, f"{o.raw_prefix}/imu/sync_info", out)
-        self._pub("gnss", NavSatFix, self.stack_model.gnss.topic, out)
-        self._pub("global", NavSatFix, self.stack_model.autopilot.global_topic, out)
-        self._pub("pose", PoseStamped, self.stack_model.autopilot.pose_topic, out)
-        self._pub("trigger", TimeReference, TRIGGER_TOPIC, out)
-        self._pub("state", Bool, ARMED_TOPIC, topic_qos(ARMED_TOPIC))
-        self.manifest: dict = {"synthetic": True, "sim": sim_fields, "topics": {}, "frames": {}}
+        if self._wanted("imu"):
+            self._pub("imu", Imu, f"{o.raw_prefix}/imu", out, local=True)
+            self.info_pubs["imu"] = self.create_local_publisher(TimeReference, f"{o.raw_prefix}/imu/sync_info", out)
+        for kind, msg_type, topic, qos in (
+                ("gnss", NavSatFix, self.stack_model.gnss.topic, out),
+                ("global", NavSatFix, self.stack_model.autopilot.global_topic, out),
+                ("pose", PoseStamped, self.stack_model.autopilot.pose_topic, out),
+                ("trigger", TimeReference, TRIGGER_TOPIC, out),
+                ("state", Bool, ARMED_TOPIC, topic_qos(ARMED_TOPIC))):
+            if self._wanted(kind):
+                self._pub(kind, msg_type, topic, qos)
+        self.manifest: dict = {"synthetic": True, "sim": sim_fields, "topics": {}, "frames": {},
+                               "kinds": sorted(self.kinds), "unplugged": {}, "restart_skipped": {}}
+        log = self.get_logger()
+        # devices unplugged through the control file (rgbt bench faults): the drivers' reopen policy
+        self.devices = SimulatedDevices(DeviceControl(log=log.warning), o.reconnect_policy(), log=log.warning,
+                                        info=log.info)
         self.late_ns = 0  # how late the last sample went out (simulator slower than real time)
         self.wall_step = WallStep()  # an injected host-clock step (rgbt bench faults); 0 otherwise
         # host stamps as a driver makes them: monotonic arrival -> ROS time through one offset whose wall
@@ -88,10 +110,18 @@ class VirtualStackNode(RgbtNode):
         self._thread = threading.Thread(target=self._play, name="virtual_stack", daemon=True)
         self._thread.start()
 
+    def _wanted(self, kind: str) -> bool:
+        return not self.kinds or kind in self.kinds
+
     def _pub(self, kind: str, msg_type, topic: str, qos, local: bool = False) -> None:  # type: ignore[no-untyped-def]
         create = self.create_local_publisher if local else self.create_publisher
         self.pubs[kind] = create(msg_type, topic, qos)
         self.topics[kind] = topic
+
+    def _tally(self, key: str, kind: str) -> None:
+        """One more sample of ``kind`` in the manifest's ``key`` counts (not published)."""
+        counts = self.manifest.setdefault(key, {})
+        counts[kind] = counts.get(kind, 0) + 1
 
     def _count(self, kind: str, stack_topic: str | None = None) -> None:
         """Count a publication; ``stack_topic``: where the sync node will republish it restamped."""
@@ -104,13 +134,14 @@ class VirtualStackNode(RgbtNode):
 
     # -- playback thread -----------------------------------------------------------------------
     def _play(self) -> None:
-        from rgbt.sim.live import DeviceBuffer, paced, preload
+        from rgbt.sim.live import CatchUp, DeviceBuffer, paced, preload
 
         name_native_thread()
         o = self.options
         sleep = self._stop.wait if o.realtime else (lambda _s: None)
         try:
-            samples, n = preload(self.sim.samples(), o.preload_s, self._stop.is_set)
+            kinds = sorted(self.pubs)  # the kinds this stack publishes (simulated: only those)
+            samples, n = preload(self.sim.samples(kinds), o.preload_s, self._stop.is_set)
             self.get_logger().info(f"preloaded {n} samples ({o.preload_s} s)")
             freeze_startup_objects()  # thousands of preloaded samples: out of the cyclic collector's walks
             self.wait_for_subscribers(o.wait_for, o.wait_timeout_s, self._stop, o.wait_for_nodes)
@@ -118,25 +149,31 @@ class VirtualStackNode(RgbtNode):
             # own offset, so stamps equal the paced times exactly until a step (held) or a slew (followed)
             wall_to_mono = -self.clock.offset_ns
             device = DeviceBuffer(o.drop_late_s, time.time_ns())  # after a stall: what a driver still finds
+            # joining a timeline already running (schedule anchor): what is overdue at the start is skipped
+            catch_up = CatchUp(o.drop_late_s or 0.1) if o.schedule_anchor_path and o.realtime else None
             # host-arrival order: an IMU sample is not held back behind a frame still "in transit"
             for sample, t_host in paced(samples, skip_dropped=False, clock=time.time_ns, sleep=sleep,
-                                        start_ns=time.time_ns() + int(o.start_delay_s * 1e9)):
+                                        start_ns=self._start_ns):
                 if self._stop.is_set():
                     break
                 offset = t_host - sample.t_host_ns  # simulated -> wall clock
                 self.manifest.setdefault("t0_wall_ns", t_host)
                 self.manifest.setdefault("t0_sim_ns", sample.t_host_ns)
                 if sample.dropped:
-                    dropped = self.manifest.setdefault("dropped", {})
-                    dropped[sample.kind] = dropped.get(sample.kind, 0) + 1
+                    self._tally("dropped", sample.kind)
                     continue
                 # stamped with the simulated host arrival (the simulator's latency + jitter model), even
                 # when the simulator runs late: the lateness then shows as hop latency, not as clock error
                 now = time.time_ns()
                 self.late_ns = max(0, now - t_host)
+                if catch_up is not None and catch_up.skip(now, t_host):
+                    self._tally("restart_skipped", sample.kind)
+                    continue
+                if not self.devices.readable(sample.kind, now):
+                    self._tally("unplugged", sample.kind)
+                    continue
                 if device.overflowed(now, t_host) and sample.kind != "state":
-                    late = self.manifest.setdefault("late_dropped", {})
-                    late[sample.kind] = late.get(sample.kind, 0) + 1
+                    self._tally("late_dropped", sample.kind)
                     continue
                 self._publish(sample, self.clock.to_wall(t_host + wall_to_mono), sample.t_ns + offset)
         except Exception as exc:  # noqa: BLE001 - reported, the node keeps its diagnostics
@@ -146,9 +183,28 @@ class VirtualStackNode(RgbtNode):
         if o.exit_when_done:
             self.finished = True
 
+    def _start_ns(self, first) -> int:  # type: ignore[no-untyped-def]
+        """When the first sample (host-arrival order) is due (wall ns): ``start_delay_s`` from now, or on
+        the shared timeline of ``schedule_anchor_path`` (written now when this stack is the first)."""
+        from rgbt.sim.live import ScheduleAnchor, schedule_anchor
+
+        o = self.options
+        start = time.time_ns() + int(o.start_delay_s * 1e9)
+        if not o.schedule_anchor_path or not o.realtime:
+            return start
+        anchor, written = schedule_anchor(o.schedule_anchor_path, ScheduleAnchor(start, first.t_host_ns))
+        self.manifest["anchor"] = {"path": o.schedule_anchor_path, "t0_wall_ns": anchor.t0_wall_ns,
+                                   "t0_sim_ns": anchor.t0_sim_ns, "written": written}
+        due = anchor.due_ns(first.t_host_ns)
+        self.get_logger().info(f"schedule anchor {o.schedule_anchor_path} {'written' if written else 'read'}: "
+                               f"the first sample is due in {(due - time.time_ns()) / 1e9:+.3f} s")
+        return due
+
     def publish_diagnostics(self) -> None:
         self.diag.set_values("clock", self.clock.counters())
-        self.diag.set_values("late_dropped", dict(self.manifest.get("late_dropped", {})))
+        for key in ("late_dropped", "unplugged", "restart_skipped"):
+            self.diag.set_values(key, dict(self.manifest.get(key, {})))
+        report_devices(self.diag, {f"device.{kind}": link for kind, link in dict(self.devices.links).items()})
         super().publish_diagnostics()
 
     def _write_manifest(self) -> None:
@@ -156,6 +212,7 @@ class VirtualStackNode(RgbtNode):
         if not self.options.manifest_path:
             return
         self.manifest["clock"] = self.clock.counters()  # host-clock steps seen (and held or followed)
+        self.manifest["devices"] = self.devices.counters()  # simulated unplugs (state, reopens, time gone)
         tmp = self.options.manifest_path + ".tmp"
         with open(tmp, "w") as fh:
             json.dump(self.manifest, fh)

@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import os
+import select
 import subprocess
 import sys
+import threading
+import time
+import tty
 import uuid
 from pathlib import Path
 
@@ -227,3 +231,164 @@ def tiny_seg_dataset(tmp_path: Path, masks: list[np.ndarray]) -> Path:
     (root / "train.txt").write_text("".join(i + "\n" for i in items))
     (root / "val.txt").write_text("".join(i + "\n" for i in items))
     return root
+
+
+class PtyDevice:
+    """A device on a pseudo-terminal, the test side playing the device: a stable path (a symlink, like
+    a udev rule) to the slave side; ``unplug()`` closes the master (the driver sees the device
+    vanish), ``plug()`` creates a new pty behind the same path (the device came back)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.master: int | None = None
+        self._slave: int | None = None
+        self.lock = threading.Lock()
+        self.dropped = 0
+        self.plug()
+
+    def plug(self) -> None:
+        master, slave = os.openpty()
+        tty.setraw(slave)
+        os.set_blocking(master, False)  # bytes nobody reads are dropped (after 0.5 s): never blocks
+        self.master, self._slave = master, slave
+        tmp = self.path.with_suffix(".new")
+        if tmp.exists() or tmp.is_symlink():
+            tmp.unlink()
+        os.symlink(os.ttyname(slave), tmp)
+        os.replace(tmp, self.path)
+
+    def unplug(self) -> None:
+        with self.lock:
+            for fd in (self.master, self._slave):
+                if fd is not None:
+                    os.close(fd)
+            self.master = self._slave = None
+        if self.path.is_symlink():
+            self.path.unlink()
+
+    def write(self, data: bytes) -> None:
+        with self.lock:
+            if self.master is None:
+                return
+            view = memoryview(data)
+            while view:
+                try:
+                    n = os.write(self.master, view)
+                except BlockingIOError:  # wait a little for the reader, then drop like a UART
+                    _, w, _ = select.select([], [self.master], [], 0.5)
+                    if not w:
+                        self.dropped += len(view)
+                        return
+                    continue
+                except OSError:
+                    return
+                view = view[n:]
+
+    def read(self, timeout: float = 0.05) -> bytes:
+        fd = self.master
+        if fd is None:
+            time.sleep(timeout)
+            return b""
+        try:
+            r, _, _ = select.select([fd], [], [], timeout)
+            return os.read(fd, 4096) if r else b""
+        except OSError:
+            return b""
+
+    def close(self) -> None:
+        if self.master is not None:
+            self.unplug()
+
+
+class EmulatedVn100(threading.Thread):
+    """The sensor side of a :class:`PtyDevice`: echoes register writes, then (once register 75 is
+    written) streams 200 Hz binary packets with TimeStartup, TimeSyncIn and SyncInCnt of a 60 Hz
+    trigger. Unplugged and plugged back (the device's ``unplug`` / ``plug``), it streams again once
+    reconfigured, its clock running on (the sensor kept its power)."""
+
+    def __init__(self, dev: PtyDevice) -> None:
+        from rgbt.sensors import vn100
+
+        super().__init__(daemon=True)
+        self.dev = dev
+        self.vn100 = vn100
+        self.layout = vn100.layout_from_names(vn100.DEFAULT_OUTPUT)
+        self.stop = threading.Event()
+        self.sent = 0
+        self.configured = 0  # times register 75 (the binary output) was written
+
+    def packet(self, i: int) -> bytes:
+        t = 1_000_000_000 + 5_000_000 * i  # 200 Hz on the sensor clock
+        pulse = t * 60 // 1_000_000_000  # a 60 Hz trigger on the same clock
+        return self.vn100.encode_packet(self.layout, {
+            ("common", "TimeStartup"): t, ("common", "TimeSyncIn"): t - pulse * 1_000_000_000 // 60,
+            ("common", "Quaternion"): (0.0, 0.0, 0.0, 1.0), ("common", "AngularRate"): (0.01, 0.0, -0.01),
+            ("common", "Accel"): (0.0, 0.0, -9.81), ("common", "MagPres"): (0.2, 0.0, 0.4, 25.0, 101.3),
+            ("common", "SyncInCnt"): pulse})
+
+    def run(self) -> None:
+        buf, streaming, t0 = b"", False, time.monotonic()
+        while not self.stop.is_set():
+            if self.dev.master is None:  # unplugged: silent until configured again
+                streaming, buf = False, b""
+            lines, buf = read_lines(self.dev, buf)
+            for line in lines:
+                msg = self.vn100.parse_ascii(line)
+                self.dev.write(self.vn100.ascii_command(",".join((msg.kind, *msg.fields))))
+                if msg.kind == "VNWRG" and msg.fields[0] == "75":
+                    streaming = True
+                    self.configured += 1
+            due = int((time.monotonic() - t0) / 0.005)  # 200 Hz: the sensor's clock runs on, always
+            if not streaming:
+                self.sent = due
+            while self.sent < due:
+                self.dev.write(self.packet(self.sent))
+                self.sent += 1
+
+    def close(self) -> None:
+        self.stop.set()
+        self.join(2)
+        self.dev.close()
+
+
+class SpunNodes:
+    """Nodes in one rclpy context, spun from the test's own thread by :meth:`spin_until`: the driver
+    nodes under test and listeners (:meth:`listener`). :meth:`close` closes and destroys them all."""
+
+    def __init__(self) -> None:
+        import rclpy
+        from rclpy.experimental import EventsExecutor
+
+        self.context = rclpy.Context()
+        rclpy.init(context=self.context)
+        self.executor = EventsExecutor(context=self.context)
+        self.nodes: list = []
+
+    def add(self, node):  # type: ignore[no-untyped-def]
+        self.nodes.append(node)
+        self.executor.add_node(node)
+        return node
+
+    def listener(self, name: str):  # type: ignore[no-untyped-def]
+        import rclpy
+
+        return self.add(rclpy.create_node(name, context=self.context))
+
+    def spin_until(self, cond, timeout: float = 30.0) -> None:  # type: ignore[no-untyped-def]
+        """Spin until ``cond()`` holds; fails the test after ``timeout`` s."""
+        from rclpy.task import Future
+
+        deadline = time.monotonic() + timeout
+        while not cond():
+            assert time.monotonic() < deadline, f"timed out after {timeout} s"
+            self.executor.spin_until_future_complete(Future(), timeout_sec=0.05)
+
+    def close(self) -> None:
+        for node in self.nodes:
+            close = getattr(node, "close", None)  # an RgbtNode releases its devices, threads
+            if close is not None:
+                close()
+        self.executor.shutdown()
+        for node in self.nodes:
+            node.destroy_node()
+        self.context.try_shutdown()

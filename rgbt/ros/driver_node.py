@@ -7,6 +7,15 @@ both run in one process, ``rgbt.ros.local_topics``): frames on
 Host times from the drivers (``time.monotonic_ns``) are moved onto the ROS clock (system time) by
 one offset per driver (``self.clock``, :class:`rgbt.hostclock.WallClockOffset`): a wall-clock step
 is logged, counted in diagnostics (``clock.steps``) and held or followed (``on_clock_step``).
+
+Devices come and go (``rgbt.sensors.reconnect``, one ``DeviceLink`` per driver): a device missing
+at start is a degraded start (the node runs, reports the device missing and retries); a device
+error (open failure, ``ENODEV`` / ``EIO``, a Spinnaker error, reads that keep failing) closes the
+device and reopens it with back-off (0.1 s, doubling, at most 1 s apart: ``DriverOptions``), the
+reader thread waiting on its stop event meanwhile (no busy loop); a bad frame (a ``DecodeError``)
+costs that frame only. One log line per state change; diagnostics ``device.*`` (``state``,
+``reopens``, ``unplugs``, ``gone_s``, ``gone_total_s``, ``bad_frames``, ...) and the node's level:
+ERROR while the device is missing since the start, WARN while it is lost.
 """
 
 from __future__ import annotations
@@ -17,15 +26,20 @@ from typing import Any
 
 from sensor_msgs.msg import Image, Imu, TimeReference
 
+from rgbt.ros.diagnostics import NodeDiagnostics
 from rgbt.ros.image import image_to_cdr
 from rgbt.ros.messages import frame_info, imu, imu_sync_info
 from rgbt.ros.node import RgbtNode
 from rgbt.ros.options import DriverOptions
+from rgbt.sensors.reconnect import DeviceLink, DeviceRunner
 from rgbt.threadname import name_native_thread
 
 
 class DriverNode(RgbtNode):
-    """Subclasses implement :meth:`open_device` and :meth:`read_once` (called in a loop in a thread)."""
+    """Subclasses implement :meth:`open_device` (returns the device: anything with ``close()``,
+    raises when it cannot be opened) and :meth:`read_once` (one read, called in a loop in a
+    thread; raises the failure's class, see ``rgbt.sensors.reconnect``); :meth:`device_label` names
+    the device in log lines."""
 
     handles_frames = True
 
@@ -35,11 +49,19 @@ class DriverNode(RgbtNode):
         o = self.options
         self.clock = o.host_clock(log=self.get_logger().warn)
         self._stop = threading.Event()
-        self.device: Any = None
+        log = self.get_logger()
+        self.link = DeviceLink("", o.reconnect_policy(), log=log.warning, info=log.info)
+        self.runner = DeviceRunner(self.link, self.open_device, self.read_once, report=self.report_error,
+                                   label=self.device_label())
         self._thread = threading.Thread(target=self._loop, name=self.get_name(), daemon=True)
 
     def start(self) -> None:
         self._thread.start()
+
+    @property
+    def device(self) -> Any:
+        """The open device (what :meth:`open_device` returned), None while it is not open."""
+        return self.runner.device
 
     def to_wall(self, t_monotonic_ns: int) -> int:
         """A ``time.monotonic_ns`` reading of this driver on the ROS clock (system time)."""
@@ -47,6 +69,7 @@ class DriverNode(RgbtNode):
 
     def publish_diagnostics(self) -> None:
         self.diag.set_values("clock", self.clock.counters())
+        report_devices(self.diag, {"device": self.link})
         super().publish_diagnostics()
 
     def open_device(self) -> Any:
@@ -55,16 +78,17 @@ class DriverNode(RgbtNode):
     def read_once(self) -> None:
         raise NotImplementedError
 
+    def device_label(self) -> str:
+        """The device for log lines (default: the serial port option)."""
+        return self.options.port
+
     def _loop(self) -> None:
+        """Open (when due) and read until stopped, waiting on the stop event while the device is gone."""
         name_native_thread()
         while not self._stop.is_set():
-            try:
-                if self.device is None:
-                    self.device = self.open_device()
-                self.read_once()
-            except Exception as exc:  # noqa: BLE001 - a driver retries; the error is counted
-                self.report_error("device error", exc)
-                self._stop.wait(1.0)
+            wait_s = self.runner.step()
+            if wait_s > 0:
+                self._stop.wait(wait_s)
 
     # -- publishers ----------------------------------------------------------------------------
     def frame_publishers(self, camera: str) -> tuple[Any, Any]:
@@ -83,10 +107,7 @@ class DriverNode(RgbtNode):
         self._stop.set()
         if self._thread.is_alive():
             self._thread.join(timeout=5)
-        close = getattr(self.device, "close", None)
-        if close is not None:
-            close()
-        self.device = None
+        self.runner.close()
 
 
 class CameraDriverNode(DriverNode):
@@ -100,6 +121,18 @@ class CameraDriverNode(DriverNode):
         super().__init__(name, **kwargs)
         self.pubs = self.frame_publishers(self.options.camera)
         self.start()
+
+
+def report_devices(diag: NodeDiagnostics, links: dict[str, DeviceLink]) -> None:
+    """Each link's counters as ``<prefix>.<counter>`` diagnostics values (``prefix`` -> link), and
+    the node's level and message: those of the worst link (ERROR missing, WARN lost, OK)."""
+    level, message = 0, "ok"
+    for prefix, link in links.items():
+        diag.set_values(prefix, link.counters())
+        status = link.status()
+        if status[0] > level:
+            level, message = status
+    diag.level, diag.message = level, message
 
 
 def imu_messages(sample: Any, t_host_ns: int, frame_id: str) -> tuple[Imu, TimeReference]:

@@ -2,7 +2,8 @@
 
 ``tegrastats`` (Jetson) is read from a background process when the binary exists; ``jtop``
 (jetson-stats) is used when importable. Neither exists on a desktop: the report then holds
-psutil's figures only and says which sources were used.
+psutil's figures only and says which sources were used. :func:`device_status` sums up the devices
+the other nodes report on ``/diagnostics`` (``rgbt.sensors.reconnect``: open, lost, missing).
 """
 
 from __future__ import annotations
@@ -120,3 +121,28 @@ def health_statuses(report: dict) -> list[tuple[str, int, str, dict[str, str]]]:
     if jetson:
         out.append(("health/jetson", 0, "+".join(report["sources"]), jetson))
     return [(name, level, message, {k: str(v) for k, v in values.items()}) for name, level, message, values in out]
+
+
+#: a device's state (``device[.<kind>].state`` in a node's diagnostics) -> the health level
+DEVICE_LEVELS = {"missing": 2, "lost": 1}
+
+
+def device_status(peers: dict[str, dict[str, str]]) -> tuple[str, int, str, dict[str, str]]:
+    """``health/devices`` from the other nodes' diagnostics values (node name -> key -> value): every
+    device a node reports (``device.state``, or ``device.<kind>.state`` for a node with several) by
+    ``<node>`` or ``<node>/<kind>`` -> its state; ERROR while one is missing since its start, WARN
+    while one is lost, with how long it has been gone (``gone_s``)."""
+    states: dict[str, str] = {}
+    gone: list[str] = []
+    for node, values in sorted(peers.items()):
+        for key, state in sorted(values.items()):
+            if not (key.startswith("device.") and key.endswith(".state")):
+                continue
+            prefix = key[:-len("state")]
+            label = node + prefix[len("device"):-1].replace(".", "/")
+            states[label] = state
+            if state in DEVICE_LEVELS:
+                gone.append(f"{label} {state} {values.get(prefix + 'gone_s', '?')} s")
+    level = max((DEVICE_LEVELS.get(s, 0) for s in states.values()), default=0)
+    message = ", ".join(gone) if gone else f"{len(states)} open" if states else "no devices reported"
+    return "health/devices", level, message, states

@@ -10,14 +10,17 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Callable, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from rgbt.errors import ConfigError
 
 if TYPE_CHECKING:
     from rgbt.hostclock import WallClockOffset
+    from rgbt.sensors.reconnect import ReconnectPolicy
 
 QosName = Literal["sensor_data", "reliable", "latched"]
+#: the simulated stack's sample kinds (``rgbt.sim.simstack.KINDS``)
+SimKind = Literal["thermal", "color", "mono", "imu", "gnss", "global", "pose", "state", "trigger"]
 
 #: Topics between the (virtual or real) drivers and the trigger sync node: host-stamped frames and
 #: their frame counters. The sync node republishes the frames restamped on the stack topics.
@@ -114,8 +117,37 @@ class HostClockOptions(BaseModel):
                                log=log, **extra)
 
 
-class VirtualStackOptions(NodeOptions, HostClockOptions):
-    """Publishes ``rgbt.sim.SimStack.samples()`` at the real rate as the drivers would."""
+class ReconnectOptions(BaseModel):
+    """Devices that come and go (``rgbt.sensors.reconnect``): a device that fails or is missing is
+    closed and reopened after ``reopen_first_s``, each wait ``reopen_factor`` times the previous, at
+    most ``reopen_max_s`` apart (s); ``max_failed_reads`` failed reads in a row, or none good for
+    ``failed_read_timeout_s`` while they fail, count as the device gone (one bad frame costs only itself)."""
+
+    reopen_first_s: float = Field(0.1, gt=0)
+    reopen_factor: float = Field(2.0, ge=1)
+    reopen_max_s: float = Field(1.0, gt=0)
+    max_failed_reads: int = Field(5, ge=1)
+    failed_read_timeout_s: float = Field(1.0, gt=0)
+
+    @model_validator(mode="after")
+    def _max_not_below_first(self) -> "ReconnectOptions":
+        if self.reopen_max_s < self.reopen_first_s:
+            raise ValueError(f"reopen_max_s {self.reopen_max_s} is below reopen_first_s {self.reopen_first_s}: "
+                             "expected the longest wait >= the first")
+        return self
+
+    def reconnect_policy(self) -> "ReconnectPolicy":
+        """The core policy of these options."""
+        from rgbt.sensors.reconnect import ReconnectPolicy
+
+        return ReconnectPolicy(first_s=self.reopen_first_s, factor=self.reopen_factor, max_s=self.reopen_max_s,
+                               max_failed_reads=self.max_failed_reads,
+                               failed_read_timeout_s=self.failed_read_timeout_s)
+
+
+class VirtualStackOptions(NodeOptions, HostClockOptions, ReconnectOptions):
+    """Publishes ``rgbt.sim.SimStack.samples()`` at the real rate as the drivers would. The reopen
+    options (``ReconnectOptions``) drive the simulated unplug of a device (``rgbt.ros.devicecontrol``)."""
 
     sim: dict[str, Any] = Field(default_factory=dict)  # rgbt.sim.SimOptions fields
     realtime: bool = True  # False: as fast as possible
@@ -133,6 +165,13 @@ class VirtualStackOptions(NodeOptions, HostClockOptions):
     manifest_path: str = ""  # JSON: counts + CRC32 of every published frame, written at exit
     manifest_crc: bool = True  # the CRC32s (the fault bench's ground truth; ~0.1 of a core at full rate)
     exit_when_done: bool = False
+    # the sensor kinds this virtual stack publishes (rgbt.sim.simstack.KINDS; empty: all): publishers of
+    # the others are not created (several virtual stacks, one per driver, on one schedule anchor)
+    kinds: list[SimKind] = Field(default_factory=list)
+    # JSON {"t0_wall_ns", "t0_sim_ns"}: the wall time at which simulated host time t0_sim_ns is due. The first
+    # virtual stack to start writes it; a restarted one (or another one on the same anchor) plays on that
+    # timeline, skipping the samples already overdue by more than drop_late_s (0.1 s when drop_late_s is 0)
+    schedule_anchor_path: str = ""
 
 
 class TriggerSyncOptions(NodeOptions):
@@ -319,8 +358,9 @@ class HealthOptions(NodeOptions):
     live: ClassVar[frozenset[str]] = NodeOptions.live | {"period_s"}
 
 
-class MavlinkBridgeOptions(NodeOptions):
-    """MAVLink (UDP or serial) -> armed state, local pose, global position."""
+class MavlinkBridgeOptions(NodeOptions, ReconnectOptions):
+    """MAVLink (UDP or serial) -> armed state, local pose, global position; a serial link that is
+    missing or goes away is reopened with the back-off of ``ReconnectOptions``."""
 
     url: str = "udpin:127.0.0.1:14550"
     armed_topic: str = ARMED_TOPIC
@@ -342,8 +382,9 @@ class ThermalQueryOptions(NodeOptions):
     radiometry: dict[str, Any] = Field(default_factory=dict)
 
 
-class DriverOptions(NodeOptions, HostClockOptions):
-    """A hardware driver (VN-100, u-blox, Boson, Blackfly) over a serial port or SDK."""
+class DriverOptions(NodeOptions, HostClockOptions, ReconnectOptions):
+    """A hardware driver (VN-100, u-blox, Boson, Blackfly) over a serial port or SDK; a device that is
+    missing at start or goes away is retried with the back-off of ``ReconnectOptions``."""
 
     port: str = ""
     baud: int = 921600

@@ -35,7 +35,10 @@ def parameter_type(annotation: Any) -> Parameter.Type | None:
     if origin is Literal:
         return _SCALAR[type(typing.get_args(annotation)[0])]
     if origin in (list, tuple):
-        return _ARRAY[typing.get_args(annotation)[0]]
+        item = typing.get_args(annotation)[0]
+        if typing.get_origin(item) is Literal:  # e.g. list[Literal["thermal", ...]]: a string array
+            item = type(typing.get_args(item)[0])
+        return _ARRAY[item]
     if origin is dict or annotation is dict:
         return None
     if origin in (typing.Union, types.UnionType):  # e.g. float | None: the first concrete type

@@ -13,7 +13,8 @@ import time
 
 import yaml
 
-from rgbt.errors import ConfigError
+from rgbt.errors import ConfigError, DecodeError
+from rgbt.sensors.reconnect import DeviceError, ReadFailed
 
 
 def spinnaker_params(stack, camera: str = "color", exposure_us: float | None = None,  # noqa: ANN001
@@ -61,10 +62,19 @@ def spinnaker_params_yaml(stack, camera: str = "color", **kw) -> str:  # noqa: A
     return header + yaml.safe_dump({node: {"ros__parameters": spinnaker_params(stack, camera, **kw)}}, sort_keys=False)
 
 
+#: Spinnaker's error code of GetNextImage when no image came within its timeout
+SPINNAKER_ERR_TIMEOUT = -1011
+
+
 class PySpinSource:
     """Frames from a Blackfly through PySpin (only when PySpin is importable).
 
-    ``read() -> (image, frame_id, t_host_ns) | None`` with the chunk FrameID as frame counter.
+    ``read() -> (image, frame_id, t_host_ns)`` with the chunk FrameID as frame counter. Failures say
+    what they mean to a driver loop (``rgbt.sensors.reconnect``): a camera that is not there or cannot
+    be initialised, and any Spinnaker error while reading, raise
+    :class:`~rgbt.sensors.reconnect.DeviceError` (the source is closed and opened again); no image
+    within ``timeout_ms`` raises :class:`~rgbt.sensors.reconnect.ReadFailed`; an incomplete image
+    raises ``DecodeError`` (a bad frame). A failed open releases what it took (camera, system).
     """
 
     def __init__(self, params: dict, index: int = 0) -> None:
@@ -73,11 +83,26 @@ class PySpinSource:
         except ImportError as exc:
             raise ConfigError("PySpin", "import", str(exc), "the Spinnaker Python bindings installed") from exc
         self._ps = PySpin
+        self.index = index
+        self.cam = None
+        self._cams = None
         self.system = PySpin.System.GetInstance()
-        cams = self.system.GetCameras()
-        if cams.GetSize() <= index:
-            raise ConfigError("PySpin", "camera index", index, f"< {cams.GetSize()} cameras found")
-        self.cam = cams.GetByIndex(index)
+        try:
+            self._open(params)
+        except PySpin.SpinnakerException as exc:
+            self.close()
+            raise DeviceError(f"Blackfly (camera index {index}): cannot open: {exc}") from exc
+        except BaseException:
+            self.close()
+            raise
+
+    def _open(self, params: dict) -> None:
+        PySpin = self._ps
+        self._cams = self.system.GetCameras()
+        if self._cams.GetSize() <= self.index:
+            raise DeviceError(f"Blackfly: camera index {self.index}: {self._cams.GetSize()} camera(s) found "
+                              "(is it attached?)")
+        self.cam = self._cams.GetByIndex(self.index)
         self.cam.Init()
         nm = self.cam.GetNodeMap()
         for node, value in (("TriggerMode", "Off"), ("TriggerSelector", params["trigger_selector"]),
@@ -93,17 +118,44 @@ class PySpinSource:
         self.cam.BeginAcquisition()
 
     def read(self, timeout_ms: int = 1000):  # noqa: ANN201
-        img = self.cam.GetNextImage(timeout_ms)
+        error = self._ps.SpinnakerException
+        try:
+            img = self.cam.GetNextImage(timeout_ms)
+        except error as exc:
+            if getattr(exc, "errorcode", None) == SPINNAKER_ERR_TIMEOUT:
+                raise ReadFailed(f"Blackfly {self.index}: no image in {timeout_ms} ms") from exc
+            raise DeviceError(f"Blackfly {self.index}: {exc}") from exc
         t_host = time.monotonic_ns()
         try:
             if img.IsIncomplete():
-                return None
+                raise DecodeError(f"Blackfly {self.index}: incomplete image (status {img.GetImageStatus()}), "
+                                  "expected a complete one")
             return img.GetNDArray().copy(), int(img.GetChunkData().GetFrameID()), t_host
+        except error as exc:
+            raise DeviceError(f"Blackfly {self.index}: {exc}") from exc
         finally:
-            img.Release()
+            try:
+                img.Release()
+            except error:
+                pass  # the camera is gone: the caller closes it
 
     def close(self) -> None:
-        self.cam.EndAcquisition()
-        self.cam.DeInit()
-        del self.cam
-        self.system.ReleaseInstance()
+        """Stop, de-initialise and release everything (each step may fail on a camera that is gone)."""
+        error = self._ps.SpinnakerException
+        cam, self.cam = self.cam, None
+        if cam is not None:
+            for step in (cam.EndAcquisition, cam.DeInit):
+                try:
+                    step()
+                except error:
+                    pass
+            del cam
+        cams, self._cams = self._cams, None
+        if cams is not None:
+            cams.Clear()
+        system, self.system = self.system, None
+        if system is not None:
+            try:
+                system.ReleaseInstance()
+            except error:
+                pass

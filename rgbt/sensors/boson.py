@@ -20,6 +20,7 @@ at the last FFC (u32 at byte 88) and the FPA temperature (K x 10, u16 at byte 94
 
 from __future__ import annotations
 
+import os
 import struct
 import time
 from dataclasses import dataclass
@@ -30,6 +31,7 @@ import numpy as np
 
 from rgbt.errors import DecodeError
 from rgbt.sensors.crc import crc16_ccitt
+from rgbt.sensors.reconnect import DeviceError, ReadFailed
 from rgbt.sensors.serial_link import SerialLink
 
 START, END, ESC = 0x8E, 0xAE, 0x9E
@@ -341,13 +343,19 @@ class V4l2Options:
     height: int = 512
     telemetry: str = "top"  # "top", "bottom" or "none"
     telemetry_byte_order: str = ">"
+    read_timeout_ms: int = 1000  # a read without a frame for this long fails (0: OpenCV's default, 10 s)
 
 
 class V4l2Source:
     """Boson / ADK over USB (UVC) through OpenCV's V4L2 backend, raw Y16, no RGB conversion.
 
     Without telemetry the frame counter is the host's count of frames read (drops before
-    the host are then invisible: enable telemetry for restamping).
+    the host are then invisible: enable telemetry for restamping). Failures say what they mean
+    to a driver loop (``rgbt.sensors.reconnect``): a device that cannot be opened, or whose device
+    node is gone when a read fails (unplugged), raises :class:`~rgbt.sensors.reconnect.DeviceError`;
+    a read that returns no frame (``read_timeout_ms`` passed, a transient error) raises
+    :class:`~rgbt.sensors.reconnect.ReadFailed`; a frame of the wrong shape raises ``DecodeError``
+    (a bad frame).
     """
 
     def __init__(self, options: V4l2Options, control: BosonControl | None = None) -> None:
@@ -355,24 +363,35 @@ class V4l2Source:
 
         self.options = options
         self.control = control
+        if options.device.startswith("/") and not os.path.exists(options.device):
+            raise DeviceError(f"V4L2 {options.device}: no such device (is the camera attached?)")
         cap = cv2.VideoCapture(options.device, cv2.CAP_V4L2)
         if not cap.isOpened():
-            raise DecodeError(f"V4L2 {options.device}: cannot open (is the camera attached?)")
+            raise DeviceError(f"V4L2 {options.device}: cannot open (is the camera attached?)")
         cap.set(cv2.CAP_PROP_FOURCC, cv2.VideoWriter_fourcc(*"Y16 "))
         cap.set(cv2.CAP_PROP_CONVERT_RGB, 0)
         cap.set(cv2.CAP_PROP_BUFFERSIZE, 1)
+        if options.read_timeout_ms > 0 and hasattr(cv2, "CAP_PROP_READ_TIMEOUT_MSEC"):
+            cap.set(cv2.CAP_PROP_READ_TIMEOUT_MSEC, options.read_timeout_ms)
         extra = 0 if options.telemetry == "none" else 1
         cap.set(cv2.CAP_PROP_FRAME_WIDTH, options.width)
         cap.set(cv2.CAP_PROP_FRAME_HEIGHT, options.height + extra)
         self.cap = cap
         self._count = 0
 
-    def read(self) -> ThermalFrame | None:
+    def read(self) -> ThermalFrame:
         ok, frame = self.cap.read()
         t_host = time.monotonic_ns()
         if not ok or frame is None:
-            return None
-        img = np.asarray(frame).view(np.uint16).reshape(-1, self.options.width)
+            device = self.options.device
+            if device.startswith("/") and not os.path.exists(device):
+                raise DeviceError(f"V4L2 {device}: device node gone (unplugged)")
+            raise ReadFailed(f"V4L2 {device}: no frame (read failed or timed out after {self.options.read_timeout_ms} ms)")
+        try:
+            img = np.asarray(frame).view(np.uint16).reshape(-1, self.options.width)
+        except ValueError as exc:
+            raise DecodeError(f"V4L2 {self.options.device}: frame of {np.asarray(frame).nbytes} bytes: expected rows "
+                              f"of {self.options.width} uint16 ({exc})") from None
         return split_frame(img, t_host, self.options, host_count=self._next())
 
     def _next(self) -> int:

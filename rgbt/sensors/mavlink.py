@@ -261,17 +261,19 @@ class Autopilot:
     """A live MAVLink link with mavros-like outputs.
 
     ``clock`` returns the time in ns used to stamp outputs (default ``time.time_ns``: the
-    host wall clock, like a tlog); tests replaying a log pass the log's clock.
+    host wall clock, like a tlog); tests replaying a log pass the log's clock. ``arm``: the tracker
+    of an earlier link to keep (a reopened link stays locked to the same vehicle).
     """
 
-    def __init__(self, options: MavlinkOptions, clock: Callable[[], int] = time.time_ns) -> None:
+    def __init__(self, options: MavlinkOptions, clock: Callable[[], int] = time.time_ns,
+                 arm: ArmTracker | None = None) -> None:
         from pymavlink import mavutil
 
         self.options = options
         self.clock = clock
         self.conn = mavutil.mavlink_connection(options.url, baud=options.baudrate, dialect="ardupilotmega",
                                                source_system=options.source_system, autoreconnect=True)
-        self.arm = ArmTracker()
+        self.arm = arm if arm is not None else ArmTracker()
         self.counts: Counter[str] = Counter()
         self.state: State | None = None
         self.fix: GlobalFix | None = None

@@ -591,8 +591,13 @@ class Vn100:
 
     On every (re)connection the configuration is written again. Samples whose device time
     does not increase (a replay after reconnect, a duplicate) are dropped and counted, so
-    the output never has duplicated or reordered samples.
+    the output never has duplicated or reordered samples; a device time more than
+    :attr:`RESTART_NS` before the last one is the sensor restarting (power-cycled with its USB
+    adapter): taken, counted in ``restarts``. A driver that makes a new ``Vn100`` for a reopened
+    port passes the last device time on (``last_t_sensor_ns``).
     """
+
+    RESTART_NS = 1_000_000_000  # a replay repeats well under a second; a restarted clock goes back further
 
     def __init__(self, options: Vn100Options, link: SerialLink | None = None) -> None:
         self.options = options
@@ -601,6 +606,7 @@ class Vn100:
         self.parser = Vn100Parser(ascii=True)
         self.last_t_sensor_ns: int | None = None
         self.duplicates_dropped = 0
+        self.restarts = 0  # the device clock started again (a power cycle)
         self.untimed_packets = 0  # valid packets without TimeStartup (another output configuration)
         self.errors: list[str] = []
         self.configured = False
@@ -649,9 +655,12 @@ class Vn100:
                 self.untimed_packets += 1
                 continue
             s = sample_from_packet(item, t_host)
-            if self.last_t_sensor_ns is not None and s.t_sensor_ns <= self.last_t_sensor_ns:
-                self.duplicates_dropped += 1
-                continue
+            last = self.last_t_sensor_ns
+            if last is not None and s.t_sensor_ns <= last:
+                if last - s.t_sensor_ns <= self.RESTART_NS:
+                    self.duplicates_dropped += 1
+                    continue
+                self.restarts += 1
             self.last_t_sensor_ns = s.t_sensor_ns
             out.append(s)
         return out

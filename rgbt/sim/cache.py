@@ -24,7 +24,7 @@ import shutil
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Callable, Iterable, Iterator
 
 import numpy as np
 
@@ -105,8 +105,12 @@ class SimCache:
     def __len__(self) -> int:
         return len(self._samples)
 
-    def samples(self) -> Iterator:
+    def samples(self, kinds: Iterable[str] | None = None) -> Iterator:
+        """The samples of ``kinds`` (default: all), as ``SimStack.samples``."""
+        wanted = None if kinds is None else set(kinds)
         for s in self._samples:
+            if wanted is not None and s.kind not in wanted:
+                continue
             ref = s.data
             if isinstance(ref, FrameRef):
                 dtype = np.dtype(ref.dtype)

@@ -1,11 +1,23 @@
-"""Pace simulated samples at real rate (the live mode a virtual-stack publisher uses)."""
+"""Pace simulated samples at real rate (the live mode a virtual-stack publisher uses).
+
+Besides pacing: :class:`DeviceBuffer` (what a stalled driver still finds), and the timeline shared by
+several players of one run (:class:`ScheduleAnchor`, :func:`schedule_anchor`, :class:`CatchUp`): a
+restarted virtual stack, or one of several that each publish some sensor kinds, plays on the wall-clock
+timeline the first one started, skipping what is already overdue, as real sensors that kept producing
+while no driver read them.
+"""
 
 from __future__ import annotations
 
 import heapq
 import itertools
+import json
+import os
 import time
-from typing import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from typing import Callable, Iterable, Iterator, Union
+
+from rgbt.errors import ConfigError
 
 from rgbt.sim.simstack import SimSample
 
@@ -49,10 +61,11 @@ def preload(samples: Iterable[SimSample], seconds: float,
 
 def paced(samples: Iterable[SimSample], *, speed: float = 1.0, skip_dropped: bool = True,
           clock: Callable[[], int] = time.monotonic_ns, sleep: Callable[[float], object] = time.sleep,
-          start_ns: int | None = None) -> Iterator[tuple[SimSample, int]]:
+          start_ns: Union[int, Callable[[SimSample], int], None] = None) -> Iterator[tuple[SimSample, int]]:
     """Yield ``(sample, due_ns)`` in host-arrival order, each when its ``t_host_ns`` comes, at
     ``speed`` times real time: what a driver would hand over. ``due_ns`` is the hand-over time on
-    ``clock`` (the first sample is due at ``start_ns``, default: when it is ready). Dropped frames
+    ``clock`` (the first sample is due at ``start_ns``, default: when it is ready; a function of the
+    first sample, e.g. :meth:`ScheduleAnchor.due_ns` of a shared timeline). Dropped frames
     are skipped unless ``skip_dropped`` is False (a publisher must not publish them). If generation
     falls behind, samples are yielded as soon as they are ready (never dropped); ``sleep`` may return
     early (e.g. a stop event's ``wait``)."""
@@ -82,3 +95,73 @@ class DeviceBuffer:
         self._last_ns = now_ns
         self._stalled = bool(self.hold_ns) and (self._stalled or stall) and now_ns - due_ns > self.hold_ns
         return self._stalled
+
+
+@dataclass(frozen=True)
+class ScheduleAnchor:
+    """One wall-clock timeline for every player of a simulated run: simulated host time ``t0_sim_ns``
+    is due at wall time ``t0_wall_ns`` (``time.time_ns``), and every other one as far from it."""
+
+    t0_wall_ns: int
+    t0_sim_ns: int
+
+    def due_ns(self, t_sim_ns: int) -> int:
+        """The wall time (ns) at which simulated host time ``t_sim_ns`` is due."""
+        return self.t0_wall_ns + t_sim_ns - self.t0_sim_ns
+
+
+def schedule_anchor(path: str, proposed: ScheduleAnchor) -> tuple[ScheduleAnchor, bool]:
+    """The anchor in ``path`` (JSON ``{"t0_wall_ns", "t0_sim_ns"}``), or ``proposed`` written there
+    when there is none yet; True when this call wrote it. Written whole and only once (a complete
+    temporary file hard-linked to ``path``): of several players starting together the first wins and
+    the others read its anchor. A malformed file raises :class:`ConfigError` naming it."""
+    try:
+        return _read_anchor(path), False
+    except FileNotFoundError:
+        pass
+    tmp = f"{path}.{os.getpid()}.tmp"
+    try:
+        with open(tmp, "w") as fh:
+            json.dump({"t0_wall_ns": proposed.t0_wall_ns, "t0_sim_ns": proposed.t0_sim_ns}, fh)
+            fh.flush()
+            os.fsync(fh.fileno())
+        try:
+            os.link(tmp, path)
+        except FileExistsError:  # another player wrote it first: its timeline
+            return _read_anchor(path), False
+    finally:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+    return proposed, True
+
+
+def _read_anchor(path: str) -> ScheduleAnchor:
+    with open(path) as fh:
+        text = fh.read()
+    try:
+        data = json.loads(text)
+        return ScheduleAnchor(int(data["t0_wall_ns"]), int(data["t0_sim_ns"]))
+    except (ValueError, TypeError, KeyError) as exc:
+        raise ConfigError(path, "schedule anchor", text[:200],
+                          f'JSON {{"t0_wall_ns": <int>, "t0_sim_ns": <int>}} ({type(exc).__name__}: {exc})') from None
+
+
+class CatchUp:
+    """A player joining a timeline that already runs (a restart, or a second player on the same
+    anchor): :meth:`skip` is True for the samples overdue by more than ``tolerance_s`` when they come
+    up, until the first that is not; from then on it is always False (later lateness is another
+    matter: :class:`DeviceBuffer`)."""
+
+    def __init__(self, tolerance_s: float) -> None:
+        self.tolerance_ns = int(tolerance_s * 1e9)
+        self.joined = False
+
+    def skip(self, now_ns: int, due_ns: int) -> bool:
+        if self.joined:
+            return False
+        if now_ns - due_ns > self.tolerance_ns:
+            return True
+        self.joined = True
+        return False

@@ -28,3 +28,16 @@ def test_due_times_follow_item_times_at_speed_and_late_items_are_not_skipped() -
 def test_speed_must_be_positive() -> None:
     with pytest.raises(ValueError, match="speed"):
         next(pace([1], int, speed=0))
+
+
+def test_the_start_may_depend_on_the_first_item() -> None:
+    """A shared timeline (a schedule anchor) puts the first item where it belongs, known only once it is."""
+    now = [0]
+    seen = []
+
+    def start(first: int) -> int:
+        seen.append(first)
+        return 7_000 + first
+
+    out = [due for _, due in pace([100, 300], int, clock=lambda: now[0], sleep=lambda s: None, start_ns=start)]
+    assert seen == [100] and out == [7_100, 7_300]

@@ -4,64 +4,15 @@ protocol (ASCII register writes answered with their echo, binary packets once re
 from __future__ import annotations
 
 import os
-import threading
 import time
 import tty
 from pathlib import Path
 
 import pytest
 
-from rgbt.sensors import vn100
+from helpers import EmulatedVn100, PtyDevice
 
 pytestmark = pytest.mark.ros
-
-
-class EmulatedVn100(threading.Thread):
-    """The sensor side of a pty: echoes register writes, then streams 200 Hz binary packets with
-    TimeStartup, TimeSyncIn and SyncInCnt of a 60 Hz trigger."""
-
-    def __init__(self, link_path: Path) -> None:
-        super().__init__(daemon=True)
-        self.master, slave = os.openpty()
-        tty.setraw(slave)
-        self.slave = slave
-        os.symlink(os.ttyname(slave), link_path)
-        self.layout = vn100.layout_from_names(vn100.DEFAULT_OUTPUT)
-        self.stop = threading.Event()
-        self.sent = 0
-
-    def packet(self, i: int) -> bytes:
-        t = 1_000_000_000 + 5_000_000 * i  # 200 Hz on the sensor clock
-        pulse = t * 60 // 1_000_000_000  # a 60 Hz trigger on the same clock
-        return vn100.encode_packet(self.layout, {
-            ("common", "TimeStartup"): t, ("common", "TimeSyncIn"): t - pulse * 1_000_000_000 // 60,
-            ("common", "Quaternion"): (0.0, 0.0, 0.0, 1.0), ("common", "AngularRate"): (0.01, 0.0, -0.01),
-            ("common", "Accel"): (0.0, 0.0, -9.81), ("common", "MagPres"): (0.2, 0.0, 0.4, 25.0, 101.3),
-            ("common", "SyncInCnt"): pulse})
-
-    def run(self) -> None:
-        buf, streaming, next_t = b"", False, time.monotonic()
-        while not self.stop.is_set():
-            try:
-                buf += os.read(self.master, 4096)
-            except BlockingIOError:
-                pass
-            while b"\n" in buf:
-                line, _, buf = buf.partition(b"\n")
-                msg = vn100.parse_ascii(line)
-                os.write(self.master, vn100.ascii_command(",".join((msg.kind, *msg.fields))))
-                streaming |= msg.kind == "VNWRG" and msg.fields[0] == "75"
-            if streaming and time.monotonic() >= next_t:
-                os.write(self.master, self.packet(self.sent))
-                self.sent += 1
-                next_t += 0.005
-            time.sleep(0.001)
-
-    def close(self) -> None:
-        self.stop.set()
-        self.join(2)
-        os.close(self.master)
-        os.close(self.slave)
 
 
 def test_vn100_node_publishes_imu_and_syncin_from_the_sensor_protocol(ros_env: dict, tmp_path: Path) -> None:
@@ -76,8 +27,7 @@ def test_vn100_node_publishes_imu_and_syncin_from_the_sensor_protocol(ros_env: d
     from rgbt.ros.stamps import stamp_to_ns
 
     port = tmp_path / "ttyVN100"
-    device = EmulatedVn100(port)
-    os.set_blocking(device.master, False)
+    device = EmulatedVn100(PtyDevice(port))
     device.start()
     context = rclpy.Context()
     rclpy.init(context=context)

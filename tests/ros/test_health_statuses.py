@@ -26,3 +26,19 @@ def test_levels_warn_and_error() -> None:
     assert out["health/memory"][0] == 1 and out["health/disk"][0] == 2
     assert out["health/temperatures"] == (1, "hot: gpu")
     assert "health/jetson" in out
+
+
+def test_devices_the_nodes_report_are_summed_up() -> None:
+    from rgbt.ros.health import device_status
+
+    peers = {"thermal_camera": {"device.state": "lost", "device.gone_s": "2.500", "errors": "0"},
+             "vn100": {"device.state": "open", "device.gone_s": "0.000"},
+             "virtual_stack": {"device.thermal.state": "missing", "device.thermal.gone_s": "4.000"},
+             "recorder": {"supervisor.restarts": "0"}}
+    name, level, message, values = device_status(peers)
+    assert name == "health/devices" and level == 2
+    assert values == {"thermal_camera": "lost", "vn100": "open", "virtual_stack/thermal": "missing"}
+    assert message == "thermal_camera lost 2.500 s, virtual_stack/thermal missing 4.000 s"
+    assert device_status({"vn100": peers["vn100"]})[1:3] == (0, "1 open")
+    assert device_status({"thermal_camera": peers["thermal_camera"]})[1] == 1
+    assert device_status({})[2] == "no devices reported"

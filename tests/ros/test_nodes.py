@@ -287,7 +287,7 @@ def test_mavlink_bridge_on_the_real_tlog_locks_to_the_vehicle(ros_env: dict, fix
         g.close()
     changes = [a for i, a in enumerate(armed) if i == 0 or a != armed[i - 1]]
     assert changes == [False, True, False], armed
-    assert node.autopilot.arm.sysid == 1
+    assert node.arm.sysid == 1
     assert poses and fixes
     q = poses[-1].pose.orientation
     assert (q.x ** 2 + q.y ** 2 + q.z ** 2 + q.w ** 2) == pytest.approx(1.0)

@@ -205,7 +205,56 @@ def test_cli_boson_status_and_ffc(pty_device, rgbt_cli):
 
 
 def test_v4l2_source_reports_a_missing_camera(tmp_path):
-    from rgbt.errors import DecodeError
+    from rgbt.sensors.reconnect import DeviceError
 
-    with pytest.raises(DecodeError, match="cannot open"):
+    with pytest.raises(DeviceError, match="no such device"):
         b.V4l2Source(b.V4l2Options(device=str(tmp_path / "video99")))
+    (tmp_path / "video0").write_bytes(b"")  # there, but not a camera
+    with pytest.raises(DeviceError, match="cannot open"):
+        b.V4l2Source(b.V4l2Options(device=str(tmp_path / "video0")))
+
+
+def test_v4l2_read_failures_say_bad_frame_no_frame_or_unplugged(tmp_path, monkeypatch):
+    """What a driver loop needs to tell apart (rgbt.sensors.reconnect). No V4L2 camera here: OpenCV's
+    capture is replaced by one that returns what ``cv2.VideoCapture.read`` returns on the hardware."""
+    import cv2
+
+    from rgbt.errors import DecodeError
+    from rgbt.sensors.reconnect import DeviceError, ReadFailed, classify
+
+    node = tmp_path / "video0"
+    node.write_bytes(b"")
+    reads = [(True, np.zeros((1, 640 * 513 * 2), np.uint8)), (True, np.zeros((1, 999), np.uint8)),
+             (True, np.zeros((1, 640 * 100 * 2), np.uint8)), (False, None), (False, None)]
+    settings = {}
+
+    class Capture:
+        def __init__(self, device, api):
+            assert (device, api) == (str(node), cv2.CAP_V4L2)
+
+        def isOpened(self):
+            return True
+
+        def set(self, prop, value):
+            settings[prop] = value
+            return True
+
+        def read(self):
+            return reads.pop(0)
+
+        def release(self):
+            pass
+
+    monkeypatch.setattr(cv2, "VideoCapture", Capture)
+    src = b.V4l2Source(b.V4l2Options(device=str(node), telemetry="bottom", read_timeout_ms=500))
+    assert settings[cv2.CAP_PROP_READ_TIMEOUT_MSEC] == 500  # a camera that stops sending fails the read
+    assert src.read().image.shape == (512, 640)
+    for _ in range(2):  # an odd-sized buffer, a frame of 100 rows: bad frames
+        with pytest.raises(DecodeError) as bad:
+            src.read()
+        assert classify(bad.value) == "bad_frame"
+    with pytest.raises(ReadFailed, match="no frame"):
+        src.read()
+    node.unlink()  # unplugged: the device node went away
+    with pytest.raises(DeviceError, match="gone"):
+        src.read()

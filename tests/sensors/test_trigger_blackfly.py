@@ -134,3 +134,96 @@ def test_pyspin_source_needs_pyspin():
             blackfly.PySpinSource(blackfly.spinnaker_params(_stack(), "color"))
     else:  # pragma: no cover - only where the Spinnaker SDK is installed
         pytest.skip("PySpin installed: covered on the hardware")
+
+
+class _FakePySpin:
+    """The parts of PySpin that PySpinSource uses, behaving as the SDK does when a camera is there, is
+    not, or goes away (no Spinnaker SDK or camera here): errors are SpinnakerException with an errorcode."""
+
+    class SpinnakerException(Exception):
+        def __init__(self, message, errorcode):
+            super().__init__(message)
+            self.errorcode = errorcode
+
+    def __init__(self, cameras):
+        self.cameras, self.released = cameras, 0
+        fake = self
+
+        class System:
+            @staticmethod
+            def GetInstance():
+                return fake
+
+        self.System = System
+        node = SimpleNamespace(GetEntryByName=lambda _n: SimpleNamespace(GetValue=lambda: 0),
+                               SetIntValue=lambda _v: None, SetValue=lambda _v: None)
+        self.CEnumerationPtr = self.CBooleanPtr = self.CFloatPtr = lambda _node: node
+
+    def GetCameras(self):
+        cams = list(self.cameras)
+        return SimpleNamespace(GetSize=lambda: len(cams), GetByIndex=lambda i: cams[i], Clear=cams.clear)
+
+    def ReleaseInstance(self):
+        self.released += 1
+
+
+class _FakeCamera:
+    def __init__(self, images):
+        self.images, self.state = images, []
+
+    def Init(self):
+        self.state.append("init")
+
+    def GetNodeMap(self):
+        return SimpleNamespace(GetNode=lambda name: name)
+
+    def BeginAcquisition(self):
+        self.state.append("begin")
+
+    def EndAcquisition(self):
+        self.state.append("end")
+
+    def DeInit(self):
+        self.state.append("deinit")
+
+    def GetNextImage(self, timeout_ms):
+        item = self.images.pop(0)
+        if isinstance(item, Exception):
+            raise item
+        return item
+
+
+def _image(incomplete=False, frame_id=7):
+    import numpy as np
+
+    return SimpleNamespace(IsIncomplete=lambda: incomplete, GetImageStatus=lambda: 4, Release=lambda: None,
+                           GetNDArray=lambda: np.zeros((600, 960, 3), np.uint8),
+                           GetChunkData=lambda: SimpleNamespace(GetFrameID=lambda: frame_id))
+
+
+def test_pyspin_source_failures_say_bad_frame_no_image_or_camera_gone(monkeypatch):
+    import sys
+
+    from rgbt.sensors.reconnect import DeviceError, ReadFailed
+
+    params = blackfly.spinnaker_params(_stack(), "color")
+    spin = _FakePySpin([])
+    monkeypatch.setitem(sys.modules, "PySpin", spin)
+    with pytest.raises(DeviceError, match="0 camera"):  # not attached: retried by the driver, not a config error
+        blackfly.PySpinSource(params)
+    assert spin.released == 1  # a failed open releases the system
+    exc = spin.SpinnakerException
+    cam = _FakeCamera([_image(frame_id=7), _image(incomplete=True), exc("timeout", blackfly.SPINNAKER_ERR_TIMEOUT),
+                       exc("camera removed", -1010)])
+    spin.cameras = [cam]
+    src = blackfly.PySpinSource(params)
+    assert src.read()[1] == 7
+    with pytest.raises(DecodeError, match="incomplete"):
+        src.read()
+    with pytest.raises(ReadFailed, match="no image"):
+        src.read()
+    with pytest.raises(DeviceError, match="camera removed"):
+        src.read()
+    cam.EndAcquisition = lambda: (_ for _ in ()).throw(exc("not streaming", -1002))  # closing a camera that is gone
+    src.close()
+    assert cam.state[-1] == "deinit" and spin.released == 2 and src.cam is None

@@ -256,3 +256,30 @@ def test_cli_vn100_live_against_pty_sensor(pty_device, rgbt_cli):
         device.join(2)
     assert out["samples"] > 50 and out["rate_hz"] == pytest.approx(200.0, rel=1e-6)
     assert out["crc_failures"] == 0 and out["connects"] == 1 and out["errors"] == []
+
+
+def test_a_replay_is_dropped_but_a_restarted_sensor_clock_is_taken():
+    """After a reopen the sensor may repeat what the USB adapter held (device times just before the
+    last: dropped) or have restarted with its adapter (its clock seconds back: taken, counted)."""
+
+    class Link:  # the serial port: hands over the queued bytes
+        connected = True
+
+        def __init__(self, chunks):
+            self.chunks = chunks
+
+        def poll(self):
+            return True
+
+        def read(self, max_bytes=4096, timeout=0.05):
+            return self.chunks.pop(0) if self.chunks else b""
+
+    lay = _stream_layout()
+    # indices: 5 ms apart from 1 s of device time; 394 -> 2.97 s, a replay of 390..393, then 0 -> 1.0 s
+    order = [390, 391, 392, 393, 394, 392, 393, 0, 1]
+    driver = vn100.Vn100(vn100.Vn100Options(port="unused"), Link([_sample_packet(lay, i) for i in order]))
+    got = []
+    for _ in order:
+        got += driver.read()
+    assert [s.t_sensor_ns for s in got] == [1_000_000_000 + 5_000_000 * i for i in (390, 391, 392, 393, 394, 0, 1)]
+    assert driver.duplicates_dropped == 2 and driver.restarts == 1

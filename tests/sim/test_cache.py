@@ -37,6 +37,10 @@ def test_a_cache_plays_every_sample_of_the_run_bit_for_bit(tmp_path: Path) -> No
         assert _same(a.data, b.data), (a.kind, a.seq)
     frame = next(s.data for s in played if s.kind == "thermal")
     assert not frame.flags.writeable  # the memory-mapped file is read only
+    # some kinds only (a virtual stack's `kinds`): the same samples as the simulator's of those kinds
+    some = list(cache.samples(["thermal", "imu"]))
+    assert [(s.kind, s.t_host_ns) for s in some] == [(s.kind, s.t_host_ns) for s in
+                                                     SimStack(OPTIONS).samples(["thermal", "imu"])]
 
 
 def test_a_cache_is_only_played_for_the_options_it_was_rendered_for(tmp_path: Path) -> None:

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import json
+import typing
+
 import numpy as np
+import pytest
 
 from rgbt.sim import SimOptions, SimStack
 from rgbt.sim.live import host_order, paced, preload
@@ -92,3 +96,31 @@ def test_a_loop_that_is_only_slow_loses_nothing_and_hold_zero_never_drops() -> N
     assert not any(slow.overflowed(2 * t, t) for t in range(0, 5000 * ms, 5 * ms))
     never = DeviceBuffer(0.0, now_ns=0)
     assert not never.overflowed(10_000 * ms, 0) and not never.overflowed(10_001 * ms, 1 * ms)
+
+
+def test_the_first_player_writes_the_schedule_anchor_and_the_others_read_it(tmp_path) -> None:
+    from rgbt.errors import ConfigError
+    from rgbt.ros.options import SimKind
+    from rgbt.sim.live import ScheduleAnchor, schedule_anchor
+    from rgbt.sim.simstack import KINDS
+
+    path = str(tmp_path / "anchor.json")
+    first, written = schedule_anchor(path, ScheduleAnchor(5_000_000_000, 100))
+    assert written and first == ScheduleAnchor(5_000_000_000, 100)
+    assert json.loads((tmp_path / "anchor.json").read_text()) == {"t0_wall_ns": 5_000_000_000, "t0_sim_ns": 100}
+    again, written = schedule_anchor(path, ScheduleAnchor(9_000_000_000, 7))  # a restart: the first one's timeline
+    assert not written and again == first and again.due_ns(1_100) == 5_000_001_000
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["anchor.json"]  # no temporary file left
+    (tmp_path / "anchor.json").write_text('{"t0_wall_ns": "soon"}')
+    with pytest.raises(ConfigError, match="t0_sim_ns"):
+        schedule_anchor(path, first)
+    assert typing.get_args(SimKind) == KINDS  # VirtualStackOptions.kinds takes exactly the simulator's kinds
+
+
+def test_catch_up_skips_what_is_overdue_until_one_is_on_time() -> None:
+    from rgbt.sim.live import CatchUp
+
+    catch_up = CatchUp(0.1)
+    now = 10_000_000_000
+    assert [catch_up.skip(now, due) for due in (now - 900_000_000, now - 150_000_000, now - 50_000_000,
+                                                now - 500_000_000)] == [True, True, False, False]
