@@ -264,6 +264,9 @@ class VirtualStackNode(RgbtNode):
             self.pubs["trigger"].publish(time_reference(t_host, t_true, str(int(s.seq))))
             self._count("trigger")
 
+    def stop_producing(self) -> None:
+        self._stop.set()
+
     def close(self) -> None:
         self._stop.set()
         self._thread.join(timeout=5)

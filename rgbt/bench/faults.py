@@ -211,8 +211,9 @@ class Flight:
         self.members = {g: [s.name for s in nodes] for g, nodes in processes(specs).items()}
 
     def env(self) -> dict[str, str]:
+        from rgbt.ros.devicecontrol import DEVICE_CONTROL_ENV
         from rgbt.ros.profile import profile_env
-        from rgbt.ros.wallstep import DEVICE_CONTROL_ENV, WALL_STEP_ENV
+        from rgbt.ros.wallstep import WALL_STEP_ENV
 
         return {**profile_env(self.profile), WALL_STEP_ENV: str(self.step_file),
                 DEVICE_CONTROL_ENV: str(self.device_control)}

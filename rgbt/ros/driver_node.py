@@ -103,6 +103,9 @@ class DriverNode(RgbtNode):
         pubs[0].publish(image_to_cdr(image, t_host_ns, cam.frame_id, cam.encoding))  # serialized once
         self.diag.topic(cam.topic).tick(time.time_ns() - t_host_ns)
 
+    def stop_producing(self) -> None:
+        self._stop.set()
+
     def close(self) -> None:
         self._stop.set()
         if self._thread.is_alive():

@@ -133,6 +133,7 @@ class _Ear:
     deaf_since_ns: int | None = None  # when the traffic nothing of which arrived began
     sent_at_deaf: int = 0
     last_sent_ns: int = 0  # when the others' count last grew
+    checked_ns: int = 0  # the previous look (the others' count was lower then: traffic began after it)
 
 
 @dataclass
@@ -226,12 +227,13 @@ class LivenessJudge:
         matched) proves nothing and starts the count again."""
         ear = w.ears.get(key)
         if ear is None or received != ear.received or others < ear.others_sent:
-            w.ears[key] = _Ear(received, others, last_sent_ns=now)
+            w.ears[key] = _Ear(received, others, last_sent_ns=now, checked_ns=now)
             return ""
         if others > ear.others_sent:
             if ear.deaf_since_ns is None or now - ear.last_sent_ns > DEAF_RECENT_S * 1e9:
-                ear.deaf_since_ns, ear.sent_at_deaf = ear.last_sent_ns, ear.others_sent  # traffic (again)
+                ear.deaf_since_ns, ear.sent_at_deaf = ear.checked_ns, ear.others_sent  # traffic (again)
             ear.others_sent, ear.last_sent_ns = others, now
+        ear.checked_ns = now
         if ear.deaf_since_ns is None or now - ear.last_sent_ns > DEAF_RECENT_S * 1e9:
             return ""
         if now - ear.deaf_since_ns > self.o.deaf_timeout_s * 1e9 and others - ear.sent_at_deaf >= DEAF_MIN_SENT:

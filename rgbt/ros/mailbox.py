@@ -57,7 +57,9 @@ class LatestMailbox:
         self.samples: dict[str, deque[int]] = {k: deque(maxlen=1000) for k in
                                                ("arrival", "wait", "work", "serialize", "publish")}
         self._cpu_ns = 0
-        self.taken = 0  # items the worker took (processed, failed or dropped late): its progress
+        # the worker's progress (rgbt.ros.liveness): items put in its slot, and items it took from there
+        # (processed, failed or dropped late); an item replaced while waiting was handed but never taken
+        self.handed = self.taken = 0
         self.applied_priority = "?"
         self._thread = threading.Thread(target=self._run, name=f"rgbt-{name}", daemon=True)
         self._thread.start()
@@ -90,6 +92,7 @@ class LatestMailbox:
             if self._item is not None:
                 self.counts["dropped_stale"] += 1
             self._item = (item, time.monotonic_ns(), stamp_ns)
+            self.handed += 1
             self._cv.notify()
 
     def _interval_ns(self) -> int:
@@ -248,10 +251,11 @@ class LatestFrameNode:
                 box.gate.late_after_periods = new.late_after_periods
 
     def progress(self) -> dict[str, tuple[int, int, float]]:
-        """Each mailbox's items submitted and taken by its worker (``rgbt.ros.liveness``)."""
+        """Each mailbox's items handed to its worker and taken by it (``rgbt.ros.liveness``; items the
+        rate limit dropped on arrival never reach the worker and are not counted)."""
         from rgbt.ros.liveness import WORKER_STALL_S
 
-        return {name: (box.counts["submitted"], box.taken, WORKER_STALL_S)
+        return {name: (box.handed, box.taken, WORKER_STALL_S)
                 for name, box in self.__dict__.get("_mailboxes", {}).items()}
 
     def publish_diagnostics(self) -> None:

@@ -323,6 +323,11 @@ class RgbtNode(Node):
         nothing (a node without worker threads is judged by its executor's heartbeat alone)."""
         return {}
 
+    def stop_producing(self) -> None:
+        """Stop the node's own producer threads (a driver's reader, the virtual stack's playback) at the
+        start of the shutdown drain, so the drain ends once what is in flight is handled; :meth:`close`
+        follows. Default: nothing (timers are stopped by the drain itself)."""
+
     def close(self) -> None:
         """Release resources (files, sockets) before the node is destroyed; must be idempotent."""
 

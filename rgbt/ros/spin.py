@@ -191,7 +191,8 @@ def run_nodes(factories: Sequence[Callable[[], Node]], args: list[str] | None = 
 
 
 def drain(executor: Executor, nodes: Sequence[Node], max_s: float = DRAIN_MAX_S, idle_s: float = DRAIN_IDLE_S) -> None:
-    """Before the nodes close: stop their timers (sources stop producing) and keep spinning until no
+    """Before the nodes close: stop their timers and their producer threads
+    (:meth:`rgbt.ros.node.RgbtNode.stop_producing`: sources stop producing) and keep spinning until no
     guarded callback has run for ``idle_s`` (s) or ``max_s`` (s) passed, so messages already queued
     for this process (frames waiting for the trigger sync, samples for the recorder) are handled
     instead of dropped by a Ctrl-C. The launcher stops groups in profile order, so what a group
@@ -199,6 +200,7 @@ def drain(executor: Executor, nodes: Sequence[Node], max_s: float = DRAIN_MAX_S,
     for node in nodes:
         for timer in list(node.timers):
             timer.cancel()
+        getattr(node, "stop_producing", lambda: None)()  # reader / playback threads stop publishing
 
     def runs() -> int:
         return sum(getattr(n, "callbacks_run", 0) for n in nodes)

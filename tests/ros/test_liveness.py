@@ -185,3 +185,43 @@ def test_a_burst_that_ended_is_no_deafness(tmp_path: Path) -> None:
         _beat(tmp_path, 1, t, {"sync": {"sent": {"/rgbt/raw/imu/unlocked": min(tenth, 5) * 8}}})
         _beat(tmp_path, 2, t, {"recorder": {"received": {"/rgbt/raw/imu/unlocked": 0}}})
         assert judge.check(now_ns=t) == {}, tenth
+
+
+def test_traffic_that_just_began_is_no_deafness(tmp_path: Path) -> None:
+    """A subscriber that has heard nothing yet because the stream only now starts (the trigger sync
+    locks late) is not deaf: the count starts when the traffic does, not when the topic was first seen."""
+    judge = LivenessJudge(tmp_path, LivenessOptions(hang_timeout_s=100, deaf_timeout_s=5))
+    judge.watch("sources", 1, now_ns=0)
+    judge.watch("pipeline", 2, now_ns=0)
+    for tenth in range(1, 160):
+        t = tenth * S // 10
+        sent = max(0, tenth - 100) * 6  # nothing for 10 s, then 60 Hz
+        _beat(tmp_path, 1, t, {"sync": {"sent": {"/boson/thermal/image_raw": sent}}})
+        _beat(tmp_path, 2, t, {"preprocess": {"received": {"/boson/thermal/image_raw": 0}}})
+        why = judge.check(now_ns=t)
+        if tenth <= 150:  # 5 s of traffic not yet passed
+            assert why == {}, tenth
+    assert why["pipeline"].startswith("deaf: preprocess received nothing on /boson/thermal/image_raw for 5.")
+
+
+def test_a_mailbox_reports_what_its_worker_took_not_what_the_rate_limit_dropped() -> None:
+    import threading
+
+    from rgbt.ros.mailbox import LatestMailbox
+
+    release = threading.Event()
+    box = LatestMailbox(lambda item: release.wait(5), max_rate_hz=10.0, late_after_periods=0)
+    try:
+        base = 10**18
+        box.submit("a", base)  # taken at once: the worker blocks in it
+        deadline = time.monotonic() + 5
+        while box.taken < 1 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        box.submit("b", base + 33_000_000)  # before the 10 Hz rate allows: dropped on arrival
+        assert (box.handed, box.taken) == (1, 1)
+        box.submit("c", base + 100_000_000)  # waits in the slot behind the blocked worker
+        box.submit("d", base + 200_000_000)  # replaces it
+        assert (box.handed, box.taken) == (3, 1)
+    finally:
+        release.set()
+        box.close()
