@@ -73,6 +73,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--load", type=int, default=0, metavar="N",
                         help="N extra busy processes while the graph runs (overload; 0-8)")
     parser.add_argument("--single-process", action="store_true", help="all nodes in one process")
+    parser.add_argument("--isolate-drivers", action="store_true",
+                        help="each device driver in its own process (the virtual stack split per camera; "
+                             "rgbt.ros.profile.isolate_drivers)")
     parser.add_argument("--set", action="append", default=[], metavar="NODE.PARAM=VALUE")
 
 
@@ -100,6 +103,15 @@ def run(args: argparse.Namespace) -> dict:
             # counts and send times only: the frames' CRC32s (the fault bench's check) would load the sources
             node.update({"manifest_path": str(manifest), "manifest_crc": False, "preload_s": args.duration})
             node.setdefault("sim", {}).update({"duration_s": args.duration, "world_size_px": 1024})
+            if args.isolate_drivers:
+                # one virtual stack per camera process, on one timeline: played from a run rendered ahead
+                # (each starts at once, not after its own preload; the timeline waits 3 s for them all)
+                from rgbt.sim.cache import render_for_virtual_stack
+
+                params = next(x for x in node_specs(args.profile, overrides) if x.name == s.name).parameters
+                cache = render_for_virtual_stack(params, work / "sim",
+                                                 log=lambda line: print(f"rgbt bench graph: {line}", file=sys.stderr))
+                node.update({"sim_cache": str(cache), "preload_s": 0.0, "start_delay_s": 3.0})
         elif s.executable == "recorder":
             overrides.setdefault(s.name, {}).update({"out_dir": str(work / "bags"), "start": "always",
                                                      "min_free_mb": 100, "arrival_trace": True})
@@ -109,6 +121,11 @@ def run(args: argparse.Namespace) -> dict:
     specs = [s for s in specs if s.executable not in dropped_nodes]
     if args.single_process:
         specs = [replace(s, process="all") for s in specs]
+    if args.isolate_drivers:
+        from rgbt.ros.profile import isolate_drivers
+
+        specs = isolate_drivers(specs, work / "anchor.json")
+    manifests = [Path(s.parameters["manifest_path"]) for s in specs if s.executable == "virtual_stack"]
 
     shm_before = shm_files()
     probe = _Probe()
@@ -124,7 +141,7 @@ def run(args: argparse.Namespace) -> dict:
         try:
             while graph.alive() and time.monotonic() - t_start < limit_s:
                 cpu.sample()
-                if manifest.exists() and json.loads(manifest.read_text()).get("done"):
+                if read_sources(manifests).get("done"):
                     break
                 time.sleep(0.2)
             cpu.sample()
@@ -133,7 +150,7 @@ def run(args: argparse.Namespace) -> dict:
         finally:
             codes = graph.stop()
             load.stop()
-        sources = json.loads(manifest.read_text()) if manifest.exists() else {}
+        sources = read_sources(manifests)
         bag_manifests = sorted((work / "bags").glob("*/rgbt_manifest.json"))
         recorded = json.loads(bag_manifests[-1].read_text()) if bag_manifests else {}
         arrivals_file = bag_manifests[-1].parent / ARRIVALS if bag_manifests else None
@@ -156,6 +173,31 @@ def run(args: argparse.Namespace) -> dict:
                    "processes": sorted({s.process for s in specs}), "nodes": [s.name for s in specs],
                    "synthetic": True, "note": "shared machine: see cpu.machine for the load during the run"})
     return result
+
+
+def read_sources(paths: list[Path]) -> dict:
+    """The virtual stacks' manifests as one (several when the drivers are isolated: one per camera and
+    one for the rest): counts added, frames and IMU lists joined, the earliest start; ``done`` once
+    every one is. {} while none is written."""
+    parts = []
+    for path in paths:
+        try:
+            parts.append(json.loads(path.read_text()))
+        except (OSError, ValueError):
+            return {}
+    if len(parts) == 1 or not parts:
+        return parts[0] if parts else {}
+    out: dict = {"done": all(p.get("done") for p in parts), "frames": {}}
+    for part in parts:
+        for key in ("topics", "stack_topics", "late_dropped", "restart_skipped", "unplugged"):
+            for k, n in part.get(key, {}).items():
+                out.setdefault(key, {})[k] = out.get(key, {}).get(k, 0) + n
+        out["frames"].update(part.get("frames", {}))
+        for key in ("imu_t_true_ns", "imu_t_host_ns", "imu_t_pub_ns"):
+            out.setdefault(key, []).extend(part.get(key, []))
+        if part.get("t0_wall_ns") is not None:
+            out["t0_wall_ns"] = min(out.get("t0_wall_ns", part["t0_wall_ns"]), part["t0_wall_ns"])
+    return out
 
 
 def _wait_for_recorder(probe: "_Probe", manifest: Path, graph, timeout_s: float = 15.0) -> None:  # type: ignore[no-untyped-def]

@@ -30,6 +30,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--strict", action="store_true",
                    help="stop the whole graph when any process fails (default: restart it with back-off)")
     p.add_argument("--single-process", action="store_true", help="run every node in one process")
+    p.add_argument("--isolate-drivers", action=argparse.BooleanOptionalAction, default=None,
+                   help="each device driver in its own process, the IMU's with the trigger sync (default: the "
+                        "profile's isolate_drivers)")
     p.add_argument("--print", action="store_true", help="print the nodes and parameters and exit")
     p.add_argument("--skip-doctor", action="store_true",
                    help="start the flight profile without `rgbt doctor --profile flight` first")
@@ -42,10 +45,12 @@ def run(args: argparse.Namespace) -> int:
     from rgbt.cli.output import print_json
     from rgbt.ros.instance_lock import InstanceLock, instance_name
     from rgbt.ros.launcher import run_graph
-    from rgbt.ros.profile import node_specs, parse_set, profile_env
+    from rgbt.ros.profile import isolate_drivers, node_specs, parse_set, profile_env, profile_isolates_drivers
     from rgbt.ros.supervisor import SupervisorOptions
 
     specs = node_specs(args.profile, parse_set(args.set))
+    if args.isolate_drivers or (args.isolate_drivers is None and profile_isolates_drivers(args.profile)):
+        specs = isolate_drivers(specs)
     if args.single_process:
         specs = [replace(s, process="all") for s in specs]
     if args.print:

@@ -44,7 +44,7 @@ from rgbt.paths import LAUNCH_DIR, REPO_ROOT
 from rgbt.ros.console import LOG_FILE, Console
 from rgbt.ros.instance_lock import InstanceLock
 from rgbt.ros.parent_death import LAUNCHER_PID_ENV
-from rgbt.ros.profile import NodeSpec, params_file_data, processes
+from rgbt.ros.profile import NodeSpec, group_oom_score_adj, params_file_data, processes
 from rgbt.ros.sdnotify import NOTIFY_ENV, Notifier
 from rgbt.ros.supervisor import FLIGHT_ID_ENV, HEARTBEAT_ENV, STATUS_ENV, STATUS_FILE, Supervisor, SupervisorOptions
 
@@ -275,12 +275,6 @@ def group_commands(specs: list[NodeSpec], params_file: str | Path, duration_s: f
         cmd += ["--ros-args", "--params-file", str(params_file)]
         out[group] = cmd
     return out
-
-
-def group_oom_score_adj(values: list[int]) -> int:
-    """One process's ``oom_score_adj`` from its nodes': the most protective (lowest) when any node
-    asks for protection, else the highest (a heavy stage offered first to the OOM killer)."""
-    return min(values) if min(values, default=0) < 0 else max(values, default=0)
 
 
 def start_graph(specs: list[NodeSpec], env_extra: dict[str, str] | None = None, duration_s: float | None = None,

@@ -17,7 +17,7 @@ Profile YAML::
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +42,8 @@ class Profile(BaseModel):
     model_config = ConfigDict(extra="forbid")
     description: str = ""
     env: dict[str, str] = Field(default_factory=dict)
+    # each device driver in its own process (isolate_drivers); `rgbt up --[no-]isolate-drivers` overrides
+    isolate_drivers: bool = False
     nodes: list[ProfileNode]
 
 
@@ -122,6 +124,11 @@ def profile_env(name_or_path: str | Path) -> dict[str, str]:
     return load_profile(name_or_path)[1].env
 
 
+def profile_isolates_drivers(name_or_path: str | Path) -> bool:
+    """The profile's default driver layout (:func:`isolate_drivers`)."""
+    return load_profile(name_or_path)[1].isolate_drivers
+
+
 def params_file_data(specs: list[NodeSpec]) -> dict[str, Any]:
     """A ROS 2 ``--params-file`` document for the nodes (``{name: {ros__parameters: {...}}}``)."""
     return {s.name: {"ros__parameters": s.ros_parameters()} for s in specs}
@@ -188,3 +195,68 @@ def launch_environment(name_or_path: str | Path) -> dict[str, str]:
         env["FASTRTPS_DEFAULT_PROFILES_FILE"] = str(LAUNCH_DIR / "fastdds_loopback.xml")
     env.update(profile_env(name_or_path))
     return env
+
+
+#: driver executables that each run in a process of their own in the isolated layout (the VN-100's
+#: stays with the trigger sync: the clock fit needs both, and neither records alone)
+ISOLATED_DRIVERS = ("thermal_camera", "color_camera", "gnss", "mavlink_bridge")
+
+
+def isolate_drivers(specs: list[NodeSpec], anchor_path: str | Path | None = None) -> list[NodeSpec]:
+    """The isolated driver layout: each device driver in its own process (named after its node), so a
+    camera SDK crash does not take down the IMU, the trigger sync or the arm state; the IMU driver and
+    the trigger sync stay together. A virtual stack is split the same way: one per camera (its frames
+    cross the middleware to the trigger sync as a camera driver's would) and one for the rest beside the
+    trigger sync, all playing one run on one timeline (``schedule_anchor_path``: ``anchor_path``, or a
+    new file in the temporary folder when the profile names none). Costs: every camera frame crosses
+    a process boundary instead of an in-process hand-over (``rgbt.ros.local_topics``) - see
+    BENCHMARKS.md for what that costs in latency and CPU."""
+    import tempfile
+    import uuid
+
+    groups = processes(specs)
+    out: list[NodeSpec] = []
+    for s in specs:
+        # a node leaving its group keeps the group's priorities (they are set per process)
+        kept = {key: pick([int(m.parameters.get(key, 0)) for m in groups[s.process]])
+                for key, pick in (("nice", min), ("realtime_priority", max), ("oom_score_adj", group_oom_score_adj))}
+        if s.executable in ISOLATED_DRIVERS:
+            out.append(replace(s, process=s.name, parameters={**s.parameters, **kept}))
+        elif s.executable == "virtual_stack":
+            anchor = s.parameters.get("schedule_anchor_path") or str(
+                anchor_path or Path(tempfile.gettempdir()) / f"rgbt_anchor_{uuid.uuid4().hex[:12]}.json")
+            out += _split_virtual_stack(replace(s, parameters={**s.parameters, **kept}), str(anchor))
+        else:
+            out.append(s)
+    return out
+
+
+def group_oom_score_adj(values: list[int]) -> int:
+    """One process's ``oom_score_adj`` from its nodes': the most protective (lowest) when any node
+    asks for protection, else the highest (a heavy stage offered first to the OOM killer)."""
+    return min(values) if min(values, default=0) < 0 else max(values, default=0)
+
+
+def _split_virtual_stack(spec: NodeSpec, anchor: str) -> list[NodeSpec]:
+    """One virtual stack per simulated camera (its own process) plus one for the other kinds."""
+    import copy
+
+    from rgbt.sim.options import SimOptions
+    from rgbt.sim.simstack import KINDS
+
+    p = spec.parameters
+    cameras = [c for c in SimOptions(**p.get("sim", {})).cameras if not p["kinds"] or c in p["kinds"]]
+    prefix = p["raw_prefix"]
+
+    def of(topic: str, kinds: list[str]) -> bool:  # a driver-level topic of one of these kinds
+        return any(topic == f"{prefix}/{k}" or topic.startswith(f"{prefix}/{k}/") for k in kinds)
+
+    def part(name: str, kinds: list[str], process: str) -> NodeSpec:
+        params = dict(copy.deepcopy(p), kinds=kinds, schedule_anchor_path=anchor,
+                      wait_for=[t for t in p["wait_for"] if of(t, kinds)],
+                      manifest_path=f"{p['manifest_path']}.{name}" if p["manifest_path"] else "")
+        return NodeSpec(name, spec.executable, process, params)
+
+    rest = [k for k in KINDS if k not in cameras and (not p["kinds"] or k in p["kinds"])]
+    parts = [part(f"{spec.name}_{c}", [c], f"{spec.name}_{c}") for c in cameras]
+    return parts + [part(spec.name, rest, spec.process)]
