@@ -12,8 +12,13 @@ Memory: lossless within ``memory_budget_mb`` (default ``buffer_s`` seconds of th
 split between the middleware's reader queues and the writer queue (``rgbt.ros.recording.plan_buffers``);
 a message beyond it is dropped and counted (``dropped_budget``), never lost silently.
 Never corrupts a bag: SIGINT / SIGTERM (the spin loop calls ``close()``), a write error, the size
-cap or low disk space close the current file with its summary. Each bag directory gets
-``rgbt_manifest.json`` (topics, counts, rates, drops, sync status, FFC events, disk, why it stopped).
+cap or low disk space close the current file with its summary; the open file is fsynced every
+``fsync_interval_s``. Each bag directory gets ``rgbt_manifest.json`` when it opens and when it closes
+(state, flight, topics, counts, rates, what was lost and why, sync status, FFC events, devices,
+disk, why it stopped). Restarted mid-flight (by the supervisor), it first takes over the bag its
+predecessor left open: the stack topics are durable (transient local), so the new recorder receives
+the publishers' last seconds and the old bag is recovered without what the new one holds again
+(``rgbt.ros.recording``). Bags of an earlier run left open (a power loss) are recovered at start.
 By default it records the stack topics, the trigger sync's before-lock streams
 (``/rgbt/raw/<kind>/unlocked``) and the GNSS fix's UTC (``/gps/time_reference``). Each topic's offered QoS in the bag is its publishers'
 (``rgbt.ros.qos.topic_qos``), so ``ros2 bag play`` republishes ``/rgbt/armed`` latched. Thresholds
@@ -24,6 +29,7 @@ The logic lives in :mod:`rgbt.ros.recording`; this module is the wiring.
 from __future__ import annotations
 
 import json
+import threading
 import time
 
 from diagnostic_msgs.msg import DiagnosticArray
@@ -55,6 +61,7 @@ class RecorderNode(RgbtNode):
         wanted = (o.topics or [*known, *driver_extra_topic_types(stack)]) + list(o.extra_topics)
         known.update(driver_extra_topic_types(stack))
         self.rec = Recording(o, log=self.get_logger().info, synthetic=o.synthetic or bool(stack.synthetic))
+        self.diag.values["flight_id"] = self.rec.flight_id
         ros2_typestore()  # built now (0.5-3 s on a small CPU), not when the arm starts the first bag
         self.wanted = [t for t in dict.fromkeys(wanted)]
         rates = {t: hz for t, hz in stack_rates(stack).items() if t in self.wanted}
@@ -70,6 +77,9 @@ class RecorderNode(RgbtNode):
         self._recorded_subs: dict[str, object] = {}
         # subscribed reliable (as the trigger sync publishes them) until a best-effort publisher shows up
         self.reliable = set(reliable_stack_topics(stack)) if o.reliable_stack else set()
+        # the restamped stack topics also durable (the trigger sync's history; not the before-lock ones)
+        self.durable = ({cam.topic for cam in stack.cameras.values()} | {stack.imu.topic}) & self.reliable \
+            if o.durable_stack else set()
         self._fall_back: set[str] = set()  # reliable subscriptions a best-effort publisher could not match
         self.diag.values["qos_fallbacks"] = "0"
         self._write_errors_seen = 0
@@ -77,11 +87,19 @@ class RecorderNode(RgbtNode):
         # their rate (sources that wait for its subscriptions start then). Subscribed first, the streams
         # would queue in the reader queues during the reservation (~3 s) and come out of them topic by
         # topic, not in their arrival order
-        if o.reserve_memory:
+        # bags an earlier recorder left open: another run's are recovered now, this flight's is taken over
+        for entry in self.rec.recover_at_start():
+            self.get_logger().warning(f"recovered {entry['bag']}, left open by an earlier run: {entry}")
+        taking_over = self.rec.previous is not None
+        if o.reserve_memory and not taking_over:
             self.diag.values["heap_reserved_mb"] = str(self._reserve(self.plan.budget_bytes * 5 // 4))
         for topic in self.wanted:
             if topic in known:
                 self._subscribe(topic, known[topic])
+        if o.reserve_memory and taking_over:
+            # a take-over subscribes first: the streams' retained history must still hold what was missed
+            threading.Thread(target=lambda: self.diag.values.__setitem__(
+                "heap_reserved_mb", str(self._reserve(self.plan.budget_bytes * 5 // 4))), daemon=True).start()
         if o.write_state:
             self.rec.enable_state_topic(o.state_topic or stack.autopilot.state_topic)
         # latched like its publishers: a recorder (re)started after the arm learns the state at once
@@ -110,13 +128,14 @@ class RecorderNode(RgbtNode):
         o = self.options
         depth = self.plan.depths.get(topic)
         reliable = topic in self.reliable
+        durable = topic in self.durable
         if topic in TOPIC_QOS:  # fixed on both ends (a latched topic's last sample arrives on subscribing)
             qos = topic_qos(topic, depth=depth or o.input_depth)
         else:  # the planned depth, else in_qos's / small_qos's
             depth = depth or (o.input_depth if msgtype == "sensor_msgs/msg/Image" else 8 * o.input_depth)
-            qos = qos_profile("reliable" if reliable else o.input_qos, depth)
+            qos = qos_profile("latched" if durable else "reliable" if reliable else o.input_qos, depth)
         events = SubscriptionEventCallbacks(message_lost=lambda info, t=topic: self.rec.lost(t, info.total_count_change))
-        if reliable:  # a best-effort publisher cannot match: subscribe best effort instead (next tick)
+        if reliable:  # a volatile / best-effort publisher cannot match: subscribe less strictly (next tick)
             events.incompatible_qos = lambda info, t=topic: self._fall_back.add(t)
         self._recorded_subs[topic] = self.create_subscription(
             get_message(msgtype), topic, self.guard(lambda raw, t=topic: self.rec.on_message(t, raw, self.now_ns()),
@@ -127,15 +146,22 @@ class RecorderNode(RgbtNode):
         self.subscribed[topic] = msgtype
 
     def _fall_back_to_best_effort(self) -> None:
+        """Durable -> reliable volatile -> best effort, one step per incompatible publisher seen."""
         for topic in sorted(self._fall_back):
-            self.reliable.discard(topic)
+            if topic in self.durable:
+                self.durable.discard(topic)
+                why = ("a publisher offers volatile; recording it volatile (a restarted recorder then loses "
+                       "what it missed while down, and counts it)")
+            else:
+                self.reliable.discard(topic)
+                why = "a publisher offers best effort; recording it best effort (what the transport drops " \
+                      "is then lost, and counted)"
             sub = self._recorded_subs.pop(topic, None)
             if sub is not None:
                 self.destroy_subscription(sub)
             self._subscribe(topic, self.subscribed[topic])
             self.diag.values["qos_fallbacks"] = str(int(self.diag.values["qos_fallbacks"]) + 1)
-            self.get_logger().warning(f"{topic}: a publisher offers best effort; recording it best effort "
-                                      f"(what the transport drops is then lost, and counted)")
+            self.get_logger().warning(f"{topic}: {why}")
         self._fall_back.clear()
 
     def apply_options(self, new: RecorderOptions, changed: set[str]) -> None:  # type: ignore[override]
@@ -183,8 +209,14 @@ class RecorderNode(RgbtNode):
 
         return handle
 
+    def progress(self) -> dict[str, tuple[int, int, float]]:
+        """The writer thread: messages handed to it and written (or counted lost) by it; stuck for
+        10 s (a hung disk) the supervisor restarts the recorder, which takes its bag over."""
+        handed, done = self.rec.progress()
+        return {"writer": (handed, done, 10.0)}
+
     def close(self) -> None:
-        self.rec.stop("shutdown")
+        self.rec.shutdown()
 
 
 NODE = RecorderNode

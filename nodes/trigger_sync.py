@@ -51,20 +51,22 @@ class TriggerSyncNode(RgbtNode):
         for cam in o.cameras:
             spec = self.stack_model.cameras[cam]
             self.pairs[cam] = StampPairer()
-            out = self.out_qos_for(spec.rate_hz)
+            out = self.out_qos_for(spec.rate_hz, durable=o.durable_output)
             self.outputs[cam] = self.create_publisher(Image, spec.topic, out)
-            if o.unlocked == "separate":
-                self.unlocked_outputs[cam] = self.create_publisher(Image, unlocked_topic(cam, o.raw_prefix), out)
+            if o.unlocked == "separate":  # volatile: its history would hold the frames before the lock for good
+                self.unlocked_outputs[cam] = self.create_publisher(Image, unlocked_topic(cam, o.raw_prefix),
+                                                                   self.out_qos_for(spec.rate_hz))
             self._input(TimeReference, f"{o.raw_prefix}/{cam}/frame_info",
                         lambda m, c=cam: self.on_frame_info(c, m), spec.topic, self.small_qos)
             self._input(Image, f"{o.raw_prefix}/{cam}/image", lambda raw, c=cam: self.on_frame(c, raw), spec.topic,
                         self.in_qos, raw=True)
         self.imu_topic = self.stack_model.imu.topic
         self.pairs["imu"] = StampPairer()
-        imu_out = self.out_qos_for(self.stack_model.imu.rate_hz)
+        imu_out = self.out_qos_for(self.stack_model.imu.rate_hz, durable=o.durable_output)
         self.outputs["imu"] = self.create_publisher(Imu, self.imu_topic, imu_out)
         if o.unlocked == "separate":
-            self.unlocked_outputs["imu"] = self.create_publisher(Imu, unlocked_topic("imu", o.raw_prefix), imu_out)
+            self.unlocked_outputs["imu"] = self.create_publisher(Imu, unlocked_topic("imu", o.raw_prefix),
+                                                                 self.out_qos_for(self.stack_model.imu.rate_hz))
         self._input(TimeReference, f"{o.raw_prefix}/imu/sync_info", lambda m: self.on_frame_info("imu", m),
                     self.imu_topic, self.small_qos)
         self._input(Imu, f"{o.raw_prefix}/imu", lambda raw: self.on_frame("imu", raw), self.imu_topic, self.small_qos,

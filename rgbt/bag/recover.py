@@ -13,7 +13,10 @@ import os
 import re
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
+
+#: ``keep(topic, msgtype, log_time_ns, cdr) -> bool``: whether a salvaged message stays in the file
+KeepFilter = Callable[[str, str, int, bytes], bool]
 
 from rosbags.interfaces import Connection, ConnectionExtRosbag2, MessageDefinition, MessageDefinitionFormat
 from rosbags.rosbag2.enums import CompressionMode
@@ -30,8 +33,9 @@ def _split_index(path: Path) -> tuple[int, str]:
     return (int(m.group(1)) if m else -1, path.name)
 
 
-def _salvage(path: Path) -> tuple[int, int]:
-    """Rewrite the whole chunks of an unfinished file as a finished file; returns (messages, bytes lost)."""
+def _salvage(path: Path, keep: KeepFilter | None = None) -> tuple[int, int, int]:
+    """Rewrite the whole chunks of an unfinished file as a finished file; returns (messages, bytes
+    lost, messages ``keep`` left out)."""
     scan = scan_mcap(path)
     if not scan.magic_ok:
         raise BagError(f"{path}: not an MCAP file (bad magic); cannot recover")
@@ -42,7 +46,7 @@ def _salvage(path: Path) -> tuple[int, int]:
     schemas: dict[int, Schema] = {}
     conns: dict[int, Connection] = {}
     kept_end = scan.chunks[0][0] if scan.chunks else 8
-    count = 0
+    count = skipped = 0
     try:
         with path.open("rb") as bio:
             for offset, length in scan.chunks:
@@ -62,9 +66,13 @@ def _salvage(path: Path) -> tuple[int, int]:
                         conns[channel.id] = conn
                     else:
                         cid, t_ns, data = item
-                        if cid in conns:
-                            out.write(conns[cid], t_ns, data)
-                            count += 1
+                        if cid not in conns:
+                            continue
+                        if keep is not None and not keep(conns[cid].topic, conns[cid].msgtype, t_ns, data):
+                            skipped += 1
+                            continue
+                        out.write(conns[cid], t_ns, data)
+                        count += 1
                 kept_end = offset + 9 + length
         out.finish("", fsync=True)
     except BaseException as exc:
@@ -79,7 +87,7 @@ def _salvage(path: Path) -> tuple[int, int]:
     else:
         tmp.unlink()
         path.unlink()
-    return count, lost
+    return count, lost, skipped
 
 
 def _chunk_items(bio: Any, offset: int, schemas: dict[int, Schema]) -> list[Any]:
@@ -173,11 +181,13 @@ def rebuild_metadata(path: str | Path, custom_data: dict[str, str] | None = None
     return meta
 
 
-def recover_bag(path: str | Path) -> dict[str, Any]:
+def recover_bag(path: str | Path, keep: KeepFilter | None = None) -> dict[str, Any]:
     """Finish every unfinished MCAP file of bag directory ``path`` and rewrite its metadata.yaml.
 
     Returns ``{"recovered": {file: messages}, "removed": [files with nothing to keep],
-    "bytes_lost": n, "message_count": total}``. Finished files are left untouched.
+    "bytes_lost": n, "message_count": total, "skipped": n}``. Finished files are left untouched.
+    ``keep`` (optional) sees every salvaged message and may leave it out (``skipped`` counts them:
+    e.g. what a recorder that took over has already written again).
     """
     path = Path(path)
     if not path.is_dir():
@@ -195,12 +205,13 @@ def recover_bag(path: str | Path) -> dict[str, Any]:
             custom = {}
     recovered: dict[str, int] = {}
     removed: list[str] = []
-    lost = 0
+    lost = skipped = 0
     for file in files:
         if scan_mcap(file).finished:
             continue
-        count, nbytes = _salvage(file)
+        count, nbytes, left_out = _salvage(file, keep)
         lost += nbytes
+        skipped += left_out
         if count:
             recovered[file.name] = count
         else:
@@ -208,5 +219,5 @@ def recover_bag(path: str | Path) -> dict[str, Any]:
     for stray in path.glob("*.recovering"):
         stray.unlink()
     meta = rebuild_metadata(path, custom)
-    return {"recovered": recovered, "removed": removed, "bytes_lost": lost,
+    return {"recovered": recovered, "removed": removed, "bytes_lost": lost, "skipped": skipped,
             "message_count": meta["rosbag2_bagfile_information"]["message_count"]}

@@ -10,6 +10,8 @@ Crash safety (what survives what):
 - the open file receives whole chunks only (rosbags' 1 MiB chunks, or sooner: a chunk is closed at
   least every ``flush_interval_s``), written unbuffered, so after a ``SIGKILL`` it holds every chunk
   closed so far; :func:`rgbt.bag.recover.recover_bag` turns it into a finished file;
+- the open file is ``fsync``-ed at least every ``fsync_interval_s`` (1 s) while data flows (and by
+  :meth:`BagWriter.flush`), so after a power loss it holds every chunk up to the last ``fsync``;
 - :meth:`BagWriter.close` (normal end, context-manager exit, or a ``SIGINT``/``SIGTERM`` handler;
   it may be called from a signal handler that interrupted :meth:`BagWriter.write`: the close then
   happens as soon as that write returns) writes the summary and ``metadata.yaml``;
@@ -62,6 +64,8 @@ class WriterOptions:
     apart (log time, ns). ``compression``: ``"zstd"`` compresses each MCAP chunk.
     ``flush_interval_s``: close the pending chunk at least this often (wall clock), bounding what a
     ``SIGKILL`` can lose. ``fsync``: ``os.fsync`` each finished file and ``metadata.yaml``.
+    ``fsync_interval_s``: with ``fsync``, also ``os.fsync`` the open file at least this often (s)
+    while messages are written (what a power loss can lose; 0: only finished files).
     ``chunk_size_bytes``: close the pending chunk once it holds this many bytes (at most rosbags'
     own 1 MiB; smaller chunks lose less on a crash or a full disk, at a little index overhead).
     ``tune_allocator``: call :func:`tune_allocator` (process-wide glibc setting; 5-8x faster image
@@ -78,6 +82,7 @@ class WriterOptions:
     chunk_size_bytes: int = 2**20
     tune_allocator: bool = True
     direct_io: bool = True
+    fsync_interval_s: float = 1.0
 
     def validate(self) -> None:
         if self.compression not in ("none", "zstd"):
@@ -86,6 +91,8 @@ class WriterOptions:
             raise BagError(f"split_size_bytes {self.split_size_bytes} must be > 0")
         if not 0 < self.chunk_size_bytes <= 2**20:
             raise BagError(f"chunk_size_bytes {self.chunk_size_bytes}: expected 1 .. {2**20} (rosbags' chunk size)")
+        if self.fsync_interval_s < 0:
+            raise BagError(f"fsync_interval_s {self.fsync_interval_s}: expected >= 0 (0: no periodic fsync)")
         if self.split_duration_ns is not None and self.split_duration_ns <= 0:
             raise BagError(f"split_duration_ns {self.split_duration_ns} must be > 0")
         for key, value in self.custom_data.items():
@@ -274,6 +281,7 @@ class _ChunkRecord:
     counts: dict[int, int]
     t_min: int
     t_max: int
+    last_log: dict[int, int] = field(default_factory=dict)  # channel id -> its last log time (ns) in the chunk
 
 
 class McapFile(McapWriter):
@@ -305,12 +313,14 @@ class McapFile(McapWriter):
         self.committed: list[_ChunkRecord] = []
         self.header_end = self.bio.tell()
         self.pending: dict[int, int] = defaultdict(int)
+        self.pending_last: dict[int, int] = {}
         self.last_close_wall = time.monotonic()
         self.finished = False
 
     # -- rosbags hooks -------------------------------------------------------------------------
     def write(self, connection: Connection, timestamp: int, data: bytes | memoryview) -> None:
         self.pending[connection.id] += 1
+        self.pending_last[connection.id] = int(timestamp)
         super().write(connection, timestamp, data)
 
     def close_chunk(self) -> None:
@@ -318,8 +328,9 @@ class McapFile(McapWriter):
         t_min, t_max = self.chunk.message_start_time, self.chunk.message_end_time
         super().close_chunk()
         self.bio.flush()  # the whole chunk and its indexes reach the kernel before it counts as committed
-        self.committed.append(_ChunkRecord(start, self.bio.tell(), dict(self.pending), t_min, t_max))
-        self.pending = defaultdict(int)
+        self.committed.append(_ChunkRecord(start, self.bio.tell(), dict(self.pending), t_min, t_max,
+                                           dict(self.pending_last)))
+        self.pending, self.pending_last = defaultdict(int), {}
         self.last_close_wall = time.monotonic()
 
     # -- ours ----------------------------------------------------------------------------------
@@ -356,13 +367,20 @@ class McapFile(McapWriter):
         self.message_start_time = min((c.t_min for c in self.committed), default=MAXTIME)
         self.message_end_time = max((c.t_max for c in self.committed), default=0)
 
+    def durable_last_log(self) -> dict[int, int]:
+        """Channel id -> the last log time (ns) in the file's whole chunks (what a crash keeps)."""
+        out: dict[int, int] = {}
+        for chunk in self.committed:
+            out.update(chunk.last_log)
+        return out
+
     def rollback(self) -> int:
         """Forget the pending chunk and anything after the last whole chunk; returns messages lost."""
         lost = sum(self.pending.values())
         self.bio.truncate(self.good_end)  # type: ignore[attr-defined]
         self.chunks = self.chunks[: len(self.committed)]
         self.chunk = PendingChunk(MAXTIME, 0, BytesIO(), defaultdict(list))
-        self.pending = defaultdict(int)
+        self.pending, self.pending_last = defaultdict(int), {}
         self._recount()
         return lost
 
@@ -420,6 +438,7 @@ class _Topic:
     qos: list[Qos]
     qos_text: str
     count_closed: int = 0  # messages in finished files
+    last_log_closed: int | None = None  # the last log time (ns) in finished files
 
 
 @dataclass
@@ -447,13 +466,13 @@ class BagWriter:
                  split_duration_ns: int | None = None, compression: Literal["none", "zstd"] = "none",
                  custom_data: dict[str, str] | None = None, typestore: Typestore | None = None,
                  flush_interval_s: float = 1.0, fsync: bool = True, chunk_size_bytes: int = 2**20,
-                 tune_allocator: bool = True, direct_io: bool = True) -> None:
+                 tune_allocator: bool = True, direct_io: bool = True, fsync_interval_s: float = 1.0) -> None:
         from rgbt.bag.types import ros2_typestore
 
         self.path = Path(path)
         self.options = WriterOptions(split_size_bytes, split_duration_ns, compression, flush_interval_s,
                                      fsync, dict(custom_data or {}), chunk_size_bytes, tune_allocator,
-                                     direct_io)
+                                     direct_io, fsync_interval_s)
         self.options.validate()
         if tune_allocator:
             _tune_allocator()
@@ -475,6 +494,10 @@ class BagWriter:
         self._files: list[_FileInfo] = []
         self._file: McapFile | None = None
         self._file_first_t: int | None = None
+        self._last_fsync = time.monotonic()
+        self._synced_chunks = 0  # whole chunks of the open file at its last fsync
+        #: periodic fsyncs of the open file and the seconds they took (what the power-loss bound costs)
+        self.fsyncs, self.fsync_s = 0, 0.0
         try:
             self._open_file()
             self._write_metadata()  # lists no file yet: marks the directory as a bag being recorded
@@ -525,6 +548,7 @@ class BagWriter:
                 if self._file_first_t is None:
                     self._file_first_t = int(t_ns)
                 self._file.flush_if_due(self.options.flush_interval_s, self.options.chunk_size_bytes)
+                self._fsync_if_due()
             except OSError as exc:
                 self._fail(exc)
             except BagError:
@@ -546,6 +570,33 @@ class BagWriter:
         if info is None:
             raise BagError(f"{self.path}: topic {topic!r} was not added (call add_topic first)")
         self.write(topic, t_ns, self.typestore.serialize_cdr(msg, info.msgtype))
+
+    def flush(self) -> None:
+        """Close the pending chunk and ``fsync`` the open file (with ``fsync``): everything written
+        so far survives a power loss. For a writer that receives nothing for a while."""
+        with self._lock:
+            if self._closed or self._close_requested or self._file is None:
+                return
+            self._in_write = True
+            try:
+                if self._file.has_pending():
+                    self._file.close_chunk()
+                self._fsync_if_due(force=True)
+            except OSError as exc:
+                self._fail(exc)
+            finally:
+                self._in_write = False
+                self._after_write()
+
+    def durable_last_log(self) -> dict[str, int]:
+        """Topic -> the last log time (ns) of its messages that a crash now keeps (finished files and
+        whole chunks of the open file). After a write error: what the closed bag holds."""
+        with self._lock:
+            out = {name: t.last_log_closed for name, t in self._topics.items() if t.last_log_closed is not None}
+            if self._file is not None:
+                by_id = {c.id: c.topic for c in self._conns.values()}
+                out.update({by_id[cid]: t for cid, t in self._file.durable_last_log().items() if cid in by_id})
+            return out
 
     def close(self) -> None:
         """Finish the open file and write ``metadata.yaml``. Idempotent; signal-handler safe."""
@@ -595,6 +646,19 @@ class BagWriter:
             self._close_requested = False
             self._close_now()
 
+    def _fsync_if_due(self, force: bool = False) -> None:
+        file, opts = self._file, self.options
+        if file is None or not opts.fsync or (not force and not opts.fsync_interval_s):
+            return
+        if len(file.committed) == self._synced_chunks:
+            return  # nothing new since the last fsync
+        if force or time.monotonic() - self._last_fsync >= opts.fsync_interval_s:
+            t0 = time.monotonic()
+            file.bio.fsync()  # type: ignore[attr-defined]
+            self._last_fsync = time.monotonic()
+            self.fsyncs, self.fsync_s = self.fsyncs + 1, self.fsync_s + self._last_fsync - t0
+            self._synced_chunks = len(file.committed)
+
     def _file_name(self, index: int) -> str:
         return f"{self.path.name}_{index}.mcap"
 
@@ -603,6 +667,7 @@ class BagWriter:
         path = self.path / self._file_name(len(self._files))
         self._file = McapFile(path, mode, self.options.direct_io)  # an OSError here is handled by the caller
         self._file_first_t = None
+        self._synced_chunks = 0
         for topic in self._topics.values():
             self._add_connection(topic)
 
@@ -653,6 +718,9 @@ class BagWriter:
         by_id = {c.id: c.topic for c in self._conns.values()}
         for cid, n in file.channel_stats.items():
             self._topics[by_id[cid]].count_closed += n
+        for cid, t in file.durable_last_log().items():
+            if cid in by_id:
+                self._topics[by_id[cid]].last_log_closed = t
         self._file = None
 
     def _metadata(self, extra: McapFile | None = None) -> dict[str, Any]:

@@ -242,13 +242,16 @@ class RgbtNode(Node):
     def out_qos(self):  # type: ignore[no-untyped-def]
         return qos_profile(self.options.output_qos)
 
-    def out_qos_for(self, rate_hz: float | None):  # type: ignore[no-untyped-def]
+    def out_qos_for(self, rate_hz: float | None, durable: bool = False):  # type: ignore[no-untyped-def]
         """``out_qos`` for a stream of ``rate_hz`` (Hz): a reliable publisher's history holds
-        ``output_history_s`` of it (at least 10 samples) for repairs; others keep their default depth."""
+        ``output_history_s`` of it (at least 10 samples) for repairs, and with ``durable`` also for
+        subscribers that join late (transient local: a restarted recorder); others keep their default
+        depth."""
         o = self.options
         if o.output_qos != "reliable" or not rate_hz:
             return self.out_qos
-        return qos_profile(o.output_qos, depth=max(10, math.ceil(rate_hz * o.output_history_s)))
+        return qos_profile("latched" if durable else o.output_qos,
+                           depth=max(10, math.ceil(rate_hz * o.output_history_s)))
 
     def stack(self):  # type: ignore[no-untyped-def]
         """The stack model from ``stack_path`` (the repository's calib/stack.yaml when empty)."""

@@ -181,6 +181,11 @@ class TriggerSyncOptions(NodeOptions):
     # the restamped stack topics are what the recorder keeps: reliable, so a sample the transport drops
     # (a peer process killed mid-transfer stalls shared memory ~1 s) is repaired from the history
     output_qos: QosName = "reliable"
+    # ... and transient local, their history (output_history_s of each stream: ~2 s is ~220 MB for the
+    # CART stack's cameras) kept for a recorder that restarts: it covers the recorder's take-over (the
+    # warm spare's start and subscription), so a killed recorder loses nothing (rgbt.ros.recording)
+    durable_output: bool = True
+    output_history_s: float = Field(2.0, gt=0)
     raw_prefix: str = RAW_PREFIX
     cameras: list[str] = Field(default_factory=lambda: ["thermal", "color", "mono"])
     restamper: dict[str, Any] = Field(default_factory=dict)  # rgbt.sync.RestamperOptions fields
@@ -285,8 +290,19 @@ class RecorderOptions(NodeOptions):
     # sync publishes them: what the transport drops is repaired. A best-effort publisher on one of them
     # (QoS incompatible with a reliable reader) makes the recorder subscribe that topic best effort instead.
     reliable_stack: bool = True
-    max_total_mb: float = Field(0, ge=0)  # 0: no cap; reaching it closes the bag (never corrupt)
-    min_free_mb: float = Field(500, ge=0)  # stop recording below this free disk space
+    # those reliable stack topics also transient local (the trigger sync keeps output_history_s of each
+    # as durable history): a recorder restarted mid-flight receives what it missed while it was down
+    # and its predecessor did not write (rgbt.ros.recording's take-over). Falls back to volatile when a
+    # publisher offers volatile
+    durable_stack: bool = True
+    # the open bag file is fsynced at least this often while data flows (s): what a power loss can lose
+    # (0: only when a file is finished)
+    fsync_interval_s: float = Field(1.0, ge=0)
+    # 0: no cap; the whole flight's bags (every bag of one ``rgbt up``, across splits and recorder
+    # restarts): reaching it closes the bag (never corrupt) and no new bag starts on its own
+    max_total_mb: float = Field(0, ge=0)
+    # stop recording below this free disk space; a new bag starts once RESUME_FREE_MB more is free
+    min_free_mb: float = Field(500, ge=0)
     prearm_minutes: float = Field(10, ge=0)  # disk space needed for this many minutes
     # pre-arm: an arm start waits for the trigger sync's lock (frames before it carry host stamps);
     # the wait is logged and counted, and recording starts as soon as the lock arrives while armed

@@ -2,28 +2,42 @@
 
 One :class:`Recording` owns at most one open ``rgbt.bag.writer.BagWriter``, written by its own
 thread from a queue (subscription callbacks never wait for the disk). It starts on arm
-(or always / manually), stops when disarmed for ``debounce_s``, on a write error, at the size cap
-or when free disk space falls below ``min_free_mb`` - each time closing the bag with its summary
-and writing ``rgbt_manifest.json`` beside the MCAP files. Times are integer ns (host clock).
+(or always / manually), stops when disarmed for ``debounce_s``, on a write error, at the flight's
+size cap or when free disk space falls below ``min_free_mb`` - each time closing the bag with its
+summary and writing ``rgbt_manifest.json`` beside the MCAP files. Times are integer ns (host clock).
+
+The manifest is written when a bag opens (``state: recording``, the flight id, the recorder's PID),
+refreshed every second and rewritten when it closes (``state: closed``), fsynced with its directory.
+A recorder that starts finds the bags an earlier one left open (its process gone: killed, power
+lost): those of another flight are recovered at once (``rgbt.bag.recover``; ``state: recovered``);
+the latest of its own flight (the recorder was restarted) is taken over: its first bag
+``continues`` it, and once that bag has received the publishers' retained history the old bag is
+recovered without what the new one holds again (``duplicates_skipped``), and the stamps between
+the two that neither holds are written as lost (``recorder restart``). Every topic's
+``loss_ranges`` (:mod:`rgbt.bag.loss`) say what the bag lacks and why: nothing is lost silently.
 """
 
 from __future__ import annotations
 
+import errno
 import json
 import math
+import os
 import queue
 import shutil
 import threading
 import time
+from collections import deque
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
 
+from rgbt.bag.loss import MEMORY_BUDGET, NO_BAG, RECORDER_RESTART, WRITE_ERROR, LossLog, missing_between
 from rgbt.ros.diagnostics import TopicStats
 from rgbt.ros.options import ARMED_TOPIC, TRIGGER_TOPIC, RecorderOptions
 from rgbt.ros.stamps import cdr_stamp_ns
-from rgbt.ros.supervisor import read_status
+from rgbt.ros.supervisor import FLIGHT_ID_ENV, read_status
 from rgbt.threadname import name_native_thread
 
 MANIFEST = "rgbt_manifest.json"
@@ -38,6 +52,17 @@ STAMPED_TYPES = frozenset({"sensor_msgs/msg/Image", "sensor_msgs/msg/Imu", "sens
 
 #: a sensor passes the pre-arm rate check at this fraction of its nominal rate
 RATE_TOLERANCE = 0.9
+#: after a low-disk stop or a full disk, a new bag starts once this much more than ``min_free_mb`` is free (MB)
+RESUME_FREE_MB = 200.0
+#: how long (s) a recorder that took over waits for its first bag to hold every stream before it
+#: recovers the bag its predecessor left open (the publishers' retained history arrives first)
+TAKEOVER_WAIT_S = 3.0
+#: the manifest of an open bag is refreshed this often (s)
+CHECKPOINT_S = 1.0
+#: the writer thread flushes (closes the chunk, fsyncs) after this long without a message (s)
+IDLE_FLUSH_S = 0.5
+#: why no new bag starts until it clears (``Recording.hold``)
+SIZE_CAP, LOW_DISK, DISK_FULL = "size cap", "low disk space", "disk full"
 
 
 def stack_rates(stack: Any) -> dict[str, float]:
@@ -140,7 +165,7 @@ class Recording:
     """Arm-to-disarm recording of raw CDR messages into MCAP bags under ``options.out_dir``."""
 
     def __init__(self, options: RecorderOptions, log: Callable[[str], None] = print, synthetic: bool = False,
-                 writer_factory: Callable[..., Any] | None = None) -> None:
+                 writer_factory: Callable[..., Any] | None = None, flight_id: str | None = None) -> None:
         self.o = options
         self.log = log
         self.synthetic = synthetic
@@ -165,6 +190,19 @@ class Recording:
         self.sync_deferrals = 0  # arm starts deferred for the sync lock
         self.sync_timeouts = 0  # deferred starts that gave up waiting (recorded unlocked)
         self.writer_budget_bytes = 0  # writer queue bound (0: unbounded); set from plan_buffers()
+        #: the flight this recorder belongs to (the launcher's, else its own): bags of one flight continue
+        #: each other across recorder restarts, and ``max_total_mb`` is per flight
+        self.flight_id = flight_id or os.environ.get(FLIGHT_ID_ENV) or _own_flight_id()
+        self.hold = ""  # why no bag starts on its own (SIZE_CAP, LOW_DISK, DISK_FULL): until it clears
+        self.pending_loss = LossLog()  # lost while no bag was open (a write error): into the next bag
+        self.loss_after_stop = LossLog()  # lost while held (disk full, size cap): into the last bag's manifest
+        self.last_stamp: dict[str, int] = {}  # topic -> its newest stamp recorded (gaps), across splits
+        self.flight_bytes = 0  # bytes of this flight's bags closed so far (earlier recorders' included)
+        self.previous: tuple[Path, dict] | None = None  # this flight's bag an earlier recorder left open
+        self.recovered: list[dict] = []  # what recover_at_start() / the take-over recovered
+        self._takeover: threading.Thread | None = None
+        self.handed = self.done = 0  # messages queued for the writers / written or lost by them (closed bags)
+        self._last_checkpoint = 0.0
 
     # -- topics and messages -----------------------------------------------------------------
     def add_topic(self, name: str, msgtype: str, qos_yaml: str = "") -> None:
@@ -175,8 +213,10 @@ class Recording:
                 self.sink.add_topic(name, msgtype, qos_yaml)
 
     def on_message(self, topic: str, raw: bytes, t_ns: int) -> None:
-        """Count a message and queue it for the bag's writer thread (never blocks on the disk)."""
+        """Count a message and queue it for the bag's writer thread (never blocks on the disk); what
+        cannot be written is counted in the bag's ``loss_ranges``."""
         stats = self.topic_stats[topic]
+        stamp: int | None = None
         if self.topics[topic][0] in STAMPED_TYPES:
             stamp = cdr_stamp_ns(raw)
             stats.tick(t_ns - stamp, now_ns=t_ns)
@@ -184,19 +224,31 @@ class Recording:
             if hz:  # a stream of known rate: what its own stamps say is missing
                 stats.check_gap(stamp, int(1e9 / hz))
         else:
-            stamp = None
             stats.tick(None, now_ns=t_ns)
+        key = stamp if stamp is not None else t_ns
         with self._lock:
             sink = self.sink
             if sink is None:
+                if self.state == "error":  # between a failed bag and the next: in the next one's manifest
+                    self.pending_loss.lost(topic, key, NO_BAG)
+                elif self.hold:
+                    self.loss_after_stop.lost(topic, key, self.hold)
                 return
+            hz = self.expected_rates.get(topic)
+            if stamp is not None and hz:
+                prev, period = self.last_stamp.get(topic), int(1e9 / hz)
+                missing = 0 if prev is None else missing_between(prev, stamp, period)
+                if missing:
+                    sink.gap(topic, prev + period, stamp - period, missing)  # type: ignore[operator]
+                if prev is None or stamp > prev:
+                    self.last_stamp[topic] = stamp
             if self.o.arrival_trace and stamp is not None:
                 sink.info["arrivals"].setdefault(topic, []).append((stamp, t_ns))
-            if not sink.put(topic, t_ns, raw):
-                stats.drops += 1  # over the memory budget: counted, the manifest says so
-            capped = bool(self.o.max_total_mb) and sink.queued_bytes >= self.o.max_total_mb * 1e6
+            if not sink.put(topic, t_ns, raw, key):
+                stats.drops += 1  # over the memory budget (or the bag just failed): counted in loss_ranges
+            capped = bool(self.o.max_total_mb) and self.flight_bytes + sink.queued_bytes >= self.o.max_total_mb * 1e6
         if capped:
-            self.stop("size cap reached", state="stopped")
+            self.stop(f"flight size cap reached ({self.o.max_total_mb:g} MB)", state="stopped", hold=SIZE_CAP)
 
     def enable_state_topic(self, topic: str) -> None:
         """Write each armed message into the bag as ``mavros_msgs/msg/State`` on ``topic`` (what
@@ -206,7 +258,8 @@ class Recording:
         self.topic_stats[topic] = TopicStats(topic)
 
     def lost(self, topic: str, count: int) -> None:
-        """Messages the middleware reported lost before they reached this subscription."""
+        """Messages the middleware reported lost before they reached this subscription (they show
+        as a step in the stream's stamps: ``loss_ranges``)."""
         self.topic_stats[topic].drops += int(count)
         sink = self.sink
         if sink is not None:
@@ -230,7 +283,7 @@ class Recording:
         self.armed = armed
         if armed:
             self.disarmed_since = None
-            if self.o.start == "arm" and self.sink is None and self.state != "error":
+            if self.o.start == "arm" and self.sink is None and self.state != "error" and not self.hold:
                 self._start_armed(now_ns)
         else:
             if self.waiting_for_sync_since is not None:
@@ -241,7 +294,7 @@ class Recording:
         if self.state_topic and (changed or self.sink is not None):
             with self._lock:
                 if self.sink is not None:
-                    self.sink.put(self.state_topic, now_ns, mavros_state_cdr(armed, now_ns))
+                    self.sink.put(self.state_topic, now_ns, mavros_state_cdr(armed, now_ns), now_ns)
         self.tick(now_ns)
 
     def _start_armed(self, now_ns: int) -> None:
@@ -270,25 +323,38 @@ class Recording:
 
     _wait_wall_ns = 0
 
+    def _wants_bag(self) -> bool:
+        return self.o.start == "always" or (self.o.start == "arm" and self.armed)
+
     def tick(self, now_ns: int) -> None:
-        """Debounced disarm stop, the free-disk check, the sync-lock wait's timeout, and a new bag
-        after a write error (call a few times a second)."""
+        """Debounced disarm stop, the free-disk check, the sync-lock wait's timeout, a new bag after a
+        write error (after 1 s) or once the disk has room again, and the open bag's manifest refresh
+        (call a few times a second)."""
         if self.waiting_for_sync_since is not None and self.armed and self.sink is None:
             self._start_armed(now_ns)
         stop = None
         with self._lock:
             if (self.sink is not None and self.started_by == "arm" and self.disarmed_since is not None
                     and now_ns - self.disarmed_since >= self.o.debounce_s * 1e9):
-                stop = ("disarmed", "idle")
+                stop = ("disarmed", "idle", "")
             elif self.sink is not None and self.o.min_free_mb and self._free_mb() < self.o.min_free_mb:
-                stop = (f"free disk space below {self.o.min_free_mb} MB", "stopped")
+                stop = (f"free disk space below {self.o.min_free_mb:g} MB", "stopped", LOW_DISK)
         if stop:
             self.stop(*stop)
         with self._lock:
-            if (self.state == "error" and self.sink is None and time.time_ns() - self.error_ns >= 1e9
-                    and (self.o.start == "always" or (self.o.start == "arm" and self.armed))):
+            if self.hold in (LOW_DISK, DISK_FULL) and self.sink is None:
+                free = self._free_mb()
+                if free >= self.o.min_free_mb + RESUME_FREE_MB:
+                    self.log(f"{free:.0f} MB free again: recording resumes")
+                    self.hold, self.state, self.error_ns = "", "error", 0  # restarts below, as after an error
+            if (self.state == "error" and self.sink is None and not self.hold and self._wants_bag()
+                    and time.time_ns() - self.error_ns >= 1e9):
                 self.state = "idle"
                 self.start(self.started_by or self.o.start)  # a new bag; the failed one is closed
+            sink = self.sink
+            if sink is not None and time.monotonic() - self._last_checkpoint >= CHECKPOINT_S:
+                self._last_checkpoint = time.monotonic()
+                self._write_manifest(sink, "", state="recording", fsync=False)
 
     # -- start / stop / split ---------------------------------------------------------------
     def start(self, reason: str) -> tuple[bool, str]:
@@ -305,11 +371,13 @@ class Recording:
             while path.exists():
                 n += 1
                 path = out / f"rgbt_{stamp}_{n}"
-            custom = {"rgbt.synthetic": "true" if self.synthetic else "false", "rgbt.start_reason": reason}
+            custom = {"rgbt.synthetic": "true" if self.synthetic else "false", "rgbt.start_reason": reason,
+                      "rgbt.flight_id": self.flight_id}
             factory = self.writer_factory or BagWriter
             writer = factory(path, split_size_bytes=int(self.o.split_size_mb * 1e6) or None,
                              split_duration_ns=int(self.o.split_duration_s * 1e9) or None,
-                             compression=self.o.compression, custom_data=custom, direct_io=self.o.direct_io)
+                             compression=self.o.compression, custom_data=custom, direct_io=self.o.direct_io,
+                             fsync_interval_s=self.o.fsync_interval_s)
             info = {"path": str(path), "start_reason": reason, "start_wall_ns": time.time_ns(),
                     "counts": {}, "first_ns": {}, "last_ns": {}, "bytes": 0, "lost": {},
                     "disk_free_mb_start": round(self._free_mb(), 1),
@@ -317,34 +385,60 @@ class Recording:
                     "gaps_at_start": {t: s.gaps for t, s in self.topic_stats.items()}}
             info["dropped_budget"] = {}
             info["arrivals"] = {}  # topic -> [(header stamp, arrival) ns] with arrival_trace
+            continues = self.bags[-1] if self.bags else None
+            if self.previous is not None and self._takeover is None:
+                continues = str(self.previous[0])
+            info["continues"] = Path(continues).name if continues else None
             self.sink = _BagSink(writer, info, self._on_write_error, self.writer_budget_bytes)
+            self.sink.loss.absorb(self.pending_loss)
             for name, (msgtype, qos) in self.topics.items():
                 self.sink.add_topic(name, msgtype, qos)
             self.bag_path, self.state, self.started_by = path, "recording", reason
+            self._write_manifest(self.sink, "", state="recording", fsync=True)
+            self._last_checkpoint = time.monotonic()
+            if self.previous is not None and self._takeover is None:
+                self._takeover = threading.Thread(target=self._take_over, args=(self.sink, *self.previous),
+                                                  name="rgbt-takeover", daemon=True)
+                self._takeover.start()
             self.log(f"recording to {path} ({reason})")
             return True, str(path)
 
-    def stop(self, reason: str, state: str = "idle") -> tuple[bool, str]:
-        """Close the current bag after every queued message is written; write its manifest."""
+    def stop(self, reason: str, state: str = "idle", hold: str = "") -> tuple[bool, str]:
+        """Close the current bag after every queued message is written; write its manifest.
+        ``hold``: no new bag starts on its own until it clears (see :meth:`tick`)."""
         with self._lock:
             sink, self.sink = self.sink, None
             if sink is None:
                 return False, "not recording"
             self.state, self.last_stop_reason = state, reason
+            if hold:
+                self.hold = hold
+                self.log(f"recording stopped: {reason}; no new bag until {hold} clears")
+            if reason not in ("split",):
+                self.last_stamp.clear()  # a stop by design: the next bag's first stamps are no gap
         sink.close()
+        self._join_takeover()
         self._finish(sink, reason if sink.error is None else f"write error: {sink.error}")
         return True, sink.info["path"]
 
     def _on_write_error(self, sink: "_BagSink", exc: BaseException) -> None:
-        """Called from the writer thread: the bag is closed there; recording restarts after 1 s."""
+        """Called from the writer thread once the bag is closed: a new bag after 1 s, or, when the
+        disk is full, once it has room again (``hold``)."""
+        cause = exc.__cause__ if isinstance(exc.__cause__, OSError) else exc
+        full = isinstance(cause, OSError) and cause.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG)
         with self._lock:
             self.write_errors += 1
-            if self.sink is sink:
-                self.sink = None
-                self.state, self.error_ns = "error", time.time_ns()
-                self.last_stop_reason = f"write error: {type(exc).__name__}: {exc}"
-            else:
+            if self.sink is not sink:
                 return
+            self.sink = None
+            self.last_stop_reason = f"write error: {type(exc).__name__}: {exc}"
+            if full:
+                self.state, self.hold = "stopped", DISK_FULL
+                self.log(f"disk full: bag closed; no new bag until {self.o.min_free_mb + RESUME_FREE_MB:g} MB are free")
+            else:
+                self.state, self.error_ns = "error", time.time_ns()
+        sink.drain_lost()
+        self._join_takeover()
         self._finish(sink, self.last_stop_reason)
 
     def _finish(self, sink: "_BagSink", reason: str) -> None:
@@ -352,7 +446,9 @@ class Recording:
             if sink.info.get("finished"):
                 return
             sink.info["finished"] = True
-        self._write_manifest(sink.info, reason)
+            self.flight_bytes += sink.info["bytes"]
+            self.handed, self.done = self.handed + sink.accepted, self.done + sink.accepted
+        self._write_manifest(sink, reason, state="closed", fsync=True)
         self.bags.append(sink.info["path"])
         self.log(f"closed {sink.info['path']} ({reason})")
 
@@ -363,14 +459,128 @@ class Recording:
         return self.start(reason)
 
     def manual_start(self) -> tuple[bool, str]:
-        if self.state == "error":
-            self.state = "idle"
+        if self.state in ("error", "stopped"):
+            self.state, self.hold = "idle", ""  # the operator's call: a held recording starts again
         return self.start("manual")
 
     def manual_stop(self) -> tuple[bool, str]:
         return self.stop("manual stop")
 
+    def shutdown(self) -> None:
+        """The recorder ends: close the bag, finish a take-over (or recover the bag it would have
+        continued), and write what was not recorded while held into the last bag's manifest."""
+        self.stop("shutdown")
+        self._join_takeover()
+        if self.previous is not None and self._takeover is None:
+            self._recover(*self.previous)
+            self.previous = None
+        if self.loss_after_stop.ranges and self.bags:
+            path = Path(self.bags[-1]) / MANIFEST
+            try:
+                manifest = json.loads(path.read_text())
+            except (OSError, ValueError):
+                return
+            manifest["not_recorded_after_stop"] = {
+                "hold": self.hold, "lost_total": self.loss_after_stop.count(),
+                "loss_ranges": {t: self.loss_after_stop.to_json(t) for t in self.loss_after_stop.ranges}}
+            write_json_durably(path, manifest)
+
+    # -- bags an earlier recorder left open --------------------------------------------------
+    def recover_at_start(self) -> list[dict]:
+        """Find the bags under ``out_dir`` an earlier recorder left open (:func:`unfinished_bags`):
+        recover those of other flights now (a power loss, a killed graph), and keep this flight's
+        latest for the first bag to take over (:meth:`_take_over`). Returns what was recovered."""
+        found = unfinished_bags(Path(self.o.out_dir))
+        mine = [(b, m) for b, m in found if m.get("flight_id") == self.flight_id]
+        if mine:
+            self.previous = max(mine, key=lambda bm: int(bm[1].get("start_wall_ns", 0)))
+            self.log(f"taking over {self.previous[0].name}, left open by recorder PID {self.previous[1].get('pid')} "
+                     "of this flight: it is recovered once the next bag has started")
+        done = [self._recover(b, m) for b, m in found if self.previous is None or b != self.previous[0]]
+        self.flight_bytes = sum(int(m.get("bytes") or _bag_bytes(b)) for b, m in _manifests(Path(self.o.out_dir))
+                                if m.get("flight_id") == self.flight_id and m.get("state") != "recording")
+        if self.previous is not None:
+            self.flight_bytes += _bag_bytes(self.previous[0])
+        return done
+
+    def _recover(self, bag: Path, manifest: dict, keep: Callable[[str, str, int, bytes], bool] | None = None
+                 ) -> dict:
+        """Recover ``bag`` (``rgbt.bag.recover.recover_bag``) and mark its manifest ``recovered``."""
+        from rgbt.bag.recover import recover_bag
+        from rgbt.errors import BagError
+
+        t0 = time.monotonic()
+        try:
+            result = recover_bag(bag, keep)
+        except BagError as exc:
+            result = {"error": str(exc)}
+            self.log(f"could not recover {bag}: {exc}")
+        result["seconds"] = round(time.monotonic() - t0, 3)
+        manifest = dict(manifest)
+        manifest["state"] = "recovered" if "error" not in result else "unrecoverable"
+        manifest["recovered"] = {k: result.get(k) for k in ("recovered", "removed", "bytes_lost", "message_count",
+                                                            "seconds", "error")}
+        manifest["duplicates_skipped"] = int(result.get("skipped", 0))
+        manifest["stop_reason"] = manifest.get("stop_reason") or "recorder gone (recovered)"
+        manifest["end_wall_ns"] = manifest.get("end_wall_ns") or int(manifest.get("checkpoint_wall_ns") or 0) or None
+        for topic, count in _metadata_counts(bag).items():
+            manifest.setdefault("topics", {}).setdefault(topic, {})["count"] = count
+        manifest["bytes"] = _bag_bytes(bag)
+        write_json_durably(bag / MANIFEST, manifest)
+        entry = {"bag": bag.name, **manifest["recovered"], "duplicates_skipped": manifest["duplicates_skipped"]}
+        self.recovered.append(entry)
+        self.log(f"recovered {bag.name}: {result.get('message_count')} messages in {result['seconds']:.1f} s "
+                 f"({manifest['duplicates_skipped']} written again by this recorder left out)")
+        return entry
+
+    def _take_over(self, sink: "_BagSink", bag: Path, manifest: dict) -> None:
+        """Recover this flight's bag a killed recorder left open, once ``sink`` (the first bag of this
+        recorder) has its first message of every stream or ``TAKEOVER_WAIT_S`` passed: the old bag
+        keeps what comes before each stream's first message in the new bag (the rest is written again:
+        ``duplicates_skipped``); a step between the two is lost and written into the new bag's
+        ``loss_ranges`` (``recorder restart``)."""
+        deadline = time.monotonic() + TAKEOVER_WAIT_S
+        wanted = [t for t in self.expected_rates if t in self.topics]
+        while time.monotonic() < deadline and not all(t in sink.first_key for t in wanted):
+            time.sleep(0.05)
+        first = dict(sink.first_key)
+        last_kept: dict[str, int] = {}
+        stamped = {t for t, (msgtype, _) in self.topics.items() if msgtype in STAMPED_TYPES}
+
+        def keep(topic: str, msgtype: str, log_ns: int, data: bytes) -> bool:
+            key = cdr_stamp_ns(data) if topic in stamped else log_ns
+            if topic in first and key >= first[topic]:
+                return False
+            last_kept[topic] = max(last_kept.get(topic, key), key)
+            return True
+
+        entry = self._recover(bag, manifest, keep)
+        gaps = {}
+        for topic, hz in self.expected_rates.items():
+            if topic in first and topic in last_kept:
+                period = int(1e9 / hz)
+                n = missing_between(last_kept[topic], first[topic], period)
+                if n:
+                    sink.gap(topic, last_kept[topic] + period, first[topic] - period, n, RECORDER_RESTART)
+                    gaps[topic] = n
+        sink.info["takeover"] = {"bag": bag.name, "duplicates_skipped": entry.get("duplicates_skipped", 0),
+                                 "lost": gaps, "waited_s": round(TAKEOVER_WAIT_S - max(0.0, deadline - time.monotonic()), 2)}
+        self.previous = None
+
+    def _join_takeover(self) -> None:
+        thread = self._takeover
+        if thread is not None and thread is not threading.current_thread():
+            thread.join()
+
     # -- reports ---------------------------------------------------------------------------
+    def progress(self) -> tuple[int, int]:
+        """(messages handed to the writer threads, messages they wrote or counted as lost): the
+        liveness check's view of the writer (a writer stuck on the disk stops the second)."""
+        sink = self.sink
+        if sink is None:
+            return self.handed, self.done
+        return self.handed + sink.accepted, self.done + sink.done
+
     def prearm_report(self) -> tuple[bool, dict]:
         """Pre-arm checks: sync locked, every recorded sensor at rate, disk space for N minutes."""
         checks: dict[str, Any] = {}
@@ -390,14 +600,19 @@ class Recording:
         return ok, {"ok": ok, "checks": checks}
 
     def diag_values(self) -> dict[str, str]:
+        sink = self.sink
         return {"state": self.state, "bag": str(self.bag_path or ""), "armed": str(self.armed),
+                "flight_id": self.flight_id, "hold": self.hold,
                 "sync_deferrals": str(self.sync_deferrals), "sync_timeouts": str(self.sync_timeouts),
                 "write_errors": str(self.write_errors),
                 "bags_closed": str(len(self.bags)), "last_stop_reason": self.last_stop_reason,
-                "bytes": str(self.sink.info["bytes"] if self.sink is not None else 0),
-                "queued_mb": f"{self.sink.backlog_bytes / 1e6:.1f}" if self.sink is not None else "0",
+                "bytes": str(sink.info["bytes"] if sink is not None else 0),
+                "flight_mb": f"{(self.flight_bytes + (sink.info['bytes'] if sink is not None else 0)) / 1e6:.1f}",
+                "queued_mb": f"{sink.backlog_bytes / 1e6:.1f}" if sink is not None else "0",
                 "writer_budget_mb": f"{self.writer_budget_bytes / 1e6:.1f}",
-                "dropped_budget": str(sum(self.sink.info["dropped_budget"].values()) if self.sink is not None else 0),
+                "lost": str(sink.loss.count() if sink is not None else 0),
+                "not_recorded": str(self.loss_after_stop.count() + self.pending_loss.count()),
+                "dropped_budget": str(sum(sink.info["dropped_budget"].values()) if sink is not None else 0),
                 **supervisor_values(read_status())}
 
     # -- internals -------------------------------------------------------------------------
@@ -416,12 +631,17 @@ class Recording:
             path = path.parent
         return shutil.disk_usage(path).free / 1e6
 
-    def _write_manifest(self, b: dict, reason: str) -> None:
+    def _write_manifest(self, sink: "_BagSink", reason: str, state: str, fsync: bool) -> None:
+        """``rgbt_manifest.json`` of ``sink``'s bag: ``state`` ``recording`` (at the start and every
+        ``CHECKPOINT_S``) or ``closed``; written whole (a reader never sees half of it)."""
+        b = sink.info
         end = time.time_ns()
         span_s = max((end - b["start_wall_ns"]) / 1e9, 1e-9)
-        if b["bytes"]:
+        if state == "closed" and b["bytes"]:
             self._last_rate_bytes_s = b["bytes"] / span_s
         topics = {}
+        with sink.loss_lock:
+            loss = {name: sink.loss.to_json(name) for name in list(self.topics)}
         for name, (msgtype, _) in list(self.topics.items()):
             count = b["counts"].get(name, 0)
             first, last = b["first_ns"].get(name), b["last_ns"].get(name)
@@ -433,23 +653,126 @@ class Recording:
                             "lost": b["lost"].get(name, 0),
                             "dropped_budget": b.get("dropped_budget", {}).get(name, 0),
                             "drops": stats.drops - b["drops_at_start"].get(name, 0),
-                            "stamp_gaps": stats.gaps - b.get("gaps_at_start", {}).get(name, 0)}
+                            "stamp_gaps": stats.gaps - b.get("gaps_at_start", {}).get(name, 0),
+                            "loss_ranges": loss[name], "lost_total": sum(r[2] for r in loss[name])}
         sync = {name: {k: v for k, v in vals.items() if k.startswith("sync.") or "ffc" in k}
-                for name, vals in self.peers.items()}
+                for name, vals in list(self.peers.items())}
+        devices = {name: {k: v for k, v in vals.items() if k.startswith("device")}
+                   for name, vals in list(self.peers.items())}
+        writer = sink.writer
         manifest = {
-            "bag": b["path"], "synthetic": self.synthetic, "start_reason": b["start_reason"], "stop_reason": reason,
-            "start_wall_ns": b["start_wall_ns"], "end_wall_ns": end, "bytes": b["bytes"], "topics": topics,
+            "bag": b["path"], "state": state, "flight_id": self.flight_id, "pid": os.getpid(), "boot_id": boot_id(),
+            "continues": b.get("continues"), "synthetic": self.synthetic,
+            "start_reason": b["start_reason"], "stop_reason": reason or None,
+            "start_wall_ns": b["start_wall_ns"], "end_wall_ns": end if state == "closed" else None,
+            "checkpoint_wall_ns": end, "bytes": b["bytes"], "topics": topics,
+            "lost_total": sum(t["lost_total"] for t in topics.values()),
+            "takeover": b.get("takeover"),
+            "fsync": {"count": getattr(writer, "fsyncs", 0), "seconds": round(getattr(writer, "fsync_s", 0.0), 3),
+                      "interval_s": self.o.fsync_interval_s},
             "sync": {k: v for k, v in sync.items() if v},
+            "devices": {k: v for k, v in devices.items() if v},
             "disk": {"free_mb_start": b["disk_free_mb_start"], "free_mb_end": round(self._free_mb(), 1)},
             **supervisor_section(read_status(), b["start_wall_ns"], end),
         }
         path = Path(b["path"])
-        path.mkdir(parents=True, exist_ok=True)
-        if b["arrivals"]:
-            (path / ARRIVALS).write_text(json.dumps(b["arrivals"]))
-        tmp = path / (MANIFEST + ".tmp")
-        tmp.write_text(json.dumps(manifest, indent=2))
-        tmp.replace(path / MANIFEST)
+        try:
+            path.mkdir(parents=True, exist_ok=True)
+            if state == "closed" and b["arrivals"]:
+                (path / ARRIVALS).write_text(json.dumps(b["arrivals"]))
+            write_json_durably(path / MANIFEST, manifest, fsync=fsync)
+        except OSError as exc:  # a full disk: the bag's own files are closed; say so, keep recording state
+            self.log(f"{path / MANIFEST}: not written ({exc.strerror or exc})")
+
+
+def _own_flight_id() -> str:
+    """A flight id for a recorder started without a launcher (``rgbt record``, a test)."""
+    from rgbt.ros.launcher import new_flight_id
+
+    return new_flight_id()
+
+
+def boot_id() -> str:
+    """This boot of the machine (Linux; "" elsewhere): a PID in a manifest of another boot is not alive."""
+    try:
+        return Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    except OSError:
+        return ""
+
+
+def write_json_durably(path: Path, data: dict, fsync: bool = True) -> None:
+    """Write ``data`` to ``path`` whole (a temporary file renamed over it); with ``fsync`` the file and
+    its directory are on disk when this returns (a power loss keeps the old or the new one)."""
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "w") as fh:
+        fh.write(json.dumps(data, indent=2))
+        fh.flush()
+        if fsync:
+            os.fsync(fh.fileno())
+    os.replace(tmp, path)
+    if fsync:
+        fd = os.open(path.parent, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def _manifests(out_dir: Path) -> list[tuple[Path, dict]]:
+    out = []
+    for manifest in sorted(out_dir.glob(f"*/{MANIFEST}")):
+        try:
+            out.append((manifest.parent, json.loads(manifest.read_text())))
+        except (OSError, ValueError):
+            continue
+    return out
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def unfinished_bags(out_dir: Path) -> list[tuple[Path, dict]]:
+    """Bags under ``out_dir`` whose manifest says ``recording`` while the recorder that wrote it is gone
+    (its PID not alive, or another boot): what a killed recorder or a power loss left open."""
+    me, boot = os.getpid(), boot_id()
+    found = []
+    for bag, manifest in _manifests(out_dir):
+        if manifest.get("state") != "recording":
+            continue
+        pid = int(manifest.get("pid") or 0)
+        if manifest.get("boot_id") == boot and pid and pid != me and _alive(pid):
+            continue  # another recorder is writing it
+        found.append((bag, manifest))
+    return found
+
+
+def bag_is_closed(bag: Path) -> bool:
+    """Whether ``bag`` (a recorder's bag directory) has been closed or recovered (its manifest)."""
+    try:
+        return json.loads((bag / MANIFEST).read_text()).get("state", "closed") != "recording"
+    except (OSError, ValueError):
+        return False
+
+
+def _bag_bytes(bag: Path) -> int:
+    return sum(f.stat().st_size for f in bag.glob("*.mcap"))
+
+
+def _metadata_counts(bag: Path) -> dict[str, int]:
+    import yaml
+
+    try:
+        meta = yaml.safe_load((bag / "metadata.yaml").read_text())["rosbag2_bagfile_information"]
+        return {t["topic_metadata"]["name"]: int(t["message_count"]) for t in meta["topics_with_message_count"]}
+    except (OSError, KeyError, TypeError, ValueError):
+        return {}
 
 
 def supervisor_section(status: dict | None, start_ns: int, end_ns: int) -> dict:
@@ -488,16 +811,26 @@ def mavros_state_cdr(armed: bool, t_ns: int, mode: str = "") -> bytes:
 
 class _BagSink:
     """One open bag and the thread that writes it: the executor only queues messages, so a slow disk
-    (fsync, a busy SSD) never stalls the subscriptions. ``info`` holds what was written."""
+    (fsync, a busy SSD) never stalls the subscriptions. ``info`` holds what was written, ``loss``
+    what was not (:class:`rgbt.bag.loss.LossLog`, guarded by ``loss_lock``)."""
+
+    #: written messages remembered per topic (log time, stamp): after a write error, those past the
+    #: last whole chunk on disk are the ones the closed bag lacks
+    RECENT = 4096
 
     def __init__(self, writer: Any, info: dict, on_error: Callable[["_BagSink", BaseException], None],
                  budget_bytes: int = 0) -> None:
         self.writer, self.info, self.on_error = writer, info, on_error
         self.budget_bytes = budget_bytes  # bound of backlog_bytes (0: none)
         self._count_lock = threading.Lock()  # backlog_bytes changes on two threads
+        self.loss_lock = threading.Lock()
+        self.loss = LossLog()
+        self.first_key: dict[str, int] = {}  # topic -> stamp (log time if unstamped) of its first message queued
+        self._recent: dict[str, deque] = {}
         self.queue: queue.SimpleQueue = queue.SimpleQueue()
         self.queued_bytes = 0  # everything queued so far (the size cap counts these)
         self.backlog_bytes = 0  # queued, not yet written
+        self.accepted = self.done = 0  # messages queued / written or counted lost by the writer thread
         self.error: str | None = None
         self.thread = threading.Thread(target=self._run, name="rgbt-bag-writer", daemon=True)
         self.thread.start()
@@ -505,49 +838,120 @@ class _BagSink:
     def add_topic(self, name: str, msgtype: str, qos: str) -> None:
         self.queue.put(("topic", name, msgtype, qos))
 
-    def put(self, topic: str, t_ns: int, raw: bytes) -> bool:
-        """Queue one message; False (and counted in ``info["dropped_budget"]``) when the backlog
-        would exceed the budget."""
+    def gap(self, topic: str, first_ns: int, last_ns: int, count: int, cause: str | None = None) -> None:
+        with self.loss_lock:
+            if cause is None:
+                self.loss.gap(topic, first_ns, last_ns, count)
+            else:
+                self.loss.gap(topic, first_ns, last_ns, count, cause)
+
+    def _lose(self, topic: str, key: int, cause: str) -> None:
+        with self.loss_lock:
+            self.loss.lost(topic, key, cause)
+
+    def put(self, topic: str, t_ns: int, raw: bytes, key: int) -> bool:
+        """Queue one message (``key``: its header stamp, else ``t_ns``); False when it is not written:
+        the backlog would exceed the budget (``info["dropped_budget"]``), or the bag has just failed.
+        Either way it is in ``loss``."""
         if self.error is not None:
-            return True  # the bag is closed; the recorder restarts one (write_errors counts it)
+            self._lose(topic, key, WRITE_ERROR)
+            return False
         with self._count_lock:
             if self.budget_bytes and self.backlog_bytes + len(raw) > self.budget_bytes:
                 dropped = self.info.setdefault("dropped_budget", {})
                 dropped[topic] = dropped.get(topic, 0) + 1
-                return False
-            self.queued_bytes += len(raw)
-            self.backlog_bytes += len(raw)
-        self.queue.put(("msg", topic, t_ns, raw))
+                over = True
+            else:
+                over = False
+                self.queued_bytes += len(raw)
+                self.backlog_bytes += len(raw)
+                self.accepted += 1
+        if over:
+            self._lose(topic, key, MEMORY_BUDGET)
+            return False
+        self.first_key.setdefault(topic, key)
+        with self.loss_lock:
+            self.loss.kept(topic)
+        self.queue.put(("msg", topic, t_ns, raw, key))
         return True
 
     def _run(self) -> None:
         info = self.info
         name_native_thread()
         while True:
-            item = self.queue.get()
+            try:
+                item = self.queue.get(timeout=IDLE_FLUSH_S)
+            except queue.Empty:  # nothing for a while: what was written reaches the disk now
+                if self.error is None and hasattr(self.writer, "flush"):
+                    try:
+                        self.writer.flush()
+                    except Exception as exc:  # noqa: BLE001 - the bag is closed by the writer; say so
+                        self._failed(exc, None)
+                continue
             if item is None:
                 break
             if self.error is not None:
+                self._lost_item(item)
                 continue
             try:
                 if item[0] == "topic":
                     self.writer.add_topic(item[1], item[2], item[3])
                     continue
-                _, topic, t_ns, raw = item
+                _, topic, t_ns, raw, key = item
                 self.writer.write(topic, t_ns, raw)
                 with self._count_lock:
                     self.backlog_bytes -= len(raw)
             except Exception as exc:  # noqa: BLE001 - close what we have, never corrupt
-                self.error = f"{type(exc).__name__}: {exc}"
-                try:
-                    self.writer.close()
-                finally:
-                    self.on_error(self, exc)
+                self._failed(exc, item)
                 continue
+            self.done += 1
+            recent = self._recent.get(topic)
+            if recent is None:
+                recent = self._recent[topic] = deque(maxlen=self.RECENT)
+            recent.append((t_ns, key))
             info["bytes"] += len(raw)
             info["counts"][topic] = info["counts"].get(topic, 0) + 1
             info["first_ns"].setdefault(topic, t_ns)
             info["last_ns"][topic] = t_ns
+
+    def _lost_item(self, item: tuple) -> None:
+        if item[0] == "msg":
+            self._lose(item[1], item[4], WRITE_ERROR)
+            self.done += 1
+            with self._count_lock:
+                self.backlog_bytes -= len(item[3])
+
+    def _failed(self, exc: BaseException, item: tuple | None) -> None:
+        """A write failed: the writer has closed the bag at its last whole chunk. Count what it lacks
+        (written messages past that chunk, this one), then let the recording react."""
+        self.error = f"{type(exc).__name__}: {exc}"
+        try:
+            self.writer.close()
+        except Exception:  # noqa: BLE001 - closed already (the writer closes itself on a write error)
+            pass
+        durable = self.writer.durable_last_log() if hasattr(self.writer, "durable_last_log") else {}
+        for topic, recent in self._recent.items():
+            cutoff = durable.get(topic, -1)
+            for t_ns, key in recent:
+                if t_ns > cutoff:
+                    self._lose(topic, key, WRITE_ERROR)
+                    info = self.info
+                    info["counts"][topic] = max(0, info["counts"].get(topic, 0) - 1)
+        self._recent.clear()
+        if item is not None:
+            self._lost_item(item)
+        self.on_error(self, exc)
+        self.queue.put(None)  # the thread ends once what is still queued is counted
+
+    def drain_lost(self) -> None:
+        """Count every message still queued after a write error as lost (nothing else is queued now)."""
+        while True:
+            try:
+                item = self.queue.get_nowait()
+            except queue.Empty:
+                return
+            if item is not None:
+                self._lost_item(item)
 
     def close(self) -> None:
         """Write everything queued, then close the bag (idempotent)."""
