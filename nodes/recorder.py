@@ -69,6 +69,7 @@ class RecorderNode(RgbtNode):
         # the before-lock topics carry the same streams before the sync locks (the first seconds, when a
         # recorder started with the graph is still slow): the same queue depths
         same = {t: of for t, of in before_lock_streams(stack).items() if t in self.wanted}
+        self.rec.same_stream = same
         self.plan = plan_buffers(o, rates, stack_message_bytes(stack), same)
         self.rec.writer_budget_bytes = self.plan.writer_bytes
         self.get_logger().info(f"memory budget {self.plan.budget_bytes / 1e6:.0f} MB: reader queues "

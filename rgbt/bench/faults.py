@@ -7,8 +7,8 @@ DDS domain, under the same supervisor as ``rgbt up`` (:mod:`rgbt.ros.supervisor`
 launcher's own faults, under a real ``rgbt up`` process (:mod:`rgbt.bench.launcher_faults`). The run
 is rendered ahead (:mod:`rgbt.sim.cache`) with cameras that drop nothing, and played on a timeline the
 virtual stack writes down (its anchor), so every sample the sensors produced has a time it was due;
-a restarted virtual stack continues on that timeline. ``LEAD_S`` after the sources start
-publishing, the fault is injected (``--quick``: the thermal camera only, and the faults that leave the
+a restarted virtual stack continues on that timeline. ``LEAD_S`` after the sources publish
+with the trigger sync locked (the steady state), the fault is injected (``--quick``: the thermal camera only, and the faults that leave the
 sources up one after the other, ``SPACING_S`` apart, in one flight):
 
 * ``kill_<group>``: ``kill -9`` of a process group (the supervisor restarts it); ``kill_recorder``
@@ -63,7 +63,7 @@ from typing import Any
 
 #: after the sources finish, how long (s) to wait at most for a killed group to publish diagnostics again
 BACK_WAIT_S = 20.0
-#: seconds between the sources' first message and the injection
+#: seconds between the sources' first message with the trigger sync locked and the injection
 LEAD_S = 2.5
 #: simulated seconds after the last fault of a flight (full matrix, --quick)
 TAIL_S = 7.0
@@ -287,6 +287,7 @@ def fly_with_faults(profile: str, faults: list[str], sim_s: float, cameras: list
     probe = _Probe()
     events: list[str] = []
     t_events: dict[str, int] = {}  # fault -> injection wall time (ns)
+    t_mono: dict[str, float] = {}  # fault -> injection monotonic time (s)
     back: dict[str, float] = {}  # fault -> s until the killed group's nodes publish diagnostics again
     spare_wait: dict[str, float] = {}  # kill -> s it waited for its group's warm spare to be ready
     cpu: CpuSampler | None = None  # unplug_thermal: the sources' CPU
@@ -309,8 +310,8 @@ def fly_with_faults(profile: str, faults: list[str], sim_s: float, cameras: list
                     if reason:
                         events.append(reason)
                         break
-                    if t_pub is None and _publishing(probe.status):
-                        t_pub = now
+                    if t_pub is None and _publishing(probe.status) and _locked(probe.status):
+                        t_pub = now  # the steady state: the sources publish and the trigger sync has locked
                     pending = [f for f in faults if f not in t_events]
                     if t_pub is not None and pending and now - max(t_pub + LEAD_S - SPACING_S, t_last) >= SPACING_S:
                         group = target_group(pending[0], recorder)
@@ -319,10 +320,13 @@ def fly_with_faults(profile: str, faults: list[str], sim_s: float, cameras: list
                         if group not in sup.spare_due or graph.spare_ready(group) or waited >= SPARE_WAIT_S:
                             spare_wait[pending[0]] = round(waited, 2)
                             t_events[pending[0]], t_last = inject(pending[0], graph, recorder, flight), now
+                            t_mono[pending[0]] = now
                     for fault in t_events:
                         group = target_group(fault, recorder)
-                        if fault not in back and group in flight.members and sup.state[group].restarts:
-                            t_restart = sup.state[group].restarts[-1]
+                        # the group's first restart after this fault (a group may be hit twice in one flight)
+                        t_restart = next((t for t in sup.state[group].restarts if t >= t_mono[fault]), None) \
+                            if group in flight.members else None
+                        if fault not in back and t_restart is not None:
                             if all(probe.seen.get(n, 0.0) > t_restart for n in flight.members[group]):
                                 back[fault] = round(time.time_ns() / 1e9 - t_events[fault] / 1e9, 3)
                     if not pending and _done(flight.sources):
@@ -382,6 +386,11 @@ def _publishing(status: dict[str, dict[str, str]]) -> bool:
     """The virtual stack reports IMU samples out (its diagnostics' topic counts)."""
     vs = next((v for k, v in status.items() if k.startswith("virtual_stack")), {})
     return any(k.endswith("imu.count") and float(v or 0) > 0 for k, v in vs.items())
+
+
+def _locked(status: dict[str, dict[str, str]]) -> bool:
+    """The trigger sync reports lock (its diagnostics' ``sync.locked``): the stack topics flow."""
+    return any(v.get("sync.locked") in ("True", "true", "1") for v in status.values())
 
 
 def _done(path: Path) -> bool:

@@ -25,6 +25,10 @@ process group that must be restarted:
 * **no heartbeat** ``start_timeout_s`` after the process became the group's process (it never
   reached its executor loop);
 * **hung**: its newest heartbeat is older than ``hang_timeout_s`` (stopped, or the executor stuck);
+  unless another group's heartbeat is late too (older than half of it): a stall shared by several
+  processes has a common cause (the middleware waiting for a killed peer's shared memory to be
+  released, the machine starved) that passes, so they are judged hung only after
+  :data:`COMMON_STALL_FACTOR` times ``hang_timeout_s``;
 * **stuck worker**: a ``progress`` entry got new work and finished nothing for its ``stall_s``;
 * **deaf**: a topic it subscribes to was published by another process of the graph all along (at
   least :data:`DEAF_MIN_SENT` messages, the last less than :data:`DEAF_RECENT_S` ago) while it
@@ -52,6 +56,9 @@ WORKER_STALL_S = 3.0
 #: the last of them less than DEAF_RECENT_S ago (the traffic goes on)
 DEAF_MIN_SENT = 5
 DEAF_RECENT_S = 1.0
+#: while several groups' heartbeats are late at once, one is judged hung only after this many
+#: ``hang_timeout_s`` (a killed recorder's reader ports stalled every publisher here for 2-3 s)
+COMMON_STALL_FACTOR = 3.0
 
 
 class LivenessOptions(BaseModel):
@@ -178,22 +185,26 @@ class LivenessJudge:
         for group, w in self.watched.items():
             self.beats[group] = read_heartbeat(self.directory, w.pid)
         sent = self._sent_by_process()
+        ages = {g: (now - int(b["mono_ns"])) / 1e9 for g, b in self.beats.items()
+                if b is not None and b.get("pid") == self.watched[g].pid and not b.get("finished")}
         out: dict[str, str] = {}
         for group, w in self.watched.items():
-            reason = self._judge(w, self.beats[group], now, sent)
+            shared = any(a > self.o.hang_timeout_s / 2 for g, a in ages.items() if g != group)
+            reason = self._judge(w, self.beats[group], now, sent, shared)
             if reason:
                 out[group] = reason
         return out
 
     # -- rules -------------------------------------------------------------------------------------
-    def _judge(self, w: _Watch, beat: dict[str, Any] | None, now: int, sent: dict[int, dict[str, int]]) -> str:
+    def _judge(self, w: _Watch, beat: dict[str, Any] | None, now: int, sent: dict[int, dict[str, int]],
+               shared_stall: bool = False) -> str:
         o = self.o
         if beat is None or beat.get("pid") != w.pid or beat.get("mono_ns", 0) < w.since_ns:
             if now - w.since_ns > o.start_timeout_s * 1e9:
                 return f"no heartbeat {o.start_timeout_s:g} s after it started (never reached its executor loop)"
             return ""
         age_s = (now - int(beat["mono_ns"])) / 1e9
-        if age_s > o.hang_timeout_s:
+        if age_s > o.hang_timeout_s * (COMMON_STALL_FACTOR if shared_stall else 1.0):
             return f"hung: no heartbeat for {age_s:.1f} s (stopped, or its executor is stuck)"
         for node, state in beat.get("nodes", {}).items():
             for name, (inputs, done, stall_s) in state.get("progress", {}).items():

@@ -11,9 +11,10 @@ refreshed every second and rewritten when it closes (``state: closed``), fsynced
 A recorder that starts finds the bags an earlier one left open (its process gone: killed, power
 lost): those of another flight are recovered at once (``rgbt.bag.recover``; ``state: recovered``);
 the latest of its own flight (the recorder was restarted) is taken over: its first bag
-``continues`` it, and once that bag has received the publishers' retained history the old bag is
-recovered without what the new one holds again (``duplicates_skipped``), and the stamps between
-the two that neither holds are written as lost (``recorder restart``). Every topic's
+``continues`` it, and when that bag closes (not during the flight: the copy would compete with the
+recording) the old bag is recovered without what the new one holds again from the publishers'
+retained history (``duplicates_skipped``), and the stamps between the two that neither holds are
+written as lost (``recorder restart``). Every topic's
 ``loss_ranges`` (:mod:`rgbt.bag.loss`) say what the bag lacks and why: nothing is lost silently.
 """
 
@@ -197,10 +198,15 @@ class Recording:
         self.pending_loss = LossLog()  # lost while no bag was open (a write error): into the next bag
         self.loss_after_stop = LossLog()  # lost while held (disk full, size cap): into the last bag's manifest
         self.last_stamp: dict[str, int] = {}  # topic -> its newest stamp recorded (gaps), across splits
+        #: another topic that carries a stream at other times -> the stream's topic (the trigger sync's
+        #: before-lock topics): what it holds inside a step of the stream's stamps is not missing
+        self.same_stream: dict[str, str] = {}
+        self._carried: dict[str, deque] = {}  # stream topic -> recent stamps on its other topic
         self.flight_bytes = 0  # bytes of this flight's bags closed so far (earlier recorders' included)
         self.previous: tuple[Path, dict] | None = None  # this flight's bag an earlier recorder left open
         self.recovered: list[dict] = []  # what recover_at_start() / the take-over recovered
         self._takeover: threading.Thread | None = None
+        self._takeover_go = threading.Event()  # set when the continuing bag closes: recover the old one now
         self.handed = self.done = 0  # messages queued for the writers / written or lost by them (closed bags)
         self._last_checkpoint = 0.0
 
@@ -235,10 +241,14 @@ class Recording:
                     self.loss_after_stop.lost(topic, key, self.hold)
                 return
             hz = self.expected_rates.get(topic)
+            if stamp is not None and topic in self.same_stream:
+                self._carried.setdefault(self.same_stream[topic], deque(maxlen=4096)).append(stamp)
             if stamp is not None and hz:
                 prev, period = self.last_stamp.get(topic), int(1e9 / hz)
                 missing = 0 if prev is None else missing_between(prev, stamp, period)
-                if missing:
+                if missing and topic in self._carried:  # what the other topic carried meanwhile is recorded
+                    missing -= sum(1 for s in self._carried[topic] if prev + period // 2 < s < stamp - period // 2)
+                if missing > 0:
                     sink.gap(topic, prev + period, stamp - period, missing)  # type: ignore[operator]
                 if prev is None or stamp > prev:
                     self.last_stamp[topic] = stamp
@@ -417,7 +427,6 @@ class Recording:
             if reason not in ("split",):
                 self.last_stamp.clear()  # a stop by design: the next bag's first stamps are no gap
         sink.close()
-        self._join_takeover()
         self._finish(sink, reason if sink.error is None else f"write error: {sink.error}")
         return True, sink.info["path"]
 
@@ -438,7 +447,6 @@ class Recording:
             else:
                 self.state, self.error_ns = "error", time.time_ns()
         sink.drain_lost()
-        self._join_takeover()
         self._finish(sink, self.last_stop_reason)
 
     def _finish(self, sink: "_BagSink", reason: str) -> None:
@@ -451,6 +459,9 @@ class Recording:
         self._write_manifest(sink, reason, state="closed", fsync=True)
         self.bags.append(sink.info["path"])
         self.log(f"closed {sink.info['path']} ({reason})")
+        if self._takeover is not None and self._takeover.is_alive() and sink.info.get("continues"):
+            self._join_takeover()  # the bag it continues is recovered now; then its manifest says what was lost
+            self._write_manifest(sink, reason, state="closed", fsync=True)
 
     def split(self) -> tuple[bool, str]:
         reason = self.started_by or "manual"
@@ -534,16 +545,20 @@ class Recording:
         return entry
 
     def _take_over(self, sink: "_BagSink", bag: Path, manifest: dict) -> None:
-        """Recover this flight's bag a killed recorder left open, once ``sink`` (the first bag of this
-        recorder) has its first message of every stream or ``TAKEOVER_WAIT_S`` passed: the old bag
-        keeps what comes before each stream's first message in the new bag (the rest is written again:
+        """Recover this flight's bag a killed recorder left open when ``sink`` (the first bag of this
+        recorder) closes: the old bag keeps what comes before each stream's first message in the new
+        bag (taken once it has every stream or ``TAKEOVER_WAIT_S`` passed; the rest was written again:
         ``duplicates_skipped``); a step between the two is lost and written into the new bag's
         ``loss_ranges`` (``recorder restart``)."""
-        deadline = time.monotonic() + TAKEOVER_WAIT_S
+        t0 = time.monotonic()
+        deadline = t0 + TAKEOVER_WAIT_S
         wanted = [t for t in self.expected_rates if t in self.topics]
         while time.monotonic() < deadline and not all(t in sink.first_key for t in wanted):
-            time.sleep(0.05)
+            if self._takeover_go.wait(0.05):
+                break
         first = dict(sink.first_key)
+        waited = time.monotonic() - t0
+        self._takeover_go.wait()
         last_kept: dict[str, int] = {}
         stamped = {t for t, (msgtype, _) in self.topics.items() if msgtype in STAMPED_TYPES}
 
@@ -564,11 +579,13 @@ class Recording:
                     sink.gap(topic, last_kept[topic] + period, first[topic] - period, n, RECORDER_RESTART)
                     gaps[topic] = n
         sink.info["takeover"] = {"bag": bag.name, "duplicates_skipped": entry.get("duplicates_skipped", 0),
-                                 "lost": gaps, "waited_s": round(TAKEOVER_WAIT_S - max(0.0, deadline - time.monotonic()), 2)}
+                                 "lost": gaps, "waited_s": round(waited, 2)}
         self.previous = None
 
     def _join_takeover(self) -> None:
+        """Let the take-over recover the old bag now (the continuing bag is closing) and wait for it."""
         thread = self._takeover
+        self._takeover_go.set()
         if thread is not None and thread is not threading.current_thread():
             thread.join()
 
@@ -747,8 +764,8 @@ def unfinished_bags(out_dir: Path) -> list[tuple[Path, dict]]:
         if manifest.get("state") != "recording":
             continue
         pid = int(manifest.get("pid") or 0)
-        if manifest.get("boot_id") == boot and pid and pid != me and _alive(pid):
-            continue  # another recorder is writing it
+        if manifest.get("boot_id") == boot and pid and (pid == me or _alive(pid)):
+            continue  # a live recorder (this one, or another) is writing it
         found.append((bag, manifest))
     return found
 

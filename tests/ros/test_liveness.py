@@ -45,6 +45,23 @@ def test_a_stale_heartbeat_is_a_hang_and_an_old_process_beat_does_not_count(tmp_
     assert judge.check(now_ns=103.5 * S)["seg"].startswith("hung: no heartbeat for 2.5 s")
 
 
+def test_a_stall_several_groups_share_is_waited_out_longer(tmp_path: Path) -> None:
+    from rgbt.ros.liveness import COMMON_STALL_FACTOR
+
+    judge = LivenessJudge(tmp_path, LivenessOptions(hang_timeout_s=2))
+    for group, pid in (("sources", 7), ("seg", 8), ("pipeline", 9)):
+        judge.watch(group, pid, now_ns=100 * S)
+        _beat(tmp_path, pid, mono_ns=101 * S)
+    # every publisher waits on the middleware at once: not a hang of one of them (yet)
+    assert judge.check(now_ns=104 * S) == {}
+    late = 101 + 2 * COMMON_STALL_FACTOR + 0.5
+    assert set(judge.check(now_ns=int(late * S))) == {"sources", "seg", "pipeline"}
+    # one group alone stops beating: hung after the plain timeout
+    for pid in (7, 9):
+        _beat(tmp_path, pid, mono_ns=int(late * S))
+    assert set(judge.check(now_ns=int(late * S))) == {"seg"}
+
+
 def test_a_worker_is_stuck_only_when_new_work_waits_longer_than_its_bound(tmp_path: Path) -> None:
     judge = LivenessJudge(tmp_path, LivenessOptions(hang_timeout_s=100))
     judge.watch("seg", 7, now_ns=0)

@@ -1,0 +1,243 @@
+"""The recorder's answers to field faults (``rgbt.ros.recording``), without ROS, on real bags written
+by ``rgbt.bag.writer``: every loss in ``loss_ranges`` with its cause, the manifest written at open and
+close, the take-over of a killed recorder's bag (recovered, duplicates left out, the step between
+the two counted), a full disk that closes the bag without churn, and a size cap per flight."""
+
+from __future__ import annotations
+
+import errno
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from rgbt.bag.loss import LossLog, missing_between
+from rgbt.bag.types import ros2_typestore
+from rgbt.ros.options import RecorderOptions
+from rgbt.ros.recording import DISK_FULL, MANIFEST, SIZE_CAP, Recording, unfinished_bags
+
+S = 1_000_000_000
+IMU = "/imu/imu"
+IMU_UNLOCKED = "/rgbt/raw/imu/unlocked"
+PERIOD = 5_000_000  # 200 Hz
+
+
+def _imu(stamp: int) -> bytes:
+    store = ros2_typestore()
+    T = store.types
+    cov = np.zeros(9)
+    msg = T["sensor_msgs/msg/Imu"](T["std_msgs/msg/Header"](T["builtin_interfaces/msg/Time"](stamp // S, stamp % S), "imu"),
+                                   T["geometry_msgs/msg/Quaternion"](0.0, 0.0, 0.0, 1.0), cov,
+                                   T["geometry_msgs/msg/Vector3"](0.0, 0.0, 0.0), cov,
+                                   T["geometry_msgs/msg/Vector3"](0.0, 0.0, 9.81), cov)
+    return bytes(store.serialize_cdr(msg, "sensor_msgs/msg/Imu"))
+
+
+def _recording(out: Path, flight: str = "f1", writer_factory=None, **kw) -> Recording:  # type: ignore[no-untyped-def]
+    opts = RecorderOptions(out_dir=str(out), min_free_mb=0, start="always", **kw)
+    rec = Recording(opts, log=lambda m: None, writer_factory=writer_factory, flight_id=flight)
+    rec.add_topic(IMU, "sensor_msgs/msg/Imu")
+    rec.add_topic(IMU_UNLOCKED, "sensor_msgs/msg/Imu")
+    rec.expected_rates = {IMU: 200.0}
+    rec.same_stream = {IMU_UNLOCKED: IMU}
+    return rec
+
+
+def _manifest(bag: str | Path) -> dict:
+    return json.loads((Path(bag) / MANIFEST).read_text())
+
+
+def _stamps(bag: Path, read_bag) -> list[int]:  # type: ignore[no-untyped-def]
+    return [m.header.stamp.sec * S + m.header.stamp.nanosec for _, m, _ in read_bag(bag).get(IMU, [])]
+
+
+def test_loss_log_merges_a_run_of_one_cause_and_counts_steps() -> None:
+    log = LossLog()
+    for stamp in (10, 15, 20):
+        log.lost("/t", stamp, "write error")
+    log.kept("/t")
+    log.lost("/t", 30, "write error")
+    log.gap("/t", 40, 50, 3)
+    assert log.to_json("/t") == [[10, 20, 3, "write error"], [30, 30, 1, "write error"], [40, 50, 3, "not received"]]
+    assert log.count() == 7
+    assert missing_between(0, 10, 5) == 1 and missing_between(0, 7, 5) == 0 and missing_between(0, 25, 5) == 4
+
+
+def test_the_manifest_is_written_at_open_and_says_closed_with_each_loss_and_its_cause(tmp_path: Path) -> None:
+    rec = _recording(tmp_path / "bags")
+    rec.start("always")
+    bag = Path(rec.bag_path)
+    opened = _manifest(bag)
+    assert opened["state"] == "recording" and opened["flight_id"] == "f1" and opened["pid"] > 0
+    assert unfinished_bags(tmp_path / "bags") == []  # this process is alive: not someone's to recover
+    stamps = [10 * S + i * PERIOD for i in range(100) if not 40 <= i < 50]
+    for s in stamps:
+        rec.on_message(IMU, _imu(s), s + 1_000_000)
+    # samples 60..69 came on the before-lock topic (the sync lost lock): recorded, not lost
+    for i in range(60, 70):
+        rec.on_message(IMU_UNLOCKED, _imu(10 * S + i * PERIOD), 0)
+    for i in range(100, 110):
+        if i not in range(60, 70):
+            s = 10 * S + i * PERIOD
+            rec.on_message(IMU, _imu(s), s)
+    rec.shutdown()
+    closed = _manifest(bag)
+    assert closed["state"] == "closed" and closed["stop_reason"] == "shutdown"
+    assert closed["topics"][IMU]["loss_ranges"] == [[10 * S + 40 * PERIOD, 10 * S + 49 * PERIOD, 10, "not received"]]
+    assert closed["lost_total"] == 10
+
+
+class _FullDisk:
+    """A bag writer whose disk fills after ``room`` messages (``ENOSPC``, as ``BagWriter`` raises it)."""
+
+    made: list[_FullDisk] = []
+
+    def __init__(self, path: Path, **_kw) -> None:  # type: ignore[no-untyped-def]
+        from rgbt.bag.writer import BagWriter
+
+        self.inner, self.room = BagWriter(path, fsync=False), 30
+        _FullDisk.made.append(self)
+
+    def add_topic(self, *a) -> None:  # type: ignore[no-untyped-def]
+        self.inner.add_topic(*a)
+
+    def write(self, topic: str, t_ns: int, raw: bytes) -> None:
+        if self.room == 0:
+            from rgbt.errors import BagError
+
+            self.inner.close()
+            raise BagError("disk full") from OSError(errno.ENOSPC, "No space left on device")
+        self.room -= 1
+        self.inner.write(topic, t_ns, raw)
+
+    def durable_last_log(self) -> dict[str, int]:
+        return self.inner.durable_last_log()
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+def test_a_full_disk_closes_the_bag_counts_what_it_lacks_and_starts_no_new_bag(tmp_path: Path, read_bag) -> None:
+    _FullDisk.made.clear()
+    rec = _recording(tmp_path / "bags", writer_factory=_FullDisk)
+    rec._free_mb = lambda: 0.0  # type: ignore[method-assign]  # the disk the writer filled
+    rec.start("always")
+    bag = Path(rec.bag_path)
+    for i in range(60):
+        s = 10 * S + i * PERIOD
+        rec.on_message(IMU, _imu(s), s)
+        rec.on_armed(True, s)  # the 1 Hz armed republish must not start a bag on a full disk
+        rec.tick(s)
+    rec.sink and rec.sink.thread.join(2)
+    for i in range(60, 80):
+        s = 10 * S + i * PERIOD
+        rec.on_message(IMU, _imu(s), s)
+        rec.tick(s)
+    rec.shutdown()
+    assert len(_FullDisk.made) == 1 and rec.hold == DISK_FULL and rec.state == "stopped"
+    manifest = _manifest(bag)
+    written = _stamps(bag, read_bag)
+    lost_in_bag = sum(r[2] for r in manifest["topics"][IMU]["loss_ranges"])
+    after = manifest["not_recorded_after_stop"]["lost_total"]
+    assert manifest["state"] == "closed" and manifest["stop_reason"].startswith("write error")
+    assert len(written) + lost_in_bag + after == 80  # every sample: in the bag, or counted
+
+
+def test_a_killed_recorders_bag_is_taken_over_without_duplicates_and_the_step_counted(tmp_path: Path,
+                                                                                       read_bag) -> None:
+    out = tmp_path / "bags"
+    # the first recorder writes samples 0..199 and is "killed": its bag stays open, its PID is gone
+    first = _recording(out)
+    first.start("always")
+    old = Path(first.bag_path)
+    for i in range(200):
+        s = 10 * S + i * PERIOD
+        first.on_message(IMU, _imu(s), s)
+    first.sink.queue.put(None)  # the writer thread ends without closing the file, as a SIGKILL leaves it
+    first.sink.thread.join()
+    first.sink.writer._file.close_chunk()
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    manifest = _manifest(old)
+    manifest["pid"] = dead.pid
+    (old / MANIFEST).write_text(json.dumps(manifest))
+    assert [b for b, _ in unfinished_bags(out)] == [old]
+    # the spare takes over: the publishers' history repeats 150..199; 200..209 were never received
+    second = _recording(out)
+    assert second.recover_at_start() == [] and second.previous is not None
+    second.start("always")
+    new = Path(second.bag_path)
+    for i in [*range(150, 200), *range(210, 300)]:
+        s = 10 * S + i * PERIOD
+        second.on_message(IMU, _imu(s), s)
+    second.shutdown()
+    recovered, closed = _manifest(old), _manifest(new)
+    assert recovered["state"] == "recovered" and closed["state"] == "closed"
+    assert closed["continues"] == old.name
+    old_stamps, new_stamps = _stamps(old, read_bag), _stamps(new, read_bag)
+    assert len(old_stamps) + len(new_stamps) == len(set(old_stamps) | set(new_stamps))  # no sample twice
+    assert recovered["duplicates_skipped"] == 200 - 150
+    assert len(old_stamps) == 150 and len(new_stamps) == 140
+    # the step is inside the new bag's stream (its history began at 150): counted there, once
+    assert closed["topics"][IMU]["loss_ranges"] == [[10 * S + 200 * PERIOD, 10 * S + 209 * PERIOD, 10,
+                                                    "not received"]]
+    assert closed["takeover"]["lost"] == {}
+
+
+def test_a_take_over_without_history_counts_the_step_between_the_two_bags(tmp_path: Path, read_bag) -> None:
+    out = tmp_path / "bags"
+    first = _recording(out)
+    first.start("always")
+    old = Path(first.bag_path)
+    for i in range(100):
+        s = 10 * S + i * PERIOD
+        first.on_message(IMU, _imu(s), s)
+    first.sink.queue.put(None)
+    first.sink.thread.join()
+    first.sink.writer._file.close_chunk()
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    manifest = _manifest(old)
+    manifest["pid"] = dead.pid
+    (old / MANIFEST).write_text(json.dumps(manifest))
+    second = _recording(out)
+    second.recover_at_start()
+    second.start("always")
+    new = Path(second.bag_path)
+    for i in range(120, 200):  # volatile publishers: nothing of 100..119 comes again
+        s = 10 * S + i * PERIOD
+        second.on_message(IMU, _imu(s), s)
+    second.shutdown()
+    closed = _manifest(new)
+    assert _manifest(old)["duplicates_skipped"] == 0
+    assert closed["topics"][IMU]["loss_ranges"] == [[10 * S + 100 * PERIOD, 10 * S + 119 * PERIOD, 20,
+                                                    "recorder restart"]]
+
+
+def test_the_size_cap_is_per_flight_and_holds(tmp_path: Path) -> None:
+    out = tmp_path / "bags"
+    raw = _imu(10 * S)
+    cap_mb = 200 * len(raw) / 1e6  # 200 samples of this flight in all
+    first = _recording(out, max_total_mb=cap_mb)
+    first.start("always")
+    for i in range(120):
+        s = 10 * S + i * PERIOD
+        first.on_message(IMU, _imu(s), s)
+    first.shutdown()
+    second = _recording(out, max_total_mb=cap_mb)  # the same flight, restarted: 80 more fit
+    second.recover_at_start()
+    second.start("always")
+    for i in range(120, 300):
+        s = 10 * S + i * PERIOD
+        second.on_message(IMU, _imu(s), s)
+        second.on_armed(True, s)
+        second.tick(s)
+    second.shutdown()
+    assert second.hold == SIZE_CAP and len(second.bags) == 1
+    counts = [_manifest(b)["topics"][IMU]["count"] for b in (*first.bags, *second.bags)]
+    assert counts[0] == 120 and 75 <= counts[1] <= 81
+    other = _recording(out, flight="f2", max_total_mb=cap_mb)  # another flight starts from zero
+    other.recover_at_start()
+    assert other.flight_bytes == 0
