@@ -28,7 +28,8 @@ process group that must be restarted:
   unless another group's heartbeat is late too (older than half of it): a stall shared by several
   processes has a common cause (the middleware waiting for a killed peer's shared memory to be
   released, the machine starved) that passes, so they are judged hung only after
-  :data:`COMMON_STALL_FACTOR` times ``hang_timeout_s``;
+  :data:`COMMON_STALL_FACTOR` times ``hang_timeout_s``; so is a process in its first
+  :data:`STARTUP_GRACE_S` (a recorder that took over receives seconds of retained history at once);
 * **stuck worker**: a ``progress`` entry got new work and finished nothing for its ``stall_s``;
 * **deaf**: a topic it subscribes to was published by another process of the graph all along (at
   least :data:`DEAF_MIN_SENT` messages, the last less than :data:`DEAF_RECENT_S` ago) while it
@@ -59,6 +60,8 @@ DEAF_RECENT_S = 1.0
 #: while several groups' heartbeats are late at once, one is judged hung only after this many
 #: ``hang_timeout_s`` (a killed recorder's reader ports stalled every publisher here for 2-3 s)
 COMMON_STALL_FACTOR = 3.0
+#: a process is judged with that longer bound in its first seconds as the group's process (s)
+STARTUP_GRACE_S = 10.0
 
 
 class LivenessOptions(BaseModel):
@@ -204,7 +207,8 @@ class LivenessJudge:
                 return f"no heartbeat {o.start_timeout_s:g} s after it started (never reached its executor loop)"
             return ""
         age_s = (now - int(beat["mono_ns"])) / 1e9
-        if age_s > o.hang_timeout_s * (COMMON_STALL_FACTOR if shared_stall else 1.0):
+        young = now - w.since_ns < STARTUP_GRACE_S * 1e9
+        if age_s > o.hang_timeout_s * (COMMON_STALL_FACTOR if shared_stall or young else 1.0):
             return f"hung: no heartbeat for {age_s:.1f} s (stopped, or its executor is stuck)"
         for node, state in beat.get("nodes", {}).items():
             for name, (inputs, done, stall_s) in state.get("progress", {}).items():

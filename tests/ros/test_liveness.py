@@ -36,13 +36,19 @@ def test_no_heartbeat_only_after_the_start_timeout(tmp_path: Path) -> None:
 
 
 def test_a_stale_heartbeat_is_a_hang_and_an_old_process_beat_does_not_count(tmp_path: Path) -> None:
+    from rgbt.ros.liveness import STARTUP_GRACE_S
+
     judge = LivenessJudge(tmp_path, LivenessOptions(hang_timeout_s=2))
     judge.watch("seg", 7, now_ns=100 * S)
     _beat(tmp_path, 7, mono_ns=50 * S)  # written before this process became the group's: ignored
     assert judge.check(now_ns=101 * S) == {}
     _beat(tmp_path, 7, mono_ns=101 * S)
-    assert judge.check(now_ns=102.9 * S) == {}
-    assert judge.check(now_ns=103.5 * S)["seg"].startswith("hung: no heartbeat for 2.5 s")
+    assert judge.check(now_ns=105 * S) == {}  # in its first seconds: the longer bound
+    assert judge.check(now_ns=107.5 * S)["seg"].startswith("hung: no heartbeat for 6.5 s")
+    t = int((100 + STARTUP_GRACE_S) * S)
+    _beat(tmp_path, 7, mono_ns=t)
+    assert judge.check(now_ns=t + int(1.9 * S)) == {}
+    assert judge.check(now_ns=t + int(2.5 * S))["seg"].startswith("hung: no heartbeat for 2.5 s")
 
 
 def test_a_stall_several_groups_share_is_waited_out_longer(tmp_path: Path) -> None:
