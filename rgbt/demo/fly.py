@@ -20,7 +20,7 @@ from rgbt.errors import RgbtError
 
 VS_MANIFEST = "virtual_stack_manifest.json"
 GRAPH_LOG = "graph.log"
-BAG_MANIFEST = "rgbt_manifest.json"  # written by the recorder beside each bag it closes
+BAG_MANIFEST = "rgbt_manifest.json"  # written by the recorder beside each bag (state: recording, closed)
 
 
 class DeviceMissingError(RgbtError):
@@ -118,6 +118,7 @@ def fly(profile: str, overrides: dict[str, dict[str, Any]], run_dir: Path, expec
     With a virtual stack, the graph is also stopped :data:`DRAIN_S` after its last sample went out
     if the recorder has not closed the bag by then (an overloaded machine); that is reported."""
     from rgbt.ros.launcher import start_graph, supervise
+    from rgbt.ros.recording import bag_is_closed
     from rgbt.ros.profile import node_specs, profile_env
 
     specs = node_specs(profile, overrides)
@@ -142,7 +143,7 @@ def fly(profile: str, overrides: dict[str, dict[str, Any]], run_dir: Path, expec
                 bags = _bags(run_dir)
                 if bags and t_arm is None:
                     t_arm = now
-                if bags and (bags[-1] / BAG_MANIFEST).is_file():
+                if bags and bag_is_closed(bags[-1]):  # its manifest is written at open; closed at disarm
                     t_disarm = now
                     break
                 reason = sup.poll()  # a failed group is restarted; the recorder's exit ends the flight

@@ -247,7 +247,8 @@ class Recording:
                 prev, period = self.last_stamp.get(topic), int(1e9 / hz)
                 missing = 0 if prev is None else missing_between(prev, stamp, period)
                 if missing and topic in self._carried:  # what the other topic carried meanwhile is recorded
-                    missing -= sum(1 for s in self._carried[topic] if prev + period // 2 < s < stamp - period // 2)
+                    # (its stamps are host arrival times: up to a period after the sample's, hence the bound)
+                    missing -= sum(1 for s in self._carried[topic] if prev < s < stamp + period)
                 if missing > 0:
                     sink.gap(topic, prev + period, stamp - period, missing)  # type: ignore[operator]
                 if prev is None or stamp > prev:
