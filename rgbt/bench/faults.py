@@ -103,6 +103,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                              f"{SPACING_S:g} s between faults, {TAIL_S:g} s after the last, --quick {TAIL_QUICK_S:g} s)")
     parser.add_argument("--profile", default="bench-sim", help="profile to fly (default bench-sim)")
     parser.add_argument("--keep", help="keep each flight's folder (bag, logs) under this directory")
+    parser.add_argument("--isolate-drivers", action=argparse.BooleanOptionalAction, default=None,
+                        help="each simulated device in its own process (rgbt.ros.profile.isolate_drivers; "
+                             "default: the profile's isolate_drivers)")
 
 
 def fault_names(specs: list[Any]) -> list[str]:
@@ -131,12 +134,14 @@ def flights(names: list[str], quick: bool) -> list[list[str]]:
 def run(args: argparse.Namespace) -> dict:
     from rgbt.errors import ConfigError
     from rgbt.ros.launcher import ros_environment_defaults
-    from rgbt.ros.profile import node_specs
+    from rgbt.ros.profile import isolate_drivers, node_specs, profile_isolates_drivers
 
     # a private DDS domain unless one is set: other graphs on this machine must not reach the bag
     os.environ.setdefault("ROS_DOMAIN_ID", str(random.randint(100, 180)))
     ros_environment_defaults()
-    known = fault_names(node_specs(args.profile))
+    isolate = args.isolate_drivers if args.isolate_drivers is not None else profile_isolates_drivers(args.profile)
+    specs = node_specs(args.profile)
+    known = fault_names(isolate_drivers(specs) if isolate else specs)
     names = list(args.fault) or ([n for n in known if n in QUICK] if args.quick else known)
     unknown = [n for n in names if n not in known]
     if unknown:
@@ -158,13 +163,14 @@ def run(args: argparse.Namespace) -> dict:
                 rows = fly_launcher_fault(args.profile, group[0], sim_s, cameras=cameras, keep=args.keep,
                                           sim_root=sim_root)
             else:
-                rows = fly_with_faults(args.profile, group, sim_s, cameras=cameras, keep=args.keep, sim_root=sim_root)
+                rows = fly_with_faults(args.profile, group, sim_s, cameras=cameras, keep=args.keep, sim_root=sim_root,
+                                       isolate=isolate)
             for name, row in rows.items():
                 _log(f"{name}: {_short(row)}")
             faults.update(rows)
     finally:
         shutil.rmtree(sim_root, ignore_errors=True)
-    return {"faults": faults, "profile": args.profile, "quick": bool(args.quick),
+    return {"faults": faults, "profile": args.profile, "quick": bool(args.quick), "isolate_drivers": isolate,
             "cameras": cameras or "all", "synthetic": True,
             "sources": "simulated run rendered ahead (rgbt.sim.cache), cameras dropping nothing, played at the "
                        "real rate on one timeline; lost is judged against it",
@@ -187,7 +193,7 @@ class Flight:
     """The files of one fault flight (under ``work``) and the profile's node parameters for it."""
 
     def __init__(self, profile: str, faults: list[str], sim_s: float, cameras: list[str] | None,
-                 sim_root: Path | None, work: Path | None = None) -> None:
+                 sim_root: Path | None, work: Path | None = None, isolate: bool = False) -> None:
         from rgbt.ros.profile import node_specs, processes
         from rgbt.stack import load_stack
 
@@ -207,6 +213,10 @@ class Flight:
             self.cache = prerendered(specs, sim_root)
             self.overrides["virtual_stack"]["sim_cache"] = self.cache
             specs = node_specs(profile, self.overrides)
+        if isolate:
+            from rgbt.ros.profile import isolate_drivers
+
+            specs = isolate_drivers(specs, self.anchor)
         self.specs = specs
         self.members = {g: [s.name for s in nodes] for g, nodes in processes(specs).items()}
 
@@ -247,6 +257,13 @@ class Flight:
             out[recorder]["min_free_mb"] = 0  # the disk itself says when it is full
         return out
 
+    def published(self) -> dict:
+        """The virtual stacks' manifests as one ({} until written; several when isolated)."""
+        from rgbt.bench.graph import read_sources
+
+        return read_sources([Path(s.parameters["manifest_path"]) for s in self.specs
+                             if s.executable == "virtual_stack" and s.parameters.get("manifest_path")])
+
     def bags(self) -> list[Path]:
         """The flight's bags, oldest first."""
         def start(bag: Path) -> int:
@@ -274,14 +291,14 @@ def prerendered(specs: list[Any], root: Path) -> str:
 
 
 def fly_with_faults(profile: str, faults: list[str], sim_s: float, cameras: list[str] | None = None,
-                    keep: str | None = None, sim_root: Path | None = None) -> dict[str, dict]:
+                    keep: str | None = None, sim_root: Path | None = None, isolate: bool = False) -> dict[str, dict]:
     """One flight under an in-process supervisor; ``faults`` injected one at a time (the first
     ``LEAD_S`` after the sources start publishing, the next ``SPACING_S`` later); the judged row of each."""
     from rgbt.bench.graph import _Probe
     from rgbt.bench.tmpdisk import SmallDisk
     from rgbt.ros.launcher import clean_shm, shm_files, start_graph, supervise
 
-    flight = Flight(profile, faults, sim_s, cameras, sim_root)
+    flight = Flight(profile, faults, sim_s, cameras, sim_root, isolate=isolate)
     disk = SmallDisk(flight.bags_dir, DISK_MB) if "disk_full_real" in faults else None
     shm_before = shm_files()
     probe = _Probe()
@@ -301,7 +318,7 @@ def fly_with_faults(profile: str, faults: list[str], sim_s: float, cameras: list
             sup = supervise(graph, flight.specs, log=events.append)
             recorder = next(iter(sup.recorder_groups))
             if "unplug_thermal" in faults:
-                cpu = CpuSampler(lambda: graph.procs[_source_group(graph)].pid)
+                cpu = CpuSampler(lambda: graph.procs[_source_group(graph, "thermal")].pid)
             t0, t_pub, t_last, t_done = time.monotonic(), None, 0.0, 0.0
             try:
                 while time.monotonic() - t0 < sim_s * 8 + 90:
@@ -329,7 +346,7 @@ def fly_with_faults(profile: str, faults: list[str], sim_s: float, cameras: list
                         if fault not in back and t_restart is not None:
                             if all(probe.seen.get(n, 0.0) > t_restart for n in flight.members[group]):
                                 back[fault] = round(time.time_ns() / 1e9 - t_events[fault] / 1e9, 3)
-                    if not pending and _done(flight.sources):
+                    if not pending and flight.published().get("done"):
                         t_done = t_done or now
                         waits = [f for f in t_events if target_group(f, recorder) in flight.members]
                         # a group killed late in the flight may still be starting: wait for it (bounded)
@@ -391,13 +408,6 @@ def _publishing(status: dict[str, dict[str, str]]) -> bool:
 def _locked(status: dict[str, dict[str, str]]) -> bool:
     """The trigger sync reports lock (its diagnostics' ``sync.locked``): the stack topics flow."""
     return any(v.get("sync.locked") in ("True", "true", "1") for v in status.values())
-
-
-def _done(path: Path) -> bool:
-    try:
-        return bool(json.loads(path.read_text()).get("done"))
-    except (OSError, ValueError):
-        return False
 
 
 #: a busy process for ``cpu_starvation``: argv = real-time priority (0: normal), the end on the shared
@@ -491,8 +501,10 @@ class CpuSampler:
         self._thread.join(timeout=2)
 
 
-def _source_group(graph: Any) -> str:
-    return next(g for g, cmd in graph.commands.items() if any(a.endswith(":virtual_stack") for a in cmd))
+def _source_group(graph: Any, kind: str = "") -> str:
+    """The process group of the virtual stack (isolated: the one that plays camera ``kind``)."""
+    groups = [g for g, cmd in graph.commands.items() if any(a.endswith(":virtual_stack") for a in cmd)]
+    return next((g for g in groups if kind and g.endswith(f"_{kind}")), groups[0])
 
 
 # -- judging -----------------------------------------------------------------------------------------
@@ -561,9 +573,9 @@ def judge_flight(flight: Flight, t_events: dict[str, int], until_ns: int | None 
         if fault in ("disk_full", "disk_full_real"):
             row["stop_reasons"] = [m.get("stop_reason") for m in manifests]
         if fault.startswith("clock_step_"):
-            clock = (_read_json(flight.sources) or {}).get("clock", {})
+            clock = flight.published().get("clock", {})
             row["clock_steps"], row["clock_last_step_ns"] = int(clock.get("steps", 0)), int(clock.get("last_step_ns", 0))
-        published = _read_json(flight.sources) or {}
+        published = flight.published()
         row["source_skipped"] = {k: published.get(k, {}) for k in ("late_dropped", "restart_skipped", "unplugged")}
         rows[fault] = row
     return rows

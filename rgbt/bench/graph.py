@@ -193,6 +193,11 @@ def read_sources(paths: list[Path]) -> dict:
             for k, n in part.get(key, {}).items():
                 out.setdefault(key, {})[k] = out.get(key, {}).get(k, 0) + n
         out["frames"].update(part.get("frames", {}))
+        clock = part.get("clock")
+        if clock:  # every part holds its own clock step (the same injected one)
+            c = out.setdefault("clock", {"steps": 0, "last_step_ns": 0})
+            c["steps"] = max(c["steps"], int(clock.get("steps", 0)))
+            c["last_step_ns"] = max(c["last_step_ns"], int(clock.get("last_step_ns", 0)))
         for key in ("imu_t_true_ns", "imu_t_host_ns", "imu_t_pub_ns"):
             out.setdefault(key, []).extend(part.get(key, []))
         if part.get("t0_wall_ns") is not None:

@@ -204,6 +204,7 @@ class Recording:
         self._carried: dict[str, deque] = {}  # stream topic -> recent stamps on its other topic
         self.flight_bytes = 0  # bytes of this flight's bags closed so far (earlier recorders' included)
         self.previous: tuple[Path, dict] | None = None  # this flight's bag an earlier recorder left open
+        self.later: list[tuple[Path, dict]] = []  # this flight's older open bags: recovered with it
         self.recovered: list[dict] = []  # what recover_at_start() / the take-over recovered
         self._takeover: threading.Thread | None = None
         self._takeover_go = threading.Event()  # set when the continuing bag closes: recover the old one now
@@ -484,8 +485,9 @@ class Recording:
         self.stop("shutdown")
         self._join_takeover()
         if self.previous is not None and self._takeover is None:
-            self._recover(*self.previous)
-            self.previous = None
+            for bag in (self.previous, *self.later):
+                self._recover(*bag)
+            self.previous, self.later = None, []
         if self.loss_after_stop.ranges and self.bags:
             path = Path(self.bags[-1]) / MANIFEST
             try:
@@ -508,7 +510,10 @@ class Recording:
             self.previous = max(mine, key=lambda bm: int(bm[1].get("start_wall_ns", 0)))
             self.log(f"taking over {self.previous[0].name}, left open by recorder PID {self.previous[1].get('pid')} "
                      "of this flight: it is recovered once the next bag has started")
-        done = [self._recover(b, m) for b, m in found if self.previous is None or b != self.previous[0]]
+        # this flight's older open bags (two recorders killed in a row) wait with the one taken over:
+        # recovering them now would delay this recorder's start by seconds mid-flight
+        self.later = [(b, m) for b, m in mine if b != self.previous[0]] if self.previous else []
+        done = [self._recover(b, m) for b, m in found if m.get("flight_id") != self.flight_id]
         self.flight_bytes = sum(int(m.get("bytes") or _bag_bytes(b)) for b, m in _manifests(Path(self.o.out_dir))
                                 if m.get("flight_id") == self.flight_id and m.get("state") != "recording")
         if self.previous is not None:
@@ -579,6 +584,9 @@ class Recording:
                 if n:
                     sink.gap(topic, last_kept[topic] + period, first[topic] - period, n, RECORDER_RESTART)
                     gaps[topic] = n
+        for older in self.later:
+            self._recover(*older)
+        self.later = []
         sink.info["takeover"] = {"bag": bag.name, "duplicates_skipped": entry.get("duplicates_skipped", 0),
                                  "lost": gaps, "waited_s": round(waited, 2)}
         self.previous = None

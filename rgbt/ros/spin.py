@@ -50,7 +50,7 @@ from rclpy.task import Future
 
 from rgbt.errors import ConfigError
 from rgbt.paths import REPO_ROOT
-from rgbt.ros.liveness import HeartbeatWriter
+from rgbt.ros.liveness import BEAT_PERIOD_S, HeartbeatWriter
 from rgbt.ros.parent_death import die_with_launcher, launcher_gone
 from rgbt.ros.supervisor import HEARTBEAT_ENV
 
@@ -160,6 +160,9 @@ def run_nodes(factories: Sequence[Callable[[], Node]], args: list[str] | None = 
         def state() -> dict:
             return {n.get_name(): n.heartbeat_state() for n in nodes if hasattr(n, "heartbeat_state")}
 
+        if nodes:  # also from a timer: under a flood of events a spin call may not return for seconds,
+            # while the executor does run callbacks (a recorder taking over receives seconds of history)
+            nodes[0].create_timer(BEAT_PERIOD_S, lambda: heart.beat(state))
         deadline = None if not duration_s else time.monotonic() + duration_s
         finished = False  # the nodes' job is done or the duration passed (not a signal, not a failure)
         while rclpy.ok() and not stop["signal"]:
