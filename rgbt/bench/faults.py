@@ -401,8 +401,8 @@ def target_group(fault: str, recorder: str) -> str | None:
 
 def _publishing(status: dict[str, dict[str, str]]) -> bool:
     """The virtual stack reports IMU samples out (its diagnostics' topic counts)."""
-    vs = next((v for k, v in status.items() if k.startswith("virtual_stack")), {})
-    return any(k.endswith("imu.count") and float(v or 0) > 0 for k, v in vs.items())
+    stacks = [v for k, v in status.items() if k.startswith("virtual_stack")]  # several when isolated
+    return any(k.endswith("imu.count") and float(v or 0) > 0 for vs in stacks for k, v in vs.items())
 
 
 def _locked(status: dict[str, dict[str, str]]) -> bool:

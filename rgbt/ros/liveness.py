@@ -29,7 +29,9 @@ process group that must be restarted:
   processes has a common cause (the middleware waiting for a killed peer's shared memory to be
   released, the machine starved) that passes, so they are judged hung only after
   :data:`COMMON_STALL_FACTOR` times ``hang_timeout_s``; so is a process in its first
-  :data:`STARTUP_GRACE_S` (a recorder that took over receives seconds of retained history at once);
+  :data:`STARTUP_GRACE_S` (a recorder that took over receives seconds of retained history at once),
+  and one that is starved, not stuck: its main thread (the executor's) waited on the CPU run queue
+  for a good part of the silence (``/proc/PID/schedstat``; a stopped or deadlocked process does not);
 * **stuck worker**: a ``progress`` entry got new work and finished nothing for its ``stall_s``;
 * **deaf**: a topic it subscribes to was published by another process of the graph all along (at
   least :data:`DEAF_MIN_SENT` messages, the last less than :data:`DEAF_RECENT_S` ago) while it
@@ -62,6 +64,8 @@ DEAF_RECENT_S = 1.0
 COMMON_STALL_FACTOR = 3.0
 #: a process is judged with that longer bound in its first seconds as the group's process (s)
 STARTUP_GRACE_S = 10.0
+#: a silent process whose main thread waited for a CPU this share of the last ``hang_timeout_s`` is starved
+STARVED_SHARE = 0.2
 
 
 class LivenessOptions(BaseModel):
@@ -152,6 +156,16 @@ class _Watch:
     since_ns: int  # when this process became the group's process (monotonic)
     work: dict[tuple[str, str], _Work] = field(default_factory=dict)
     ears: dict[tuple[str, str], _Ear] = field(default_factory=dict)
+    run_delay: list[tuple[int, int]] = field(default_factory=list)  # (now ns, main thread's run-queue wait ns)
+
+
+def run_delay_ns(pid: int) -> int | None:
+    """Time (ns) the main thread of ``pid`` has spent runnable, waiting for a CPU (Linux schedstat)."""
+    try:
+        with open(f"/proc/{pid}/schedstat") as fh:
+            return int(fh.read().split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 class LivenessJudge:
@@ -160,7 +174,10 @@ class LivenessJudge:
     Call :meth:`watch` when a process becomes a group's process, :meth:`check` every poll (it reads
     every watched group's heartbeat file) and :meth:`forget` when the group is down."""
 
-    def __init__(self, directory: str | Path | None, options: LivenessOptions | None = None) -> None:
+    def __init__(self, directory: str | Path | None, options: LivenessOptions | None = None,
+                 run_delay: Callable[[int], int | None] = None) -> None:  # type: ignore[assignment]
+        """``run_delay``: pid -> its main thread's run-queue wait (ns); :func:`run_delay_ns` by default."""
+        self.run_delay = run_delay or run_delay_ns
         self.directory = directory
         self.o = options or LivenessOptions()
         self.watched: dict[str, _Watch] = {}
@@ -192,11 +209,25 @@ class LivenessJudge:
                 if b is not None and b.get("pid") == self.watched[g].pid and not b.get("finished")}
         out: dict[str, str] = {}
         for group, w in self.watched.items():
-            shared = any(a > self.o.hang_timeout_s / 2 for g, a in ages.items() if g != group)
+            shared = any(a > self.o.hang_timeout_s / 2 for g, a in ages.items() if g != group) \
+                or self._starved(w, now)
             reason = self._judge(w, self.beats[group], now, sent, shared)
             if reason:
                 out[group] = reason
         return out
+
+    def _starved(self, w: _Watch, now: int) -> bool:
+        """Whether ``w``'s main thread waited for a CPU for :data:`STARVED_SHARE` of the last
+        ``hang_timeout_s`` (it would run, the machine does not let it)."""
+        delay = self.run_delay(w.pid)
+        if delay is None:
+            return False
+        w.run_delay.append((now, delay))
+        window = int(self.o.hang_timeout_s * 1e9)
+        while len(w.run_delay) > 2 and w.run_delay[1][0] <= now - window:
+            w.run_delay.pop(0)
+        t0, d0 = w.run_delay[0]
+        return now - t0 > 0 and (delay - d0) >= STARVED_SHARE * min(now - t0, window)
 
     # -- rules -------------------------------------------------------------------------------------
     def _judge(self, w: _Watch, beat: dict[str, Any] | None, now: int, sent: dict[int, dict[str, int]],

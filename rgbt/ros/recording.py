@@ -851,7 +851,7 @@ class _BagSink:
         self._count_lock = threading.Lock()  # backlog_bytes changes on two threads
         self.loss_lock = threading.Lock()
         self.loss = LossLog()
-        self.first_key: dict[str, int] = {}  # topic -> stamp (log time if unstamped) of its first message queued
+        self.first_key: dict[str, int] = {}  # topic -> earliest stamp (log time if unstamped) queued
         self._recent: dict[str, deque] = {}
         self.queue: queue.SimpleQueue = queue.SimpleQueue()
         self.queued_bytes = 0  # everything queued so far (the size cap counts these)
@@ -895,7 +895,9 @@ class _BagSink:
         if over:
             self._lose(topic, key, MEMORY_BUDGET)
             return False
-        self.first_key.setdefault(topic, key)
+        first = self.first_key.get(topic)  # the earliest, not the first to come: a durable history
+        if first is None or key < first:  # may arrive after the first live samples
+            self.first_key[topic] = key
         with self.loss_lock:
             self.loss.kept(topic)
         self.queue.put(("msg", topic, t_ns, raw, key))

@@ -27,7 +27,7 @@ def _beat(directory: Path, pid: int, mono_ns: int, nodes: dict | None = None, fi
 
 
 def test_no_heartbeat_only_after_the_start_timeout(tmp_path: Path) -> None:
-    judge = LivenessJudge(tmp_path, LivenessOptions(start_timeout_s=10))
+    judge = LivenessJudge(tmp_path, run_delay=lambda pid: None, options=LivenessOptions(start_timeout_s=10))
     judge.watch("seg", 101, now_ns=0)
     assert judge.check(now_ns=9 * S) == {}
     assert "no heartbeat 10 s after it started" in judge.check(now_ns=11 * S)["seg"]
@@ -38,7 +38,7 @@ def test_no_heartbeat_only_after_the_start_timeout(tmp_path: Path) -> None:
 def test_a_stale_heartbeat_is_a_hang_and_an_old_process_beat_does_not_count(tmp_path: Path) -> None:
     from rgbt.ros.liveness import STARTUP_GRACE_S
 
-    judge = LivenessJudge(tmp_path, LivenessOptions(hang_timeout_s=2))
+    judge = LivenessJudge(tmp_path, run_delay=lambda pid: None, options=LivenessOptions(hang_timeout_s=2))
     judge.watch("seg", 7, now_ns=100 * S)
     _beat(tmp_path, 7, mono_ns=50 * S)  # written before this process became the group's: ignored
     assert judge.check(now_ns=101 * S) == {}
@@ -54,7 +54,7 @@ def test_a_stale_heartbeat_is_a_hang_and_an_old_process_beat_does_not_count(tmp_
 def test_a_stall_several_groups_share_is_waited_out_longer(tmp_path: Path) -> None:
     from rgbt.ros.liveness import COMMON_STALL_FACTOR
 
-    judge = LivenessJudge(tmp_path, LivenessOptions(hang_timeout_s=2))
+    judge = LivenessJudge(tmp_path, run_delay=lambda pid: None, options=LivenessOptions(hang_timeout_s=2))
     for group, pid in (("sources", 7), ("seg", 8), ("pipeline", 9)):
         judge.watch(group, pid, now_ns=100 * S)
         _beat(tmp_path, pid, mono_ns=101 * S)
@@ -68,8 +68,23 @@ def test_a_stall_several_groups_share_is_waited_out_longer(tmp_path: Path) -> No
     assert set(judge.check(now_ns=int(late * S))) == {"seg"}
 
 
+def test_a_starved_process_is_not_hung_a_stopped_one_is(tmp_path: Path) -> None:
+    t0 = 100 * S
+    for pid, wait_per_s in ((7, S // 2), (8, 0)):  # 7 waits on the run queue half the time; 8 is stopped
+        waits = {pid: 0}
+        judge = LivenessJudge(tmp_path, run_delay=waits.get, options=LivenessOptions(hang_timeout_s=2))
+        judge.watch("g", pid, now_ns=t0 - 20 * S)  # past the start-up grace
+        _beat(tmp_path, pid, mono_ns=t0)
+        verdicts = []
+        for step in range(1, 8):
+            waits[pid] += wait_per_s
+            verdicts.append(bool(judge.check(now_ns=t0 + step * S)))
+        # stopped: hung after the 2 s bound; starved: only after 3x that
+        assert verdicts == ([False] * 6 + [True] if wait_per_s else [False, False, True, True, True, True, True])
+
+
 def test_a_worker_is_stuck_only_when_new_work_waits_longer_than_its_bound(tmp_path: Path) -> None:
-    judge = LivenessJudge(tmp_path, LivenessOptions(hang_timeout_s=100))
+    judge = LivenessJudge(tmp_path, run_delay=lambda pid: None, options=LivenessOptions(hang_timeout_s=100))
     judge.watch("seg", 7, now_ns=0)
 
     def at(t_s: float, inputs: int, done: int) -> dict[str, str]:
@@ -87,7 +102,7 @@ def test_a_worker_is_stuck_only_when_new_work_waits_longer_than_its_bound(tmp_pa
 
 
 def test_deaf_when_others_publish_a_topic_it_subscribes_and_nothing_arrives(tmp_path: Path) -> None:
-    judge = LivenessJudge(tmp_path, LivenessOptions(hang_timeout_s=100, deaf_timeout_s=5))
+    judge = LivenessJudge(tmp_path, run_delay=lambda pid: None, options=LivenessOptions(hang_timeout_s=100, deaf_timeout_s=5))
     judge.watch("sources", 1, now_ns=0)
     judge.watch("seg", 2, now_ns=0)
     judge.watch("rec", 3, now_ns=0)
@@ -113,7 +128,7 @@ def test_deaf_when_others_publish_a_topic_it_subscribes_and_nothing_arrives(tmp_
 
 
 def test_deaf_needs_real_traffic(tmp_path: Path) -> None:
-    judge = LivenessJudge(tmp_path, LivenessOptions(hang_timeout_s=100, deaf_timeout_s=1))
+    judge = LivenessJudge(tmp_path, run_delay=lambda pid: None, options=LivenessOptions(hang_timeout_s=100, deaf_timeout_s=1))
     judge.watch("a", 1, now_ns=0)
     judge.watch("b", 2, now_ns=0)
     for t in range(1, 10):  # the other side sends fewer than DEAF_MIN_SENT in all: not judged
@@ -200,7 +215,7 @@ def test_a_process_whose_duration_passed_ends_for_good(ros_env: dict, tmp_path: 
 def test_a_burst_that_ended_is_no_deafness(tmp_path: Path) -> None:
     """A before-lock topic: published for a moment (maybe before the subscription matched), then
     never again. Seen as a false alarm in a fault flight before the rule asked for ongoing traffic."""
-    judge = LivenessJudge(tmp_path, LivenessOptions(hang_timeout_s=100, deaf_timeout_s=5))
+    judge = LivenessJudge(tmp_path, run_delay=lambda pid: None, options=LivenessOptions(hang_timeout_s=100, deaf_timeout_s=5))
     judge.watch("sources", 1, now_ns=0)
     judge.watch("rec", 2, now_ns=0)
     for tenth in range(1, 120):
@@ -213,7 +228,7 @@ def test_a_burst_that_ended_is_no_deafness(tmp_path: Path) -> None:
 def test_traffic_that_just_began_is_no_deafness(tmp_path: Path) -> None:
     """A subscriber that has heard nothing yet because the stream only now starts (the trigger sync
     locks late) is not deaf: the count starts when the traffic does, not when the topic was first seen."""
-    judge = LivenessJudge(tmp_path, LivenessOptions(hang_timeout_s=100, deaf_timeout_s=5))
+    judge = LivenessJudge(tmp_path, run_delay=lambda pid: None, options=LivenessOptions(hang_timeout_s=100, deaf_timeout_s=5))
     judge.watch("sources", 1, now_ns=0)
     judge.watch("pipeline", 2, now_ns=0)
     for tenth in range(1, 160):
