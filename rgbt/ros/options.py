@@ -186,6 +186,9 @@ class TriggerSyncOptions(NodeOptions):
     # warm spare's start and subscription), so a killed recorder loses nothing (rgbt.ros.recording)
     durable_output: bool = True
     output_history_s: float = Field(2.0, gt=0)
+    # outputs wait here (MB) while a middleware publish blocks (its own thread: the drivers' threads never
+    # block on it); ~3.5 s of the CART stack, beyond it dropped and counted (output_dropped)
+    output_queue_mb: float = Field(400.0, gt=0)
     raw_prefix: str = RAW_PREFIX
     cameras: list[str] = Field(default_factory=lambda: ["thermal", "color", "mono"])
     restamper: dict[str, Any] = Field(default_factory=dict)  # rgbt.sync.RestamperOptions fields
