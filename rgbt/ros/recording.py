@@ -28,13 +28,15 @@ import queue
 import shutil
 import threading
 import time
+from array import array
 from collections import deque
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
 
-from rgbt.bag.loss import MEMORY_BUDGET, NO_BAG, RECORDER_RESTART, WRITE_ERROR, LossLog, missing_between
+from rgbt.bag.loss import (MEMORY_BUDGET, NO_BAG, NOT_RECEIVED, RECORDER_RESTART, WRITE_ERROR, LossLog,
+                           missing_between)
 from rgbt.ros.diagnostics import TopicStats
 from rgbt.ros.options import ARMED_TOPIC, TRIGGER_TOPIC, RecorderOptions
 from rgbt.ros.stamps import cdr_stamp_ns
@@ -60,6 +62,8 @@ RESUME_FREE_MB = 200.0
 TAKEOVER_WAIT_S = 3.0
 #: the manifest of an open bag is refreshed this often (s)
 CHECKPOINT_S = 1.0
+#: stamps of a stream may arrive this much out of order (s): steps are counted once they are older
+REORDER_S = 3.0
 #: the writer thread flushes (closes the chunk, fsyncs) after this long without a message (s)
 IDLE_FLUSH_S = 0.5
 #: why no new bag starts until it clears (``Recording.hold``)
@@ -197,11 +201,11 @@ class Recording:
         self.hold = ""  # why no bag starts on its own (SIZE_CAP, LOW_DISK, DISK_FULL): until it clears
         self.pending_loss = LossLog()  # lost while no bag was open (a write error): into the next bag
         self.loss_after_stop = LossLog()  # lost while held (disk full, size cap): into the last bag's manifest
-        self.last_stamp: dict[str, int] = {}  # topic -> its newest stamp recorded (gaps), across splits
+        #: topic -> the newest stamp of the bag before, when the next continues it (a split, a write error)
+        self.seed_last: dict[str, int] = {}
         #: another topic that carries a stream at other times -> the stream's topic (the trigger sync's
         #: before-lock topics): what it holds inside a step of the stream's stamps is not missing
         self.same_stream: dict[str, str] = {}
-        self._carried: dict[str, deque] = {}  # stream topic -> recent stamps on its other topic
         self.flight_bytes = 0  # bytes of this flight's bags closed so far (earlier recorders' included)
         self.previous: tuple[Path, dict] | None = None  # this flight's bag an earlier recorder left open
         self.later: list[tuple[Path, dict]] = []  # this flight's older open bags: recovered with it
@@ -241,19 +245,10 @@ class Recording:
                 elif self.hold:
                     self.loss_after_stop.lost(topic, key, self.hold)
                 return
-            hz = self.expected_rates.get(topic)
             if stamp is not None and topic in self.same_stream:
-                self._carried.setdefault(self.same_stream[topic], deque(maxlen=4096)).append(stamp)
-            if stamp is not None and hz:
-                prev, period = self.last_stamp.get(topic), int(1e9 / hz)
-                missing = 0 if prev is None else missing_between(prev, stamp, period)
-                if missing and topic in self._carried:  # what the other topic carried meanwhile is recorded
-                    # (its stamps are host arrival times: up to a period after the sample's, hence the bound)
-                    missing -= sum(1 for s in self._carried[topic] if prev < s < stamp + period)
-                if missing > 0:
-                    sink.gap(topic, prev + period, stamp - period, missing)  # type: ignore[operator]
-                if prev is None or stamp > prev:
-                    self.last_stamp[topic] = stamp
+                sink.stamp_of(self.same_stream[topic], stamp, carried=True)
+            elif stamp is not None and topic in self.expected_rates:
+                sink.stamp_of(topic, stamp)  # its steps are counted when the bag closes (any arrival order)
             if self.o.arrival_trace and stamp is not None:
                 sink.info["arrivals"].setdefault(topic, []).append((stamp, t_ns))
             if not sink.put(topic, t_ns, raw, key):
@@ -366,6 +361,7 @@ class Recording:
             sink = self.sink
             if sink is not None and time.monotonic() - self._last_checkpoint >= CHECKPOINT_S:
                 self._last_checkpoint = time.monotonic()
+                self._count_steps(sink, final=False)
                 self._write_manifest(sink, "", state="recording", fsync=False)
 
     # -- start / stop / split ---------------------------------------------------------------
@@ -402,6 +398,7 @@ class Recording:
                 continues = str(self.previous[0])
             info["continues"] = Path(continues).name if continues else None
             self.sink = _BagSink(writer, info, self._on_write_error, self.writer_budget_bytes)
+            self.sink.seed = dict(self.seed_last)
             self.sink.loss.absorb(self.pending_loss)
             for name, (msgtype, qos) in self.topics.items():
                 self.sink.add_topic(name, msgtype, qos)
@@ -426,8 +423,7 @@ class Recording:
             if hold:
                 self.hold = hold
                 self.log(f"recording stopped: {reason}; no new bag until {hold} clears")
-            if reason not in ("split",):
-                self.last_stamp.clear()  # a stop by design: the next bag's first stamps are no gap
+
         sink.close()
         self._finish(sink, reason if sink.error is None else f"write error: {sink.error}")
         return True, sink.info["path"]
@@ -456,6 +452,9 @@ class Recording:
             if sink.info.get("finished"):
                 return
             sink.info["finished"] = True
+            self._count_steps(sink, final=True)
+            # the next bag continues this one (a split, a write error): its first stamps follow these
+            self.seed_last = sink.newest() if reason == "split" or reason.startswith("write error") else {}
             self.flight_bytes += sink.info["bytes"]
             self.handed, self.done = self.handed + sink.accepted, self.done + sink.accepted
         self._write_manifest(sink, reason, state="closed", fsync=True)
@@ -464,6 +463,34 @@ class Recording:
         if self._takeover is not None and self._takeover.is_alive() and sink.info.get("continues"):
             self._join_takeover()  # the bag it continues is recovered now; then its manifest says what was lost
             self._write_manifest(sink, reason, state="closed", fsync=True)
+
+    def _count_steps(self, sink: "_BagSink", final: bool) -> None:
+        """Write the steps of each known-rate stream's stamps in ``sink``'s bag into its loss ranges
+        (``not received``), less what its before-lock topic carried inside a step (arrival times: up
+        to a period after the sample's). Stamps come in any order (a durable history may follow live
+        samples): only those :data:`REORDER_S` older than the newest are settled (``final``: all),
+        from the newest settled one (or the bag before's, when this one continues it)."""
+        with sink.loss_lock:
+            for topic, hz in self.expected_rates.items():
+                arr = sink.stamps.get(topic)
+                if not arr:
+                    continue
+                horizon = max(arr) - (0 if final else int(REORDER_S * 1e9))
+                settle = sorted(s for s in arr if s <= horizon)
+                if not settle:
+                    continue
+                period = int(1e9 / hz)
+                prev = sink.settled.get(topic, sink.seed.get(topic))
+                carried = sorted(sink.carried.get(topic, ()))
+                for stamp in settle:
+                    if prev is not None and stamp > prev:
+                        sink.loss.gap(topic, prev + period, stamp - period,
+                                      steps_missing(prev, stamp, period, carried))
+                    prev = stamp if prev is None else max(prev, stamp)
+                sink.settled[topic] = prev
+                sink.stamps[topic] = array("q", (s for s in arr if s > horizon))
+                if carried:
+                    sink.carried[topic] = array("q", (s for s in carried if s > prev - period))
 
     def split(self) -> tuple[bool, str]:
         reason = self.started_by or "manual"
@@ -526,9 +553,22 @@ class Recording:
         from rgbt.bag.recover import recover_bag
         from rgbt.errors import BagError
 
+        # what the bag holds past what its manifest had settled: its steps are counted here
+        stamped = {t for t, (msgtype, _) in self.topics.items() if msgtype in STAMPED_TYPES}
+        seen: dict[str, list[int]] = {}
+        carried: dict[str, list[int]] = {}
+
+        def collect(topic: str, msgtype: str, log_ns: int, data: bytes) -> bool:
+            if keep is not None and not keep(topic, msgtype, log_ns, data):
+                return False
+            stream = self.same_stream.get(topic)
+            if topic in stamped and (topic in self.expected_rates or stream):
+                (carried.setdefault(stream, []) if stream else seen.setdefault(topic, [])).append(cdr_stamp_ns(data))
+            return True
+
         t0 = time.monotonic()
         try:
-            result = recover_bag(bag, keep)
+            result = recover_bag(bag, collect)
         except BagError as exc:
             result = {"error": str(exc)}
             self.log(f"could not recover {bag}: {exc}")
@@ -542,6 +582,17 @@ class Recording:
         manifest["end_wall_ns"] = manifest.get("end_wall_ns") or int(manifest.get("checkpoint_wall_ns") or 0) or None
         for topic, count in _metadata_counts(bag).items():
             manifest.setdefault("topics", {}).setdefault(topic, {})["count"] = count
+        for topic, stamps in seen.items():
+            entry = manifest.setdefault("topics", {}).setdefault(topic, {})
+            period, prev = int(1e9 / self.expected_rates[topic]), entry.get("settled_ns")
+            ranges, cover = list(entry.get("loss_ranges", [])), sorted(carried.get(topic, []))
+            for stamp in sorted(s for s in stamps if prev is None or s > prev):
+                n = 0 if prev is None else steps_missing(prev, stamp, period, cover)
+                if n:
+                    ranges.append([prev + period, stamp - period, n, NOT_RECEIVED])
+                prev = stamp
+            entry["loss_ranges"], entry["lost_total"] = ranges, sum(r[2] for r in ranges)
+        manifest["lost_total"] = sum(int(v.get("lost_total", 0)) for v in manifest.get("topics", {}).values())
         manifest["bytes"] = _bag_bytes(bag)
         write_json_durably(bag / MANIFEST, manifest)
         entry = {"bag": bag.name, **manifest["recovered"], "duplicates_skipped": manifest["duplicates_skipped"]}
@@ -680,7 +731,8 @@ class Recording:
                             "dropped_budget": b.get("dropped_budget", {}).get(name, 0),
                             "drops": stats.drops - b["drops_at_start"].get(name, 0),
                             "stamp_gaps": stats.gaps - b.get("gaps_at_start", {}).get(name, 0),
-                            "loss_ranges": loss[name], "lost_total": sum(r[2] for r in loss[name])}
+                            "loss_ranges": loss[name], "lost_total": sum(r[2] for r in loss[name]),
+                            "settled_ns": sink.settled.get(name)}
         sync = {name: {k: v for k, v in vals.items() if k.startswith("sync.") or "ffc" in k}
                 for name, vals in list(self.peers.items())}
         devices = {name: {k: v for k, v in vals.items() if k.startswith("device")}
@@ -709,6 +761,18 @@ class Recording:
             write_json_durably(path / MANIFEST, manifest, fsync=fsync)
         except OSError as exc:  # a full disk: the bag's own files are closed; say so, keep recording state
             self.log(f"{path / MANIFEST}: not written ({exc.strerror or exc})")
+
+
+def steps_missing(prev_ns: int, next_ns: int, period_ns: int, carried: list[int]) -> int:
+    """Samples missing between two consecutive stamps of a stream (:func:`rgbt.bag.loss.missing_between`)
+    less those its before-lock topic carried meanwhile (``carried``: sorted arrival stamps, up to a
+    period after the sample's)."""
+    import bisect
+
+    missing = missing_between(prev_ns, next_ns, period_ns)
+    if missing and carried:
+        missing -= bisect.bisect_left(carried, next_ns + period_ns) - bisect.bisect_right(carried, prev_ns)
+    return max(0, missing)
 
 
 def _own_flight_id() -> str:
@@ -852,6 +916,10 @@ class _BagSink:
         self.loss_lock = threading.Lock()
         self.loss = LossLog()
         self.first_key: dict[str, int] = {}  # topic -> earliest stamp (log time if unstamped) queued
+        self.stamps: dict[str, array] = {}  # known-rate stream -> its stamps received (ns), for its steps
+        self.carried: dict[str, array] = {}  # stream -> stamps its before-lock topic carried
+        self.seed: dict[str, int] = {}  # stream -> the newest stamp of the bag this one continues
+        self.settled: dict[str, int] = {}  # stream -> the newest stamp whose steps are counted
         self._recent: dict[str, deque] = {}
         self.queue: queue.SimpleQueue = queue.SimpleQueue()
         self.queued_bytes = 0  # everything queued so far (the size cap counts these)
@@ -863,6 +931,22 @@ class _BagSink:
 
     def add_topic(self, name: str, msgtype: str, qos: str) -> None:
         self.queue.put(("topic", name, msgtype, qos))
+
+    def stamp_of(self, stream: str, stamp_ns: int, carried: bool = False) -> None:
+        """Note a stamp of ``stream`` received on its own topic (or, ``carried``, on its before-lock one)."""
+        table = self.carried if carried else self.stamps
+        arr = table.get(stream)
+        if arr is None:
+            arr = table[stream] = array("q")
+        arr.append(stamp_ns)
+
+    def newest(self) -> dict[str, int]:
+        """Stream -> its newest stamp in this bag."""
+        out = dict(self.settled)
+        for t, a in self.stamps.items():
+            if a:
+                out[t] = max(max(a), out.get(t, max(a)))
+        return out
 
     def gap(self, topic: str, first_ns: int, last_ns: int, count: int, cause: str | None = None) -> None:
         with self.loss_lock:

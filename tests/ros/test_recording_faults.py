@@ -192,6 +192,8 @@ def test_a_take_over_without_history_counts_the_step_between_the_two_bags(tmp_pa
     first.start("always")
     old = Path(first.bag_path)
     for i in range(100):
+        if 50 <= i < 55:  # never received: the killed recorder had not written its manifest since
+            continue
         s = 10 * S + i * PERIOD
         first.on_message(IMU, _imu(s), s)
     first.sink.queue.put(None)
@@ -212,6 +214,9 @@ def test_a_take_over_without_history_counts_the_step_between_the_two_bags(tmp_pa
     second.shutdown()
     closed = _manifest(new)
     assert _manifest(old)["duplicates_skipped"] == 0
+    # the recovered bag's own step, counted from what the recovery found in it
+    assert _manifest(old)["topics"][IMU]["loss_ranges"] == [[10 * S + 50 * PERIOD, 10 * S + 54 * PERIOD, 5,
+                                                            "not received"]]
     assert closed["topics"][IMU]["loss_ranges"] == [[10 * S + 100 * PERIOD, 10 * S + 119 * PERIOD, 20,
                                                     "recorder restart"]]
 
