@@ -12,10 +12,10 @@ header stamp replaced by the restamped trigger time, patched in the raw CDR byte
 forwarded untouched, never deserialized). Before lock, frames and samples have no trigger time:
 they are counted (``unlocked``) and kept off the stack topics, published host-stamped on
 ``{raw_prefix}/<kind>/unlocked`` (``unlocked: separate``, the default; the recorder records them)
-or not at all (``unlocked: drop``). Outputs are published from one thread of their own
-(``rgbt.ros.sendqueue``, within ``output_queue_mb``): a middleware publish that blocks (a killed
+or not at all (``unlocked: drop``). Outputs are published from a thread of their own
+(``publish_thread``, ``rgbt.ros.sendqueue``): a middleware publish that blocks (a killed
 subscriber's shared memory) never holds a driver's thread, so the devices keep being read
-(diagnostics ``output_queue_max_ms``, ``output_dropped``). Counter text: ``rgbt.timeref``. Diagnostics (``sync.locked`` etc.) go out
+(diagnostics ``publish_queue_max_ms``, ``publish_dropped``). Counter text: ``rgbt.timeref``. Diagnostics (``sync.locked`` etc.) go out
 every period and at once when a stream gains or loses lock (the recorder's ``require_sync_lock``
 waits for it).
 """
@@ -28,7 +28,6 @@ from sensor_msgs.msg import Image, Imu, TimeReference
 
 from rgbt.ros.node import RgbtNode
 from rgbt.ros.options import TriggerSyncOptions, unlocked_topic
-from rgbt.ros.sendqueue import SendQueue
 from rgbt.ros.spin import node_main
 from rgbt.ros.stamps import cdr_stamp_ns, cdr_with_stamp, stamp_to_ns
 from rgbt.timeref import decode_frame, decode_imu
@@ -52,7 +51,6 @@ class TriggerSyncNode(RgbtNode):
         self.pairs: dict[str, StampPairer] = {}
         self.outputs = {}
         self.unlocked_outputs = {}
-        self.send = SendQueue(int(o.output_queue_mb * 1e6), name="rgbt-sync-out")
         for cam in o.cameras:
             spec = self.stack_model.cameras[cam]
             self.pairs[cam] = StampPairer()
@@ -126,9 +124,9 @@ class TriggerSyncNode(RgbtNode):
         if t_new is None:
             self.diag.values["unlocked"] = str(int(self.diag.values["unlocked"]) + 1)
             if kind in self.unlocked_outputs:  # host-stamped, off the restamped topic
-                self.send.send(self.unlocked_outputs[kind].publish, raw)
+                self.unlocked_outputs[kind].publish(raw)
         else:
-            self.send.send(self.outputs[kind].publish, cdr_with_stamp(raw, t_new))
+            self.outputs[kind].publish(cdr_with_stamp(raw, t_new))
         self.diag.topic(topic).tick(self.now_ns() - t_host_ns)  # every frame received, locked or not
 
     def publish_diagnostics(self) -> None:
@@ -136,17 +134,7 @@ class TriggerSyncNode(RgbtNode):
             status = self.restamper.status()
         for key, value in status.items():
             self.diag.values[f"sync.{key}"] = str(value)
-        self.diag.values["output_queue_max_ms"] = f"{self.send.max_wait_ms:.1f}"
-        self.diag.values["output_dropped"] = str(self.send.dropped)
         super().publish_diagnostics()
-
-    def progress(self) -> dict[str, tuple[int, int, float]]:
-        """The publishing thread: stuck 10 s (the middleware never returns) restarts the process."""
-        return {"output": (self.send.handed, self.send.done, 10.0)}
-
-    def close(self) -> None:
-        self.send.close()
-        super().close()
 
 
 NODE = TriggerSyncNode

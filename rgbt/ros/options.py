@@ -60,6 +60,12 @@ class NodeOptions(BaseModel):
     # a reliable publisher of a stream with a known rate keeps this many seconds of it (history depth
     # = rate x s, at least 10): what a reliable reader (the recorder) can still have repaired after a hiccup
     output_history_s: float = Field(1.0, gt=0)
+    # publish through the middleware from a thread of the node's own (rgbt.ros.sendqueue), in order,
+    # up to publish_queue_mb waiting: a publish that blocks (a killed subscriber's shared memory held
+    # every publisher of a process ~1.7 s) then never holds the thread that reads a device. Only for
+    # nodes that never change a message after publishing it (the trigger sync, the virtual stack)
+    publish_thread: bool = False
+    publish_queue_mb: float = Field(400.0, gt=0)
     diagnostics_period_s: float = Field(1.0, gt=0)
     stack_path: str = ""  # calib/stack.yaml of the repository when empty
     # the process's niceness (all its threads, rgbt.ros.priority): > 0 yields the CPU (processing),
@@ -149,6 +155,8 @@ class VirtualStackOptions(NodeOptions, HostClockOptions, ReconnectOptions):
     """Publishes ``rgbt.sim.SimStack.samples()`` at the real rate as the drivers would. The reopen
     options (``ReconnectOptions``) drive the simulated unplug of a device (``rgbt.ros.devicecontrol``)."""
 
+    publish_thread: bool = True  # the playback never waits on the middleware (a fresh message each time)
+
     sim: dict[str, Any] = Field(default_factory=dict)  # rgbt.sim.SimOptions fields
     realtime: bool = True  # False: as fast as possible
     preload_s: float = Field(0.0, ge=0)  # simulate this much before playing (kept in memory: ~110 MB/s)
@@ -186,9 +194,7 @@ class TriggerSyncOptions(NodeOptions):
     # warm spare's start and subscription), so a killed recorder loses nothing (rgbt.ros.recording)
     durable_output: bool = True
     output_history_s: float = Field(2.0, gt=0)
-    # outputs wait here (MB) while a middleware publish blocks (its own thread: the drivers' threads never
-    # block on it); ~3.5 s of the CART stack, beyond it dropped and counted (output_dropped)
-    output_queue_mb: float = Field(400.0, gt=0)
+    publish_thread: bool = True  # its outputs never wait on the drivers' threads (~3.5 s of the CART stack queue)
     raw_prefix: str = RAW_PREFIX
     cameras: list[str] = Field(default_factory=lambda: ["thermal", "color", "mono"])
     restamper: dict[str, Any] = Field(default_factory=dict)  # rgbt.sync.RestamperOptions fields
