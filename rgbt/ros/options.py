@@ -155,8 +155,6 @@ class VirtualStackOptions(NodeOptions, HostClockOptions, ReconnectOptions):
     """Publishes ``rgbt.sim.SimStack.samples()`` at the real rate as the drivers would. The reopen
     options (``ReconnectOptions``) drive the simulated unplug of a device (``rgbt.ros.devicecontrol``)."""
 
-    publish_thread: bool = True  # the playback never waits on the middleware (a fresh message each time)
-
     sim: dict[str, Any] = Field(default_factory=dict)  # rgbt.sim.SimOptions fields
     realtime: bool = True  # False: as fast as possible
     preload_s: float = Field(0.0, ge=0)  # simulate this much before playing (kept in memory: ~110 MB/s)
