@@ -51,7 +51,10 @@ def test_quick_fault_matrix(ros_env: dict, tmp_path: Path, rgbt_cli) -> None:
     assert result["faults"][CLOCK_STEP]["clock_steps"] == 1
     for name, group in KILLED.items():
         row = result["faults"][name]
-        assert [(r["group"], r["exit_code"]) for r in row["restarts"]] == [(group, -9)], (name, row["restarts"])
+        # the group's restarts in the flight (segmentation is also hung later in it): this kill's among them
+        assert {(r["group"], r["exit_code"], r["reason"]) for r in row["restarts"]} >= {(group, -9, "SIGKILL")}, \
+            (name, row["restarts"])
+        assert all(r["group"] == group for r in row["restarts"]), (name, row["restarts"])
         assert row["back_s"] is not None, (name, row)  # the group's nodes publish diagnostics again
     hang = result["faults"][HANG]
     (restart,) = [r for r in hang["restarts"] if r["reason"].startswith("hung")]
