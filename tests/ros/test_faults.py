@@ -31,7 +31,11 @@ def test_quick_fault_matrix(ros_env: dict, tmp_path: Path, rgbt_cli) -> None:
     assert set(result["faults"]) == set(KILLED) | {CLOCK_STEP, HANG} and result["machine"]["cpu"]
     assert "kill_pipeline" in proc.stderr  # progress on stderr
     for name, row in result["faults"].items():
-        assert isinstance(row["lost"], int) and row["lost"] == row["lost_reported"], (name, row)  # nothing silent
+        assert isinstance(row["lost"], int), (name, row)
+        # nothing silent. A restarted trigger sync restamps onto a refitted grid: the recorder's count
+        # of the sources' outage (from the stamps' step) is then good to a sample or two per stream
+        slack = 2 * len(row["streams"]) if name == "kill_sources" else 0
+        assert abs(row["lost"] - row["lost_reported"]) <= slack, (name, row["lost"], row["lost_reported"], row)
         assert row["bag_complete"] and row["stamps_monotonic"], (name, row)
         assert row["unfinished_bags"] == [], (name, row)  # the restarted recorder recovered the killed one's
     # the graph loses nothing else: what is missing was never published (the sources process starved
