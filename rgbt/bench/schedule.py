@@ -211,11 +211,14 @@ def stamp_window(stream: Stream, window: tuple[int, int]) -> tuple[int, int]:
 def reported(manifests: list[dict], stream: Stream, window: tuple[int, int]) -> int:
     """What the bags' manifests say was lost of ``stream`` in ``window`` (due times): the samples of
     their ``loss_ranges`` (``[first_stamp_ns, last_stamp_ns, count, cause]``, evenly spaced) whose
-    stamps fall in the window."""
+    stamps fall in the window, and of what arrived after a recording stopped for good
+    (``not_recorded_after_stop``: a full disk, the size cap)."""
     sa, sb = stamp_window(stream, window)
     total = 0
     for manifest in manifests:
-        for first, last, count, *_ in manifest.get("topics", {}).get(stream.topic, {}).get("loss_ranges", []):
+        ranges = list(manifest.get("topics", {}).get(stream.topic, {}).get("loss_ranges", []))
+        ranges += (manifest.get("not_recorded_after_stop") or {}).get("loss_ranges", {}).get(stream.topic, [])
+        for first, last, count, *_ in ranges:
             count = int(count)
             if count <= 0:
                 continue
