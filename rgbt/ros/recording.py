@@ -44,6 +44,9 @@ from rgbt.ros.supervisor import FLIGHT_ID_ENV, read_status
 from rgbt.threadname import name_native_thread
 
 MANIFEST = "rgbt_manifest.json"
+#: a file of RESERVE_BYTES kept in an open bag's folder: deleted to make room for its last manifest
+#: when the disk is full
+RESERVE, RESERVE_BYTES = ".rgbt_manifest_reserve", 1 << 20
 #: with ``arrival_trace``: ``{topic: [[header stamp ns, arrival ns], ...]}`` of the bag (rgbt bench graph)
 ARRIVALS = "arrivals.json"
 
@@ -594,6 +597,7 @@ class Recording:
             entry["loss_ranges"], entry["lost_total"] = ranges, sum(r[2] for r in ranges)
         manifest["lost_total"] = sum(int(v.get("lost_total", 0)) for v in manifest.get("topics", {}).values())
         manifest["bytes"] = _bag_bytes(bag)
+        (bag / RESERVE).unlink(missing_ok=True)
         write_json_durably(bag / MANIFEST, manifest)
         entry = {"bag": bag.name, **manifest["recovered"], "duplicates_skipped": manifest["duplicates_skipped"]}
         self.recovered.append(entry)
@@ -754,13 +758,24 @@ class Recording:
             **supervisor_section(read_status(), b["start_wall_ns"], end),
         }
         path = Path(b["path"])
-        try:
-            path.mkdir(parents=True, exist_ok=True)
-            if state == "closed" and b["arrivals"]:
-                (path / ARRIVALS).write_text(json.dumps(b["arrivals"]))
-            write_json_durably(path / MANIFEST, manifest, fsync=fsync)
-        except OSError as exc:  # a full disk: the bag's own files are closed; say so, keep recording state
-            self.log(f"{path / MANIFEST}: not written ({exc.strerror or exc})")
+        reserve = path / RESERVE
+        for attempt in (1, 2):
+            try:
+                path.mkdir(parents=True, exist_ok=True)
+                if state == "recording" and not reserve.exists():
+                    reserve.write_bytes(bytes(RESERVE_BYTES))  # room for the last manifest on a full disk
+                if state == "closed" and b["arrivals"]:
+                    (path / ARRIVALS).write_text(json.dumps(b["arrivals"]))
+                write_json_durably(path / MANIFEST, manifest, fsync=fsync)
+                if state == "closed":
+                    reserve.unlink(missing_ok=True)
+                return
+            except OSError as exc:  # a full disk: give the manifest the reserved room, once
+                if attempt == 1 and reserve.exists():
+                    reserve.unlink(missing_ok=True)
+                    (path / (MANIFEST + ".tmp")).unlink(missing_ok=True)
+                    continue
+                self.log(f"{path / MANIFEST}: not written ({exc.strerror or exc})")
 
 
 def steps_missing(prev_ns: int, next_ns: int, period_ns: int, carried: list[int]) -> int:
