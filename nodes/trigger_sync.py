@@ -12,8 +12,7 @@ header stamp replaced by the restamped trigger time, patched in the raw CDR byte
 forwarded untouched, never deserialized). Before lock, frames and samples have no trigger time:
 they are counted (``unlocked``) and kept off the stack topics, published host-stamped on
 ``{raw_prefix}/<kind>/unlocked`` (``unlocked: separate``, the default; the recorder records them)
-or not at all (``unlocked: drop``). With ``publish_thread`` the outputs are published from a
-thread of their own (``rgbt.ros.sendqueue``; off by default). Counter text: ``rgbt.timeref``. Diagnostics (``sync.locked`` etc.) go out
+or not at all (``unlocked: drop``). Counter text: ``rgbt.timeref``. Diagnostics (``sync.locked`` etc.) go out
 every period and at once when a stream gains or loses lock (the recorder's ``require_sync_lock``
 waits for it).
 """

@@ -127,19 +127,7 @@ class RgbtNode(Node):
             events.incompatible_qos = lambda info, t=topic: self._qos_incompatible(t, "publisher", info)
         kwargs["event_callbacks"] = events
         return _CountedPublisher(super().create_publisher(msg_type, topic, qos_profile, **kwargs),
-                                 self.__dict__.setdefault("_sent", {}), topic, self._send_queue())
-
-    def _send_queue(self):  # type: ignore[no-untyped-def]
-        """The node's publishing thread (``publish_thread``), made on first use; None without it."""
-        if not getattr(getattr(self, "options", None), "publish_thread", False):  # rclpy's own come first
-            return None
-        queue = self.__dict__.get("_sendq")
-        if queue is None:
-            from rgbt.ros.sendqueue import SendQueue
-
-            queue = self.__dict__["_sendq"] = SendQueue(int(self.options.publish_queue_mb * 1e6),
-                                                        name=f"rgbt-pub-{self.get_name()}"[:15])
-        return queue
+                                 self.__dict__.setdefault("_sent", {}), topic)
 
     # -- liveness: messages in and out, for the supervisor (rgbt.ros.liveness) -----------------------
     def _count_received(self, topic: str, callback: Callable[[Any], Any]) -> Callable[[Any], Any]:
@@ -157,13 +145,7 @@ class RgbtNode(Node):
         :meth:`progress`, messages received per subscribed topic (topics whose QoS cannot match a
         peer left out: nothing can arrive there) and sent per published topic."""
         bad = self.__dict__.get("_qos_bad", set())
-        progress = self.progress()
-        queue = self.__dict__.get("_sendq")
-        if queue is not None:  # the publishing thread: stuck 10 s (the middleware never returns) is a hang
-            progress = {**progress, "publish": (queue.handed, queue.done, 10.0)}
-            self.diag.values["publish_queue_max_ms"] = f"{queue.max_wait_ms:.1f}"
-            self.diag.values["publish_dropped"] = str(queue.dropped)
-        return {"callbacks": self.callbacks_run, "progress": progress,
+        return {"callbacks": self.callbacks_run, "progress": self.progress(),
                 "received": {t: n for t, n in self.__dict__.get("_received", {}).items() if t not in bad},
                 "sent": dict(self.__dict__.get("_sent", {}))}
 
@@ -357,15 +339,12 @@ class _CountedPublisher:
     """An rclpy publisher that counts what it publishes into ``sent[topic]`` (the node's heartbeat);
     everything else is the publisher's own."""
 
-    def __init__(self, publisher: Any, sent: dict[str, int], topic: str, queue: Any = None) -> None:
-        self._pub, self._sent, self._topic, self._queue = publisher, sent, topic, queue
+    def __init__(self, publisher: Any, sent: dict[str, int], topic: str) -> None:
+        self._pub, self._sent, self._topic = publisher, sent, topic
         sent.setdefault(topic, 0)
 
     def publish(self, msg: Any) -> None:
-        if self._queue is not None:  # from the node's publishing thread (``publish_thread``)
-            self._queue.send(self._pub.publish, msg)
-        else:
-            self._pub.publish(msg)
+        self._pub.publish(msg)
         self._sent[self._topic] += 1
 
     def __getattr__(self, name: str) -> Any:

@@ -60,12 +60,6 @@ class NodeOptions(BaseModel):
     # a reliable publisher of a stream with a known rate keeps this many seconds of it (history depth
     # = rate x s, at least 10): what a reliable reader (the recorder) can still have repaired after a hiccup
     output_history_s: float = Field(1.0, gt=0)
-    # publish through the middleware from a thread of the node's own (rgbt.ros.sendqueue), in order,
-    # up to publish_queue_mb waiting: a publish that blocks (a killed subscriber's shared memory held
-    # every publisher of a process ~1.7 s) then never holds the thread that reads a device. Only for
-    # nodes that never change a message after publishing it. Off everywhere by default (measured: no gain)
-    publish_thread: bool = False
-    publish_queue_mb: float = Field(400.0, gt=0)
     diagnostics_period_s: float = Field(1.0, gt=0)
     stack_path: str = ""  # calib/stack.yaml of the repository when empty
     # the process's niceness (all its threads, rgbt.ros.priority): > 0 yields the CPU (processing),
@@ -192,8 +186,6 @@ class TriggerSyncOptions(NodeOptions):
     # warm spare's start and subscription), so a killed recorder loses nothing (rgbt.ros.recording)
     durable_output: bool = True
     output_history_s: float = Field(2.0, gt=0)
-    # publish_thread (off): tried against the publisher stall after a killed recorder; it did not shorten
-    # the stall and once left every output stuck for the rest of a flight (BENCHMARKS.md, fault matrix)
     raw_prefix: str = RAW_PREFIX
     cameras: list[str] = Field(default_factory=lambda: ["thermal", "color", "mono"])
     restamper: dict[str, Any] = Field(default_factory=dict)  # rgbt.sync.RestamperOptions fields

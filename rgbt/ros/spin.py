@@ -177,10 +177,6 @@ def run_nodes(factories: Sequence[Callable[[], Node]], args: list[str] | None = 
         # all at once when the launcher died (PR_SET_PDEATHSIG): nobody stops the groups in order, and
         # a supervisor restarting the unit waits for them; what is in flight gets a short drain only
         drain(executor, nodes, max_s=DRAIN_ORPHAN_S if launcher_gone() else DRAIN_MAX_S)
-        for node in nodes:  # what a node's publishing thread still holds goes out now (``publish_thread``)
-            queue = node.__dict__.get("_sendq")
-            if queue is not None:
-                queue.close(timeout_s=DRAIN_ORPHAN_S if launcher_gone() else 2.0)
         heart.beat(state, finished=finished, force=True)  # the last one: why this process ends
     finally:
         for node in nodes:
