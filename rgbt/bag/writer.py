@@ -100,6 +100,15 @@ class WriterOptions:
                 raise BagError(f"custom_data {key!r}: {value!r}: keys and values must be strings")
 
 
+def fsync_path(path: str | os.PathLike[str]) -> None:
+    """``fsync`` a file or a directory by its path (a directory: the names in it survive a power loss)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 _tune_allocator = tune_allocator  # BagWriter's keyword argument of the same name shadows it
 
 
@@ -397,11 +406,7 @@ class McapFile(McapWriter):
         super().close(BAG_VERSION, metadata_text)  # closes self.bio at its end
         self.finished = True
         if fsync:
-            fd = os.open(self.path, os.O_RDONLY)
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
+            fsync_path(self.path)
 
     def finish_after_error(self, metadata_text_fn: Any) -> int:
         """Finish a file whose last write failed: roll back, then write the summary, dropping

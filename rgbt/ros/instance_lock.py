@@ -106,7 +106,8 @@ def holders(path: Path) -> list[int]:
     return sorted(out)
 
 
-def _alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
+    """Whether process ``pid`` exists (a PID of another user's process counts as alive)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -173,7 +174,7 @@ def holder_text(path: Path) -> str:
     except OSError:
         text = ""
     owner = int(text) if text.isdigit() else None
-    if owner is not None and _alive(owner):
+    if owner is not None and pid_alive(owner):
         return f"held by PID {owner}"
     left = [p for p in holders(path) if p != os.getpid()]
     gone = f"rgbt PID {owner}, which is gone" if owner is not None else "a launcher that is gone"

@@ -38,6 +38,7 @@ from typing import Any, Callable
 from rgbt.bag.loss import (MEMORY_BUDGET, NO_BAG, NOT_RECEIVED, RECORDER_RESTART, WRITE_ERROR, LossLog,
                            missing_between)
 from rgbt.ros.diagnostics import TopicStats
+from rgbt.ros.instance_lock import pid_alive
 from rgbt.ros.options import ARMED_TOPIC, TRIGGER_TOPIC, RecorderOptions
 from rgbt.ros.stamps import cdr_stamp_ns
 from rgbt.ros.supervisor import FLIGHT_ID_ENV, read_status
@@ -212,7 +213,6 @@ class Recording:
         self.flight_bytes = 0  # bytes of this flight's bags closed so far (earlier recorders' included)
         self.previous: tuple[Path, dict] | None = None  # this flight's bag an earlier recorder left open
         self.later: list[tuple[Path, dict]] = []  # this flight's older open bags: recovered with it
-        self.recovered: list[dict] = []  # what recover_at_start() / the take-over recovered
         self._takeover: threading.Thread | None = None
         self._takeover_go = threading.Event()  # set when the continuing bag closes: recover the old one now
         self.handed = self.done = 0  # messages queued for the writers / written or lost by them (closed bags)
@@ -600,7 +600,6 @@ class Recording:
         (bag / RESERVE).unlink(missing_ok=True)
         write_json_durably(bag / MANIFEST, manifest)
         entry = {"bag": bag.name, **manifest["recovered"], "duplicates_skipped": manifest["duplicates_skipped"]}
-        self.recovered.append(entry)
         self.log(f"recovered {bag.name}: {result.get('message_count')} messages in {result['seconds']:.1f} s "
                  f"({manifest['duplicates_skipped']} written again by this recorder left out)")
         return entry
@@ -816,11 +815,9 @@ def write_json_durably(path: Path, data: dict, fsync: bool = True) -> None:
             os.fsync(fh.fileno())
     os.replace(tmp, path)
     if fsync:
-        fd = os.open(path.parent, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        from rgbt.bag.writer import fsync_path
+
+        fsync_path(path.parent)
 
 
 def _manifests(out_dir: Path) -> list[tuple[Path, dict]]:
@@ -833,16 +830,6 @@ def _manifests(out_dir: Path) -> list[tuple[Path, dict]]:
     return out
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def unfinished_bags(out_dir: Path) -> list[tuple[Path, dict]]:
     """Bags under ``out_dir`` whose manifest says ``recording`` while the recorder that wrote it is gone
     (its PID not alive, or another boot): what a killed recorder or a power loss left open."""
@@ -852,7 +839,7 @@ def unfinished_bags(out_dir: Path) -> list[tuple[Path, dict]]:
         if manifest.get("state") != "recording":
             continue
         pid = int(manifest.get("pid") or 0)
-        if manifest.get("boot_id") == boot and pid and (pid == me or _alive(pid)):
+        if manifest.get("boot_id") == boot and pid and (pid == me or pid_alive(pid)):
             continue  # a live recorder (this one, or another) is writing it
         found.append((bag, manifest))
     return found
@@ -963,12 +950,9 @@ class _BagSink:
                 out[t] = max(max(a), out.get(t, max(a)))
         return out
 
-    def gap(self, topic: str, first_ns: int, last_ns: int, count: int, cause: str | None = None) -> None:
+    def gap(self, topic: str, first_ns: int, last_ns: int, count: int, cause: str = NOT_RECEIVED) -> None:
         with self.loss_lock:
-            if cause is None:
-                self.loss.gap(topic, first_ns, last_ns, count)
-            else:
-                self.loss.gap(topic, first_ns, last_ns, count, cause)
+            self.loss.gap(topic, first_ns, last_ns, count, cause)
 
     def _lose(self, topic: str, key: int, cause: str) -> None:
         with self.loss_lock:

@@ -53,6 +53,26 @@ def _stamps(bag: Path, read_bag) -> list[int]:  # type: ignore[no-untyped-def]
     return [m.header.stamp.sec * S + m.header.stamp.nanosec for _, m, _ in read_bag(bag).get(IMU, [])]
 
 
+def _killed_recorders_bag(out: Path, samples: list[int]) -> Path:
+    """A recorder that writes IMU ``samples`` (indices) and is "killed": its writer thread ends without
+    closing the file (whole chunks on disk, as a SIGKILL leaves it), its manifest names a PID that is gone."""
+    first = _recording(out)
+    first.start("always")
+    old = Path(first.bag_path)
+    for i in samples:
+        s = 10 * S + i * PERIOD
+        first.on_message(IMU, _imu(s), s)
+    first.sink.queue.put(None)
+    first.sink.thread.join()
+    first.sink.writer._file.close_chunk()
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    manifest = _manifest(old)
+    manifest["pid"] = dead.pid
+    (old / MANIFEST).write_text(json.dumps(manifest))
+    return old
+
+
 def test_loss_log_merges_a_run_of_one_cause_and_counts_steps() -> None:
     log = LossLog()
     for stamp in (10, 15, 20):
@@ -149,20 +169,7 @@ def test_a_killed_recorders_bag_is_taken_over_without_duplicates_and_the_step_co
                                                                                        read_bag) -> None:
     out = tmp_path / "bags"
     # the first recorder writes samples 0..199 and is "killed": its bag stays open, its PID is gone
-    first = _recording(out)
-    first.start("always")
-    old = Path(first.bag_path)
-    for i in range(200):
-        s = 10 * S + i * PERIOD
-        first.on_message(IMU, _imu(s), s)
-    first.sink.queue.put(None)  # the writer thread ends without closing the file, as a SIGKILL leaves it
-    first.sink.thread.join()
-    first.sink.writer._file.close_chunk()
-    dead = subprocess.Popen([sys.executable, "-c", "pass"])
-    dead.wait()
-    manifest = _manifest(old)
-    manifest["pid"] = dead.pid
-    (old / MANIFEST).write_text(json.dumps(manifest))
+    old = _killed_recorders_bag(out, list(range(200)))
     assert [b for b, _ in unfinished_bags(out)] == [old]
     # the spare takes over: the publishers' history repeats 150..199; 200..209 were never received
     second = _recording(out)
@@ -188,22 +195,8 @@ def test_a_killed_recorders_bag_is_taken_over_without_duplicates_and_the_step_co
 
 def test_a_take_over_without_history_counts_the_step_between_the_two_bags(tmp_path: Path, read_bag) -> None:
     out = tmp_path / "bags"
-    first = _recording(out)
-    first.start("always")
-    old = Path(first.bag_path)
-    for i in range(100):
-        if 50 <= i < 55:  # never received: the killed recorder had not written its manifest since
-            continue
-        s = 10 * S + i * PERIOD
-        first.on_message(IMU, _imu(s), s)
-    first.sink.queue.put(None)
-    first.sink.thread.join()
-    first.sink.writer._file.close_chunk()
-    dead = subprocess.Popen([sys.executable, "-c", "pass"])
-    dead.wait()
-    manifest = _manifest(old)
-    manifest["pid"] = dead.pid
-    (old / MANIFEST).write_text(json.dumps(manifest))
+    # 50..54 never received: the killed recorder had not written its manifest since
+    old = _killed_recorders_bag(out, [i for i in range(100) if not 50 <= i < 55])
     second = _recording(out)
     second.recover_at_start()
     second.start("always")
