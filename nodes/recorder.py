@@ -42,8 +42,9 @@ from rgbt.ros.msgtypes import get_message
 from rgbt.ros.node import RgbtNode
 from rgbt.ros.options import ARMED_TOPIC, RecorderOptions
 from rgbt.ros.qos import TOPIC_QOS, qos_profile, qos_to_yaml, topic_qos
-from rgbt.ros.recording import (Recording, before_lock_streams, driver_extra_topic_types, plan_buffers,
-                                reliable_stack_topics, stack_message_bytes, stack_rates, stack_topic_types)
+from rgbt.ros.recording import (Recording, before_lock_streams, driver_extra_topic_types, durable_stack_topics,
+                                plan_buffers, reliable_stack_topics, stack_message_bytes, stack_rates,
+                                stack_topic_types)
 from rgbt.ros.spin import node_main
 
 
@@ -78,9 +79,8 @@ class RecorderNode(RgbtNode):
         self._recorded_subs: dict[str, object] = {}
         # subscribed reliable (as the trigger sync publishes them) until a best-effort publisher shows up
         self.reliable = set(reliable_stack_topics(stack)) if o.reliable_stack else set()
-        # the restamped stack topics also durable (the trigger sync's history; not the before-lock ones)
-        self.durable = ({cam.topic for cam in stack.cameras.values()} | {stack.imu.topic}) & self.reliable \
-            if o.durable_stack else set()
+        # durable as the trigger sync publishes them: a restarted recorder receives what it missed
+        self.durable = set(durable_stack_topics(stack)) & self.reliable if o.durable_stack else set()
         self._fall_back: set[str] = set()  # reliable subscriptions a best-effort publisher could not match
         self.diag.values["qos_fallbacks"] = "0"
         self._write_errors_seen = 0

@@ -170,6 +170,12 @@ def reliable_stack_topics(stack: Any) -> list[str]:
     return [cam.topic for cam in stack.cameras.values()] + [stack.imu.topic] + list(before_lock_streams(stack))
 
 
+def durable_stack_topics(stack: Any) -> list[str]:
+    """The topics the trigger sync also publishes transient local (``durable_output``) and the recorder
+    subscribes so (``durable_stack``): the restamped camera and IMU topics, not their before-lock ones."""
+    return [cam.topic for cam in stack.cameras.values()] + [stack.imu.topic]
+
+
 class Recording:
     """Arm-to-disarm recording of raw CDR messages into MCAP bags under ``options.out_dir``."""
 
