@@ -2,18 +2,18 @@
 
 Starts the same process layout as ``rgbt up``: one ``python -m rgbt.ros.spin --node NAME:EXE ...``
 process per profile process group (nodes of a group share one executor), with the command lines
-from :func:`rgbt.ros.launcher.group_commands` and the parameters written from the validated profile
+from :func:`rgbt.graph.launcher.group_commands` and the parameters written from the validated profile
 (tested in tests/ros/test_launch_file.py). One process per group, not one per node: on the 2-core
 onboard computers a process per node costs a DDS participant and an interpreter each.
 
-Supervision as in ``rgbt up`` (:class:`rgbt.ros.supervisor.SupervisorOptions` defaults): a group
+Supervision as in ``rgbt up`` (:class:`rgbt.graph.supervisor.SupervisorOptions` defaults): a group
 that exits is respawned after ``backoff_initial_s`` (``launch`` has a fixed delay, no growing
 back-off), at most ``max_restarts`` times where this ``launch`` supports ``respawn_max_retries``;
 the recorder's group is not respawned and its exit shuts the launch down. ``strict:=true`` turns
 respawning off. ``launch`` respawns a clean exit (code 0) too, while ``rgbt up`` leaves it down.
 
 Restarts are counted as ``rgbt up`` counts them: ``OnProcessStart`` / ``OnProcessExit`` handlers of
-every group feed :class:`rgbt.ros.launch_restarts.LaunchRestarts`, which writes the supervisor's
+every group feed :class:`rgbt.graph.launch_restarts.LaunchRestarts`, which writes the supervisor's
 status file (``RGBT_SUPERVISOR_STATUS``, set for the children, next to the parameters file); the
 recorder reads it into ``/diagnostics`` (``supervisor.restarts``) and each bag manifest's
 ``restarts``. A group that fails with no respawn left is listed as left down (``gave_up``).
@@ -27,10 +27,10 @@ from launch.actions import (DeclareLaunchArgument, ExecuteProcess, LogInfo, Opaq
 from launch.event_handlers import OnProcessExit, OnProcessStart
 from launch.substitutions import LaunchConfiguration
 
-from rgbt.ros.launch_restarts import LaunchRestarts
-from rgbt.ros.launcher import group_commands, recorder_groups, write_params_file
-from rgbt.ros.profile import launch_environment, node_specs
-from rgbt.ros.supervisor import STATUS_ENV, STATUS_FILE, SupervisorOptions
+from rgbt.graph.launch_restarts import LaunchRestarts
+from rgbt.graph.launcher import group_commands, recorder_groups, write_params_file
+from rgbt.graph.profile import launch_environment, node_specs
+from rgbt.graph.supervisor import STATUS_ENV, STATUS_FILE, SupervisorOptions
 
 
 def _max_retries():

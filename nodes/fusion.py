@@ -1,7 +1,7 @@
 """RGB-T fusion: rectified thermal (mono16) + colour (rgb8) pairs with the same trigger time ->
 fused class ids (mono8) + coloured mask (rgb8), through ``rgbt.seg.fusion.FusionStage``.
 
-Pairs are matched on identical header stamps (``rgbt.ros.sync_adapter.StampPairer``; the rectify
+Pairs are matched on identical header stamps (``rgbt.graph.sync_adapter.StampPairer``; the rectify
 node publishes both with the trigger time). Overload policy: frames arrive as raw CDR, a pair is
 handed to a low-priority worker (``rgbt.ros.mailbox``) and only the newest pair is fused; stale
 pairs are dropped unread and counted (``latest.dropped_stale``).
@@ -14,18 +14,18 @@ from sensor_msgs.msg import Image
 from rgbt.ros.image import cdr_to_image
 from rgbt.ros.mailbox import LatestFrameNode
 from rgbt.ros.node import RgbtNode
-from rgbt.ros.options import FusionOptions
+from rgbt.graph.options import FusionOptions
 from rgbt.ros.spin import node_main
 
 
 class FusionNode(LatestFrameNode, RgbtNode):
     options_model = FusionOptions
     default_name = "fusion"
-    prewarm_modules = ("rgbt.ros.seg_adapter", "onnxruntime")
+    prewarm_modules = ("rgbt.graph.seg_adapter", "onnxruntime")
 
     def __init__(self, name: str | None = None, **kwargs) -> None:  # type: ignore[no-untyped-def]
         super().__init__(name, **kwargs)
-        from rgbt.ros.seg_adapter import make_fusion
+        from rgbt.graph.seg_adapter import make_fusion
 
         o = self.options
         self.stage = make_fusion(o.fusion)

@@ -1,8 +1,8 @@
 """Health monitor: CPU, memory, disk and temperatures (psutil), plus Jetson stats from tegrastats
 or jtop when present. Publishes ``diagnostic_msgs/DiagnosticArray`` on ``topic`` (``/rgbt/health``:
-one status per area, ``rgbt.ros.health.health_statuses``, with WARN / ERROR levels) and its own
+one status per area, ``rgbt.graph.health.health_statuses``, with WARN / ERROR levels) and its own
 summary on ``/diagnostics``. The other nodes' ``/diagnostics`` give ``health/devices``: every device a
-driver reports (open, lost, missing; ``rgbt.ros.health.device_status``). ``period_s`` is live
+driver reports (open, lost, missing; ``rgbt.graph.health.device_status``). ``period_s`` is live
 (``ros2 param set``)."""
 
 from __future__ import annotations
@@ -11,12 +11,12 @@ import time
 
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 
-from rgbt.ros.health import HealthProbe, device_status, health_statuses
+from rgbt.graph.health import HealthProbe, device_status, health_statuses
 from rgbt.ros.node import RgbtNode
-from rgbt.ros.options import HealthOptions
+from rgbt.graph.options import HealthOptions
 from rgbt.ros.qos import qos_profile, topic_qos
 from rgbt.ros.spin import node_main
-from rgbt.ros.stamps import ns_to_stamp
+from rgbt.stamps import ns_to_stamp
 
 
 class HealthNode(RgbtNode):

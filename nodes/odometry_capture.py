@@ -2,7 +2,7 @@
 
 Subscribes (reliable, deep queue) to ``topics`` (default: every estimator's odometry topic from
 ``rgbt.vio.runners.SPECS``: ``/vins_estimator/odometry``, ``/odometry``, ``/ov_msckf/odomimu``) and
-writes the first topic that publishes to ``out_path`` (``rgbt.ros.odometry.TumWriter``: header
+writes the first topic that publishes to ``out_path`` (``rgbt.graph.odometry.TumWriter``: header
 stamp, ``pose.pose`` = T_world_child). ``rgbt.vio.runners.capture_command`` starts it beside an
 estimator; ``rgbt vio ate --est out_path`` scores the result.
 """
@@ -12,10 +12,10 @@ from __future__ import annotations
 from nav_msgs.msg import Odometry
 
 from rgbt.ros.node import RgbtNode
-from rgbt.ros.odometry import TumWriter, odometry_topics
-from rgbt.ros.options import OdometryCaptureOptions
+from rgbt.graph.odometry import TumWriter, odometry_topics
+from rgbt.graph.options import OdometryCaptureOptions
 from rgbt.ros.spin import node_main
-from rgbt.ros.stamps import stamp_to_ns
+from rgbt.stamps import stamp_to_ns
 
 
 class OdometryCaptureNode(RgbtNode):

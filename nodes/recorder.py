@@ -9,7 +9,7 @@ Starts on the autopilot's arm (``std_msgs/Bool`` on ``/rgbt/armed``, latched on 
 (re)started after the arm learns it at once) and stops when disarmed for ``debounce_s``; ``start: always`` records from start-up; services ``~/start``, ``~/stop``,
 ``~/split`` (``std_srvs/Trigger``) and ``~/prearm_check`` (its ``message`` is a JSON report).
 Memory: lossless within ``memory_budget_mb`` (default ``buffer_s`` seconds of the recorded streams),
-split between the middleware's reader queues and the writer queue (``rgbt.ros.recording.plan_buffers``);
+split between the middleware's reader queues and the writer queue (``rgbt.graph.recording.plan_buffers``);
 a message beyond it is dropped and counted (``dropped_budget``), never lost silently.
 Never corrupts a bag: SIGINT / SIGTERM (the spin loop calls ``close()``), a write error, the size
 cap or low disk space close the current file with its summary; the open file is fsynced every
@@ -18,12 +18,12 @@ cap or low disk space close the current file with its summary; the open file is 
 disk, why it stopped). Restarted mid-flight (by the supervisor), it first takes over the bag its
 predecessor left open: the stack topics are durable (transient local), so the new recorder receives
 the publishers' last seconds and the old bag is recovered without what the new one holds again
-(``rgbt.ros.recording``). Bags of an earlier run left open (a power loss) are recovered at start.
+(``rgbt.graph.recording``). Bags of an earlier run left open (a power loss) are recovered at start.
 By default it records the stack topics, the trigger sync's before-lock streams
 (``/rgbt/raw/<kind>/unlocked``) and the GNSS fix's UTC (``/gps/time_reference``). Each topic's offered QoS in the bag is its publishers'
 (``rgbt.ros.qos.topic_qos``), so ``ros2 bag play`` republishes ``/rgbt/armed`` latched. Thresholds
 (``debounce_s``, size cap, disk space, the sync-lock gate) are live parameters.
-The logic lives in :mod:`rgbt.ros.recording`; this module is the wiring.
+The logic lives in :mod:`rgbt.graph.recording`; this module is the wiring.
 """
 
 from __future__ import annotations
@@ -40,9 +40,9 @@ from std_srvs.srv import Trigger
 from rgbt.bag.types import ros2_typestore
 from rgbt.ros.msgtypes import get_message
 from rgbt.ros.node import RgbtNode
-from rgbt.ros.options import ARMED_TOPIC, RecorderOptions
+from rgbt.graph.options import ARMED_TOPIC, RecorderOptions
 from rgbt.ros.qos import TOPIC_QOS, qos_profile, qos_to_yaml, topic_qos
-from rgbt.ros.recording import (Recording, before_lock_streams, driver_extra_topic_types, durable_stack_topics,
+from rgbt.graph.recording import (Recording, before_lock_streams, driver_extra_topic_types, durable_stack_topics,
                                 plan_buffers, reliable_stack_topics, stack_message_bytes, stack_rates,
                                 stack_topic_types)
 from rgbt.ros.spin import node_main

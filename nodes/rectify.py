@@ -2,7 +2,7 @@
 the same (restamped) trigger time -> both stereo-rectified onto the pair's 960x600 canvas
 (``rgbt.image.rectify.RgbtRectifier``), published on ``{output_prefix}/<camera name>``.
 
-Pairs are matched on identical header stamps (``rgbt.ros.sync_adapter.StampPairer``), which the
+Pairs are matched on identical header stamps (``rgbt.graph.sync_adapter.StampPairer``), which the
 trigger sync makes exact (colour at every second trigger, thermal at every trigger); unmatched
 thermal frames are normal (30 of 60 Hz). Overload policy: frames arrive as raw CDR, a pair is
 handed to a low-priority worker (``rgbt.ros.mailbox``) and only the newest pair is rectified; stale
@@ -16,7 +16,7 @@ from sensor_msgs.msg import Image
 from rgbt.ros.image import cdr_to_image
 from rgbt.ros.mailbox import LatestFrameNode
 from rgbt.ros.node import RgbtNode
-from rgbt.ros.options import RectifyOptions
+from rgbt.graph.options import RectifyOptions
 from rgbt.ros.spin import node_main
 
 

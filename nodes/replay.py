@@ -18,10 +18,10 @@ from rgbt.pacing import pace
 from rgbt.ros.convert import to_rclpy
 from rgbt.ros.msgtypes import get_message
 from rgbt.ros.node import RgbtNode
-from rgbt.ros.options import ReplayOptions
+from rgbt.graph.options import ReplayOptions
 from rgbt.ros.qos import qos_profile, topic_qos
 from rgbt.ros.spin import node_main
-from rgbt.ros.stamps import ns_to_stamp
+from rgbt.stamps import ns_to_stamp
 from rgbt.threadname import name_native_thread
 
 

@@ -14,7 +14,7 @@ from sensor_msgs.msg import Image
 
 from rgbt.ros.image import cdr_to_image, image_to_cdr
 from rgbt.ros.node import RgbtNode
-from rgbt.ros.options import SegmentationOptions
+from rgbt.graph.options import SegmentationOptions
 from rgbt.ros.spin import node_main
 from rgbt.seg.pipeline import SegPipeline
 
@@ -22,11 +22,11 @@ from rgbt.seg.pipeline import SegPipeline
 class SegmentationNode(RgbtNode):
     options_model = SegmentationOptions
     default_name = "segmentation"
-    prewarm_modules = ("rgbt.ros.seg_adapter", "onnxruntime")
+    prewarm_modules = ("rgbt.graph.seg_adapter", "onnxruntime")
 
     def __init__(self, name: str | None = None, **kwargs) -> None:  # type: ignore[no-untyped-def]
         super().__init__(name, **kwargs)
-        from rgbt.ros.seg_adapter import make_stage
+        from rgbt.graph.seg_adapter import make_stage
 
         o = self.options
         self.input_topic = o.input_topic or self.stack().cameras["thermal"].topic
@@ -60,7 +60,7 @@ class SegmentationNode(RgbtNode):
             self.pipeline.gate.late_after_periods = new.late_after_periods
 
     def progress(self) -> dict[str, tuple[int, int, float]]:
-        from rgbt.ros.liveness import WORKER_STALL_S
+        from rgbt.graph.liveness import WORKER_STALL_S
 
         return {"pipeline": (*self.pipeline.progress(), WORKER_STALL_S)}
 

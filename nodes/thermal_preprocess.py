@@ -20,9 +20,9 @@ from rgbt.ros.image import cdr_to_image
 from rgbt.ros.mailbox import LatestFrameNode
 from rgbt.ros.node import RgbtNode
 from rgbt.errors import ConfigError
-from rgbt.ros.options import PreprocessOptions
+from rgbt.graph.options import PreprocessOptions
 from rgbt.ros.spin import node_main
-from rgbt.ros.stamps import cdr_stamp_ns
+from rgbt.stamps import cdr_stamp_ns
 
 
 class ThermalPreprocessNode(LatestFrameNode, RgbtNode):

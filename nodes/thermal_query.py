@@ -1,6 +1,6 @@
 """Thermal query node: temperature at a pixel, over a region or over a segmentation class.
 
-Two interfaces, one logic (:mod:`rgbt.ros.thermal_query`, which documents the request and
+Two interfaces, one logic (:mod:`rgbt.graph.thermal_query`, which documents the request and
 response):
 
 * the typed service ``rgbt_interfaces/srv/ThermalQuery`` on ``service`` (default
@@ -24,11 +24,11 @@ from std_msgs.msg import String
 
 from rgbt.ros.image import image_to_numpy
 from rgbt.ros.node import RgbtNode
-from rgbt.ros.options import ThermalQueryOptions
+from rgbt.graph.options import ThermalQueryOptions
 from rgbt.ros.qos import qos_profile
 from rgbt.ros.spin import node_main
-from rgbt.ros.stamps import stamp_to_ns
-from rgbt.ros.thermal_query import answer, answer_typed, converter
+from rgbt.stamps import stamp_to_ns
+from rgbt.graph.thermal_query import answer, answer_typed, converter
 
 try:  # built from ros2_ws/src/rgbt_interfaces; absent where that package is not built
     from rgbt_interfaces.srv import ThermalQuery

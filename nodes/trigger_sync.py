@@ -24,20 +24,20 @@ import threading
 from sensor_msgs.msg import Image, Imu, TimeReference
 
 from rgbt.ros.node import RgbtNode
-from rgbt.ros.options import TriggerSyncOptions, unlocked_topic
+from rgbt.graph.options import TriggerSyncOptions, unlocked_topic
 from rgbt.ros.spin import node_main
-from rgbt.ros.stamps import cdr_stamp_ns, cdr_with_stamp, stamp_to_ns
+from rgbt.stamps import cdr_stamp_ns, cdr_with_stamp, stamp_to_ns
 from rgbt.timeref import decode_frame, decode_imu
 
 class TriggerSyncNode(RgbtNode):
     options_model = TriggerSyncOptions
     default_name = "trigger_sync"
-    prewarm_modules = ("rgbt.ros.sync_adapter",)
+    prewarm_modules = ("rgbt.graph.sync_adapter",)
     handles_frames = True
 
     def __init__(self, name: str | None = None, **kwargs) -> None:  # type: ignore[no-untyped-def]
         super().__init__(name, **kwargs)
-        from rgbt.ros.sync_adapter import StampPairer, make_restamper
+        from rgbt.graph.sync_adapter import StampPairer, make_restamper
 
         o = self.options
         self.stack_model = self.stack()

@@ -24,9 +24,9 @@ from sensor_msgs.msg import Image, Imu
 from rgbt.ros.image import cdr_to_image
 from rgbt.ros.mailbox import LatestFrameNode
 from rgbt.ros.node import RgbtNode
-from rgbt.ros.options import VioBridgeOptions
+from rgbt.graph.options import VioBridgeOptions
 from rgbt.ros.spin import node_main
-from rgbt.ros.stamps import cdr_stamp_ns
+from rgbt.stamps import cdr_stamp_ns
 
 
 class VioBridgeNode(LatestFrameNode, RgbtNode):

@@ -10,7 +10,7 @@ Samples marked ``dropped`` are never published. Pacing and preloading (``preload
 seconds generated before playing) are ``rgbt.sim.live``'s. With ``manifest_path`` set, a JSON manifest of what
 was published (counts, CRC32 and true trigger time of every frame) is written once every sample is
 out (``"done": true``) and again at exit. Host stamps go through one ``rgbt.hostclock.WallClockOffset``
-as a driver's do: a wall-clock step (injected by ``rgbt bench faults`` through ``rgbt.ros.wallstep``)
+as a driver's do: a wall-clock step (injected by ``rgbt bench faults`` through ``rgbt.graph.wallstep``)
 is detected, counted (diagnostics ``clock.*``, manifest ``clock``) and held or followed by
 ``on_clock_step``.
 
@@ -20,7 +20,7 @@ and get publishers): several virtual stacks, one per driver, then play one run. 
 start writes the anchor, the others (and a restarted one) read it and play on it, skipping the samples
 already overdue by more than ``drop_late_s`` (0.1 s when 0) when they start, as real sensors that kept
 producing while no driver read them (manifest ``restart_skipped``, ``anchor``). A device unplugged
-through ``rgbt.ros.devicecontrol`` (``RGBT_DEVICE_CONTROL``) goes through the drivers' reopen policy;
+through ``rgbt.graph.devicecontrol`` (``RGBT_DEVICE_CONTROL``) goes through the drivers' reopen policy;
 the samples due while it is not open are not published (manifest ``unplugged``, ``devices``;
 diagnostics ``unplugged.*``, ``device.<kind>.*`` and the node's level while one is gone).
 """
@@ -38,16 +38,16 @@ from sensor_msgs.msg import Image, Imu, NavSatFix, TimeReference
 from std_msgs.msg import Bool
 
 from rgbt.geometry import matrix_to_quat
-from rgbt.ros.devicecontrol import DeviceControl, SimulatedDevices
+from rgbt.graph.devicecontrol import DeviceControl, SimulatedDevices
 from rgbt.ros.driver_node import report_devices
 from rgbt.ros.image import image_to_cdr
 from rgbt.ros.messages import frame_info, imu, imu_sync_info, navsatfix, pose_stamped, time_reference
 from rgbt.ros.node import RgbtNode
-from rgbt.ros.options import ARMED_TOPIC, TRIGGER_TOPIC, VirtualStackOptions
+from rgbt.graph.options import ARMED_TOPIC, TRIGGER_TOPIC, VirtualStackOptions
 from rgbt.ros.qos import topic_qos
 from rgbt.ros.spin import freeze_startup_objects, node_main
 from rgbt.threadname import name_native_thread
-from rgbt.ros.wallstep import WallStep
+from rgbt.graph.wallstep import WallStep
 
 
 class VirtualStackNode(RgbtNode):

@@ -10,7 +10,7 @@ from __future__ import annotations
 from sensor_msgs.msg import Imu, TimeReference
 
 from rgbt.ros.driver_node import DriverNode, imu_messages
-from rgbt.ros.options import DriverOptions
+from rgbt.graph.options import DriverOptions
 from rgbt.ros.spin import node_main
 from rgbt.sensors.reconnect import DeviceError
 

@@ -348,7 +348,7 @@ def check_clocks(jetson: bool) -> list[Check]:
 def recording_rates(stack: Any, topics: list[str]) -> dict[str, float]:
     """Topic -> bytes/s the recorder writes for ``topics`` of ``stack`` (image size x rate for cameras,
     serialized message size x rate for the small topics)."""
-    from rgbt.ros.options import ARMED_TOPIC, TRIGGER_TOPIC
+    from rgbt.graph.options import ARMED_TOPIC, TRIGGER_TOPIC
 
     rates: dict[str, float] = {}
     thermal = next((c for c in stack.cameras.values() if c.modality == "thermal"), None)
@@ -372,7 +372,7 @@ def recording_rates(stack: Any, topics: list[str]) -> dict[str, float]:
 
 
 def check_disk(specs: list[Any], bag_dir: str | None = None) -> list[Check]:
-    from rgbt.ros.recording import stack_topic_types
+    from rgbt.graph.recording import stack_topic_types
     from rgbt.stack import load_stack
 
     recorder = next((s for s in specs if s.executable == "recorder"), None)
@@ -393,7 +393,7 @@ def check_disk(specs: list[Any], bag_dir: str | None = None) -> list[Check]:
     usable = max(0.0, free - float(p.get("min_free_mb", 0)) * 1e6)
     minutes = usable / bytes_s / 60 if bytes_s else float("inf")
     arm = p.get("start") == "arm"
-    # an arm start refuses below prearm_minutes (rgbt.ros.recording pre-arm check); other starts need 1 min
+    # an arm start refuses below prearm_minutes (rgbt.graph.recording pre-arm check); other starts need 1 min
     need = float(p.get("prearm_minutes", 10)) if arm else 1.0
     value = (f"{minutes:.0f} min at {bytes_s / 1e6:.1f} MB/s ({len(rates)} topics"
              + (f", {len(unknown)} of unknown size" if unknown else "") + f") in {out}: "
@@ -505,7 +505,7 @@ def run_checks(profile: str = "flight", bag_dir: str | None = None, environ: Map
     ``bag_dir`` overrides the recorder's ``out_dir``; ``environ`` the process environment (ROS
     variables); ``root`` the file-system root of the Jetson files (tests).
     """
-    from rgbt.ros.profile import node_specs
+    from rgbt.graph.profile import node_specs
 
     environ = os.environ if environ is None else environ
     checks = check_platform(root)

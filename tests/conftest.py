@@ -76,7 +76,7 @@ def ros_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict:
     """
     if rclpy_missing():
         pytest.skip(rclpy_missing())
-    from rgbt.ros.launcher import clean_shm, shm_files
+    from rgbt.graph.launcher import clean_shm, shm_files
 
     before = set(shm_files())
     env = loopback_ros_env(tmp_path)

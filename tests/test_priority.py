@@ -1,4 +1,4 @@
-"""Process priority across process groups (``rgbt.ros.priority``): with autogroups, a process that leads
+"""Process priority across process groups (``rgbt.graph.priority``): with autogroups, a process that leads
 its own session (as ``rgbt up`` starts each group) carries its nice value into its autogroup's weight;
 one that shares its session leaves the autogroup alone. Real child processes, no rclpy."""
 
@@ -17,7 +17,7 @@ from rgbt.paths import REPO_ROOT
 AUTOGROUP = Path("/proc/self/autogroup")
 # The child prints what it applied and what its /proc/self/autogroup then reads, as JSON: the file is
 # empty for a session in the kernel's default group (as on the CI machine).
-CHILD = ("import json, sys; from rgbt.ros.priority import set_process_nice; "
+CHILD = ("import json, sys; from rgbt.graph.priority import set_process_nice; "
          "applied = set_process_nice(int(sys.argv[1])); "
          "print(json.dumps([applied, open('/proc/self/autogroup').read().strip()]))")
 
@@ -44,7 +44,7 @@ def test_a_session_leader_carries_its_nice_into_its_autogroup_and_a_member_does_
 
 
 def test_set_autogroup_nice_reports_what_it_could_not_do(tmp_path: Path) -> None:
-    from rgbt.ros.priority import set_autogroup_nice
+    from rgbt.graph.priority import set_autogroup_nice
 
     assert set_autogroup_nice(5, str(tmp_path / "missing")) == ""  # no autogroups: nothing to do
     if os.getsid(0) == os.getpid():
@@ -59,7 +59,7 @@ def test_set_autogroup_nice_reports_what_it_could_not_do(tmp_path: Path) -> None
 # worker does, and prints each thread's policy and priority.
 RT_CHILD = """
 import json, os, resource, sys, threading
-from rgbt.ros.priority import realtime_priority, set_process_realtime
+from rgbt.graph.priority import realtime_priority, set_process_realtime
 from rgbt.seg.pipeline import lower_thread_priority
 if sys.argv[1] == "refused":  # no rtprio limit and no CAP_SYS_NICE: root gives up its rights first
     resource.setrlimit(resource.RLIMIT_RTPRIO, (0, 0))

@@ -45,7 +45,7 @@ from rgbt.bag.reader import ROS1_METADATA_TOPIC, BagReader, open_bag
 from rgbt.bag.renames import CART_RENAMES, CART_ROS1_NAMES
 from rgbt.bag.tables import TopicTables
 from rgbt.errors import BagError, ConfigError
-from rgbt.ros.stamps import stamp_to_ns
+from rgbt.stamps import stamp_to_ns
 
 TRIGGER_TOPIC = "/rgbt/trigger"  # rgbt.sim.messages.TRIGGER_TOPIC (not imported: it pulls in the simulator)
 LABEL_PREFIX = "/rgbt/sim/labels/"

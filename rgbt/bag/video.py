@@ -26,7 +26,7 @@ from rgbt.bag.images import image_to_numpy
 from rgbt.bag.reader import open_bag
 from rgbt.bag.renames import CART_RENAMES, CART_ROS1_NAMES
 from rgbt.errors import BagError
-from rgbt.ros.stamps import stamp_to_ns
+from rgbt.stamps import stamp_to_ns
 
 PANELS = ("color", "thermal", "mono")
 _FONT = cv2.FONT_HERSHEY_SIMPLEX

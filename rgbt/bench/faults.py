@@ -3,7 +3,7 @@ bags against what the simulated sensors produced.
 
 Each flight is the simulated stack at full rate (virtual stack -> trigger sync -> preprocess ->
 rectify -> segmentation, the recorder writing everything) as real processes on loopback, in a private
-DDS domain, under the same supervisor as ``rgbt up`` (:mod:`rgbt.ros.supervisor`) or, for the
+DDS domain, under the same supervisor as ``rgbt up`` (:mod:`rgbt.graph.supervisor`) or, for the
 launcher's own faults, under a real ``rgbt up`` process (:mod:`rgbt.bench.launcher_faults`). The run
 is rendered ahead (:mod:`rgbt.sim.cache`) with cameras that drop nothing, and played on a timeline the
 virtual stack writes down (its anchor), so every sample the sensors produced has a time it was due;
@@ -21,7 +21,7 @@ sources up one after the other, ``SPACING_S`` apart, in one flight):
   stack's simulated device, ``rgbt.sensors.reconnect``'s back-off).
 * ``cpu_starvation``: 2 busy processes per core for ``STARVE_S`` at normal priority (``SCHED_FIFO``
   above the graph when it runs real time).
-* ``clock_step_+5s`` / ``clock_step_-5s``: the drivers' wall clock steps (``rgbt.ros.wallstep``).
+* ``clock_step_+5s`` / ``clock_step_-5s``: the drivers' wall clock steps (``rgbt.graph.wallstep``).
 * ``disk_full``: the recorder's flight size cap (``max_total_mb``) is reached.
 * ``disk_full_real``: the bags go to a real, small filesystem (a tmpfs the bench mounts) until
   ``ENOSPC``.
@@ -104,13 +104,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--profile", default="bench-sim", help="profile to fly (default bench-sim)")
     parser.add_argument("--keep", help="keep each flight's folder (bag, logs) under this directory")
     parser.add_argument("--isolate-drivers", action=argparse.BooleanOptionalAction, default=None,
-                        help="each simulated device in its own process (rgbt.ros.profile.isolate_drivers; "
+                        help="each simulated device in its own process (rgbt.graph.profile.isolate_drivers; "
                              "default: the profile's isolate_drivers)")
 
 
 def fault_names(specs: list[Any]) -> list[str]:
     """Every fault of the full matrix for a profile (one ``kill_<group>`` per group)."""
-    from rgbt.ros.launcher import recorder_groups
+    from rgbt.graph.launcher import recorder_groups
 
     recorders = recorder_groups(specs)
     groups = [g for g in dict.fromkeys(s.process for s in specs) if g not in recorders]
@@ -133,8 +133,8 @@ def flights(names: list[str], quick: bool) -> list[list[str]]:
 
 def run(args: argparse.Namespace) -> dict:
     from rgbt.errors import ConfigError
-    from rgbt.ros.launcher import ros_environment_defaults
-    from rgbt.ros.profile import isolate_drivers, node_specs, profile_isolates_drivers
+    from rgbt.graph.launcher import ros_environment_defaults
+    from rgbt.graph.profile import isolate_drivers, node_specs, profile_isolates_drivers
 
     # a private DDS domain unless one is set: other graphs on this machine must not reach the bag
     os.environ.setdefault("ROS_DOMAIN_ID", str(random.randint(100, 180)))
@@ -194,7 +194,7 @@ class Flight:
 
     def __init__(self, profile: str, faults: list[str], sim_s: float, cameras: list[str] | None,
                  sim_root: Path | None, work: Path | None = None, isolate: bool = False) -> None:
-        from rgbt.ros.profile import node_specs, processes
+        from rgbt.graph.profile import node_specs, processes
         from rgbt.stack import load_stack
 
         self.profile, self.faults, self.sim_s = profile, faults, sim_s
@@ -214,24 +214,24 @@ class Flight:
             self.overrides["virtual_stack"]["sim_cache"] = self.cache
             specs = node_specs(profile, self.overrides)
         if isolate:
-            from rgbt.ros.profile import isolate_drivers
+            from rgbt.graph.profile import isolate_drivers
 
             specs = isolate_drivers(specs, self.anchor)
         self.specs = specs
         self.members = {g: [s.name for s in nodes] for g, nodes in processes(specs).items()}
 
     def env(self) -> dict[str, str]:
-        from rgbt.ros.devicecontrol import DEVICE_CONTROL_ENV
-        from rgbt.ros.profile import profile_env
-        from rgbt.ros.wallstep import WALL_STEP_ENV
+        from rgbt.graph.devicecontrol import DEVICE_CONTROL_ENV
+        from rgbt.graph.profile import profile_env
+        from rgbt.graph.wallstep import WALL_STEP_ENV
 
         return {**profile_env(self.profile), WALL_STEP_ENV: str(self.step_file),
                 DEVICE_CONTROL_ENV: str(self.device_control)}
 
     def _overrides(self) -> dict[str, dict[str, Any]]:
         """Per-node parameters of a fault flight (fast diagnostics: they time a group's return)."""
-        from rgbt.ros.options import RAW_PREFIX
-        from rgbt.ros.profile import node_specs
+        from rgbt.graph.options import RAW_PREFIX
+        from rgbt.graph.profile import node_specs
 
         specs = node_specs(self.profile)
         out: dict[str, dict[str, Any]] = {s.name: {"diagnostics_period_s": 0.25} for s in specs}
@@ -296,7 +296,7 @@ def fly_with_faults(profile: str, faults: list[str], sim_s: float, cameras: list
     ``LEAD_S`` after the sources start publishing, the next ``SPACING_S`` later); the judged row of each."""
     from rgbt.bench.graph import _Probe
     from rgbt.bench.tmpdisk import SmallDisk
-    from rgbt.ros.launcher import clean_shm, shm_files, start_graph, supervise
+    from rgbt.graph.launcher import clean_shm, shm_files, start_graph, supervise
 
     flight = Flight(profile, faults, sim_s, cameras, sim_root, isolate=isolate)
     disk = SmallDisk(flight.bags_dir, DISK_MB) if "disk_full_real" in faults else None

@@ -75,15 +75,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--single-process", action="store_true", help="all nodes in one process")
     parser.add_argument("--isolate-drivers", action="store_true",
                         help="each device driver in its own process (the virtual stack split per camera; "
-                             "rgbt.ros.profile.isolate_drivers)")
+                             "rgbt.graph.profile.isolate_drivers)")
     parser.add_argument("--set", action="append", default=[], metavar="NODE.PARAM=VALUE")
 
 
 def run(args: argparse.Namespace) -> dict:
     from rgbt.errors import ConfigError
-    from rgbt.ros.launcher import clean_shm, ros_environment_defaults, shm_files, start_graph
-    from rgbt.ros.profile import node_specs, parse_set, profile_env
-    from rgbt.ros.recording import ARRIVALS
+    from rgbt.graph.launcher import clean_shm, ros_environment_defaults, shm_files, start_graph
+    from rgbt.graph.profile import node_specs, parse_set, profile_env
+    from rgbt.graph.recording import ARRIVALS
     from rgbt.stack import load_stack
 
     if not 0 <= args.load <= 8:
@@ -122,7 +122,7 @@ def run(args: argparse.Namespace) -> dict:
     if args.single_process:
         specs = [replace(s, process="all") for s in specs]
     if args.isolate_drivers:
-        from rgbt.ros.profile import isolate_drivers
+        from rgbt.graph.profile import isolate_drivers
 
         specs = isolate_drivers(specs, work / "anchor.json")
     manifests = [Path(s.parameters["manifest_path"]) for s in specs if s.executable == "virtual_stack"]

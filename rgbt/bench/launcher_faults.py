@@ -55,7 +55,7 @@ def fly_launcher_fault(profile: str, fault: str, sim_s: float, cameras: list[str
 
     from rgbt.bench.faults import LEAD_S, Flight, _log, _publishing, judge_flight
     from rgbt.bench.graph import _Probe
-    from rgbt.ros.launcher import clean_shm, ros_environment, shm_files
+    from rgbt.graph.launcher import clean_shm, ros_environment, shm_files
 
     flight = Flight(profile, [fault], sim_s, cameras, sim_root)
     env = ros_environment()

@@ -63,7 +63,7 @@ class Match:
 def schedule(cache_dir: str | Path, anchor: dict[str, int], stack: Any, kinds: Iterable[str]) -> dict[str, Stream]:
     """The streams ``kinds`` (camera names, ``imu``) of the cached run in ``cache_dir`` on the
     timeline of ``anchor``; keyed by stack topic."""
-    from rgbt.ros.options import unlocked_topic
+    from rgbt.graph.options import unlocked_topic
     from rgbt.sim.cache import SimCache
 
     offset = int(anchor["t0_wall_ns"]) - int(anchor["t0_sim_ns"])  # simulated host time -> wall
@@ -104,8 +104,8 @@ def read_flight(bags: list[Path], streams: dict[str, Stream]) -> FlightBags:
     before-lock topic are merged by log time within a bag (host stamps before lock are another clock:
     stamps are compared on each topic by itself)."""
     from rgbt.bag.reader import open_bag
-    from rgbt.ros.recording import STAMPED_TYPES
-    from rgbt.ros.stamps import cdr_stamp_ns
+    from rgbt.graph.recording import STAMPED_TYPES
+    from rgbt.stamps import cdr_stamp_ns
 
     of_stream = {s.topic: s.topic for s in streams.values()} | {s.unlocked: s.topic for s in streams.values()}
     out = FlightBags({t: Recorded() for t in streams}, {}, True, [])

@@ -42,7 +42,7 @@ def gate(profile: str, verb: str, bag_dir: str | None = None) -> int:
     code = exit_code(checks)
     if code:
         from rgbt.errors import RgbtError
-        from rgbt.ros.profile import load_profile
+        from rgbt.graph.profile import load_profile
 
         try:
             about = f" ({load_profile(profile)[1].description})"

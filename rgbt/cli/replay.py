@@ -27,7 +27,7 @@ def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from rgbt.errors import BagError
-    from rgbt.ros.options import ReplayOptions
+    from rgbt.graph.options import ReplayOptions
 
     if not Path(args.path).exists():
         raise BagError(f"{args.path}: no such bag")
@@ -40,13 +40,13 @@ def run(args: argparse.Namespace) -> int:
                             clock=not args.no_clock, loop=args.loop, output_qos=args.qos,
                             start_delay_s=args.delay, wait_for=args.wait_for,
                             exit_when_done=True)
-    from rgbt.ros.launcher import clean_shm, ros_environment_defaults, shm_files
+    from rgbt.graph.launcher import clean_shm, ros_environment_defaults, shm_files
 
     ros_environment_defaults()
     shm_before = shm_files()
     from rclpy.parameter import Parameter
 
-    from rgbt.ros.options import flatten
+    from rgbt.graph.options import flatten
     from rgbt.ros.spin import node_class, run_nodes
 
     params = [Parameter(k, value=v) for k, v in flatten(options.model_dump()).items()

@@ -1,5 +1,5 @@
 """``rgbt service install|status|uninstall|template [--profile flight] [--user] [--dry-run]``: fly a
-profile at boot under systemd (the unit: :mod:`rgbt.ros.service_unit`).
+profile at boot under systemd (the unit: :mod:`rgbt.graph.service_unit`).
 
 ``install`` writes ``rgbt-<profile>.service`` (``/etc/systemd/system``, or the user's
 ``~/.config/systemd/user`` with ``--user``; ``--unit-dir`` elsewhere, e.g. an image being built) and,
@@ -41,7 +41,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def _where(args: argparse.Namespace) -> tuple[Path, bool]:
     """The unit file's path, and whether to run systemctl for it."""
-    from rgbt.ros.service_unit import systemd_running, unit_dir, unit_name
+    from rgbt.graph.service_unit import systemd_running, unit_dir, unit_name
 
     folder = Path(args.unit_dir) if args.unit_dir else unit_dir(args.user)
     return folder / unit_name(args.profile), args.unit_dir is None and systemd_running()
@@ -60,8 +60,8 @@ def _systemctl(args: argparse.Namespace, *words: str, dry_run: bool = False, che
 
 def _install(args: argparse.Namespace) -> int:
     from rgbt.errors import RgbtError
-    from rgbt.ros.profile import node_specs
-    from rgbt.ros.service_unit import unit_text
+    from rgbt.graph.profile import node_specs
+    from rgbt.graph.service_unit import unit_text
 
     node_specs(args.profile)  # a broken profile fails here (exit 2), not at boot
     path, systemd = _where(args)
@@ -90,7 +90,7 @@ def _install(args: argparse.Namespace) -> int:
 
 
 def _status(args: argparse.Namespace) -> int:
-    from rgbt.ros.instance_lock import instance_name, lock_state
+    from rgbt.graph.instance_lock import instance_name, lock_state
 
     path, systemd = _where(args)
     print(f"unit: {path} ({'installed' if path.exists() else 'not installed'})")
@@ -125,7 +125,7 @@ def _uninstall(args: argparse.Namespace) -> int:
 
 
 def _template(args: argparse.Namespace) -> int:
-    from rgbt.ros.service_unit import unit_text
+    from rgbt.graph.service_unit import unit_text
 
     sys.stdout.write(unit_text(args.profile, user=args.user, template=True))
     return 0

@@ -1,9 +1,9 @@
 """``rgbt up PROFILE [--duration S]``: start a profile's ROS 2 graph (no ``ros2 launch`` needed).
 
-One graph per profile (a lock, :mod:`rgbt.ros.instance_lock`: a second ``rgbt up`` of it exits 2
+One graph per profile (a lock, :mod:`rgbt.graph.instance_lock`: a second ``rgbt up`` of it exits 2
 naming the PID that holds it); the graph dies with the launcher, a terminal hang-up (SIGHUP) leaves
 the flight going with its output in a log file, and under systemd (``rgbt service``) the launcher
-reports ready / watchdog / status (:mod:`rgbt.ros.launcher`).
+reports ready / watchdog / status (:mod:`rgbt.graph.launcher`).
 """
 
 from __future__ import annotations
@@ -43,10 +43,10 @@ def run(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
     from rgbt.cli.output import print_json
-    from rgbt.ros.instance_lock import InstanceLock, instance_name
-    from rgbt.ros.launcher import run_graph
-    from rgbt.ros.profile import isolate_drivers, node_specs, parse_set, profile_env, profile_isolates_drivers
-    from rgbt.ros.supervisor import SupervisorOptions
+    from rgbt.graph.instance_lock import InstanceLock, instance_name
+    from rgbt.graph.launcher import run_graph
+    from rgbt.graph.profile import isolate_drivers, node_specs, parse_set, profile_env, profile_isolates_drivers
+    from rgbt.graph.supervisor import SupervisorOptions
 
     specs = node_specs(args.profile, parse_set(args.set))
     if args.isolate_drivers or (args.isolate_drivers is None and profile_isolates_drivers(args.profile)):
@@ -76,6 +76,6 @@ def _is_flight(profile: str) -> bool:
     """``flight`` or a path to ``launch/flight.yaml`` (the hardware profile the doctor gates)."""
     from pathlib import Path
 
-    from rgbt.ros.profile import profile_path
+    from rgbt.graph.profile import profile_path
 
     return Path(profile_path(profile)).stem == "flight"

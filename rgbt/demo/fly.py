@@ -1,6 +1,6 @@
 """The live half of the demo: bring the graph up, fly (arm -> disarm), bring it down.
 
-Uses the ros bring-up (``rgbt.ros.profile.node_specs`` + ``rgbt.ros.launcher.start_graph``, the
+Uses the ros bring-up (``rgbt.graph.profile.node_specs`` + ``rgbt.graph.launcher.start_graph``, the
 same code as ``rgbt up``) with per-run overrides: the simulated flight (trajectory, duration,
 seed, cameras), the recorder armed by the simulated autopilot (``start: arm``) writing under the
 run folder, the segmentation model, and the virtual stack's manifest (counts, CRC32 and true
@@ -72,7 +72,7 @@ def flight_overrides(options: Any, run_dir: Path, engine: Path, trajectory: str)
 
         sim["altitude_m"] = options.altitude_m
         sim["start_s"] = flight_start_s(trajectory, options.sim_duration_s())
-    from rgbt.ros.options import RAW_PREFIX
+    from rgbt.graph.options import RAW_PREFIX
     from rgbt.stack import load_stack
 
     stack = load_stack()
@@ -117,9 +117,9 @@ def fly(profile: str, overrides: dict[str, dict[str, Any]], run_dir: Path, expec
     (default: 6 x ``expected_s`` + 120 s, for slow machines); on timeout what was recorded is kept.
     With a virtual stack, the graph is also stopped :data:`DRAIN_S` after its last sample went out
     if the recorder has not closed the bag by then (an overloaded machine); that is reported."""
-    from rgbt.ros.launcher import start_graph, supervise
-    from rgbt.ros.recording import bag_is_closed
-    from rgbt.ros.profile import node_specs, profile_env
+    from rgbt.graph.launcher import start_graph, supervise
+    from rgbt.graph.recording import bag_is_closed
+    from rgbt.graph.profile import node_specs, profile_env
 
     specs = node_specs(profile, overrides)
     if not is_simulated(specs):

@@ -207,7 +207,7 @@ def _prerender(con, profile: str, overrides: dict, run_dir: Path, notes: list[st
     have its virtual stack play it (``overrides`` updated); the folder to remove after the flight
     (None: the profile has no virtual stack). Where it cannot be written (a full disk) the flight
     renders live instead, said in ``notes``."""
-    from rgbt.ros.profile import node_specs
+    from rgbt.graph.profile import node_specs
     from rgbt.sim.cache import render_for_virtual_stack
 
     vs = next((s.parameters for s in node_specs(profile, overrides) if s.executable == "virtual_stack"), None)
@@ -254,8 +254,8 @@ def _fly_with_progress(con, options: DemoOptions, overrides: dict, run_dir: Path
 def _fusion_model(profile: str) -> Path:
     """The ONNX the profile's fusion node runs (its default when the profile has none)."""
     from rgbt.paths import REPO_ROOT
-    from rgbt.ros.options import FusionOptions
-    from rgbt.ros.profile import node_specs
+    from rgbt.graph.options import FusionOptions
+    from rgbt.graph.profile import node_specs
 
     fusion = next((s.parameters["fusion"] for s in node_specs(profile) if s.executable == "fusion"),
                   FusionOptions().fusion)

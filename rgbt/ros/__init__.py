@@ -1,5 +1,6 @@
-"""rclpy glue shared by the nodes in ``nodes/``: QoS, images, CDR stamps, options, diagnostics, spin loop.
+"""rclpy glue shared by the nodes in ``nodes/``: QoS, images, the node base class, local topics,
+mailboxes and the spin loop.
 
-Only this sub-package (and ``nodes/``) imports rclpy. Modules that must work without rclpy
-(profiles, options, the ``rgbt up`` launcher) say so in their docstring and never import it.
+Only this sub-package (and ``nodes/``) imports rclpy. Orchestration that must work without rclpy
+(profiles, options, the ``rgbt up`` launcher, the supervisor) is in :mod:`rgbt.graph`.
 """

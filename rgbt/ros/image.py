@@ -79,7 +79,7 @@ def numpy_to_image(arr: np.ndarray, t_ns: int, frame_id: str, encoding: str, msg
     """
     from sensor_msgs.msg import Image
 
-    from rgbt.ros.stamps import ns_to_stamp
+    from rgbt.stamps import ns_to_stamp
 
     channels = _check_encoding(arr, encoding)
     msg = msg or Image()

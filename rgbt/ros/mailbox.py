@@ -28,7 +28,7 @@ from collections import deque
 from typing import Any, Callable
 
 from rgbt.lateness import LatenessGate
-from rgbt.ros.diagnostics import p50_p99_ms
+from rgbt.graph.diagnostics import p50_p99_ms
 
 
 class LatestMailbox:
@@ -57,7 +57,7 @@ class LatestMailbox:
         self.samples: dict[str, deque[int]] = {k: deque(maxlen=1000) for k in
                                                ("arrival", "wait", "work", "serialize", "publish")}
         self._cpu_ns = 0
-        # the worker's progress (rgbt.ros.liveness): items put in its slot, and items it took from there
+        # the worker's progress (rgbt.graph.liveness): items put in its slot, and items it took from there
         # (processed, failed or dropped late); an item replaced while waiting was handed but never taken
         self.handed = self.taken = 0
         self.applied_priority = "?"
@@ -191,7 +191,7 @@ class LatestFrameNode:
     def latest_pairs(self, handle: Callable[[tuple[bytes, bytes]], None], topics: tuple[str, str],
                      max_pending: int = 8) -> LatestMailbox:
         """Subscribe (raw CDR) to two image topics; frames with identical header stamps are paired
-        (``rgbt.ros.sync_adapter.StampPairer``, at most ``max_pending`` unmatched of each kept) and
+        (``rgbt.graph.sync_adapter.StampPairer``, at most ``max_pending`` unmatched of each kept) and
         each pair ``(raw0, raw1)`` goes to a mailbox ``pairs`` whose worker runs ``handle``.
 
         Topics a node of this process publishes through a local publisher (the rectify node's pairs,
@@ -201,8 +201,8 @@ class LatestFrameNode:
 
         from sensor_msgs.msg import Image
 
-        from rgbt.ros.stamps import cdr_stamp_ns
-        from rgbt.ros.sync_adapter import StampPairer
+        from rgbt.stamps import cdr_stamp_ns
+        from rgbt.graph.sync_adapter import StampPairer
 
         box = self.latest(handle, topics[0], "pairs")
         pairer = StampPairer(max_pending)
@@ -251,9 +251,9 @@ class LatestFrameNode:
                 box.gate.late_after_periods = new.late_after_periods
 
     def progress(self) -> dict[str, tuple[int, int, float]]:
-        """Each mailbox's items handed to its worker and taken by it (``rgbt.ros.liveness``; items the
+        """Each mailbox's items handed to its worker and taken by it (``rgbt.graph.liveness``; items the
         rate limit dropped on arrival never reach the worker and are not counted)."""
-        from rgbt.ros.liveness import WORKER_STALL_S
+        from rgbt.graph.liveness import WORKER_STALL_S
 
         return {name: (box.handed, box.taken, WORKER_STALL_S)
                 for name, box in self.__dict__.get("_mailboxes", {}).items()}

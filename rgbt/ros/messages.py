@@ -9,7 +9,7 @@ from typing import Sequence
 from geometry_msgs.msg import PoseStamped
 from sensor_msgs.msg import Imu, NavSatFix, TimeReference
 
-from rgbt.ros.stamps import ns_to_stamp
+from rgbt.stamps import ns_to_stamp
 from rgbt.timeref import encode_frame, encode_imu
 
 

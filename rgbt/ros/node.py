@@ -27,11 +27,11 @@ from rclpy.node import Node
 from rclpy.qos import qos_policy_name_from_kind
 
 from rgbt.errors import ConfigError, RgbtError
-from rgbt.ros.diagnostics import NodeDiagnostics
-from rgbt.ros.options import NodeOptions, changed_options, unflatten
+from rgbt.graph.diagnostics import NodeDiagnostics
+from rgbt.graph.options import NodeOptions, changed_options, unflatten
 from rgbt.ros.params import declare_options
 from rgbt.ros.qos import qos_profile, topic_qos
-from rgbt.ros.stamps import ns_to_stamp
+from rgbt.stamps import ns_to_stamp
 
 
 #: parameters every rclpy node declares itself (not part of an options model)
@@ -94,13 +94,13 @@ class RgbtNode(Node):
         # drivers, sync and recorder ask for more (nice < 0; needs CAP_SYS_NICE, else logged); a node
         # that leaves nice at 0 keeps what its process has (health beside the recorder reset it to 0)
         if nice and (nice > current or (nice < 0 and current <= 0 and nice < current)):
-            from rgbt.ros.priority import set_process_nice
+            from rgbt.graph.priority import set_process_nice
 
             self.get_logger().info(f"process priority: {set_process_nice(nice)}")
-        # real time above the nice value (an option: the shipped profiles leave it off, rgbt.ros.priority);
+        # real time above the nice value (an option: the shipped profiles leave it off, rgbt.graph.priority);
         # like nice, a node never lowers what another node of its process raised
         if self.options.realtime_priority:
-            from rgbt.ros.priority import realtime_priority, set_process_realtime
+            from rgbt.graph.priority import realtime_priority, set_process_realtime
 
             if self.options.realtime_priority > realtime_priority():
                 self.get_logger().info(f"process real-time priority: {set_process_realtime(self.options.realtime_priority)}")
@@ -129,7 +129,7 @@ class RgbtNode(Node):
         return _CountedPublisher(super().create_publisher(msg_type, topic, qos_profile, **kwargs),
                                  self.__dict__.setdefault("_sent", {}), topic)
 
-    # -- liveness: messages in and out, for the supervisor (rgbt.ros.liveness) -----------------------
+    # -- liveness: messages in and out, for the supervisor (rgbt.graph.liveness) -----------------------
     def _count_received(self, topic: str, callback: Callable[[Any], Any]) -> Callable[[Any], Any]:
         received = self.__dict__.setdefault("_received", {})
         received.setdefault(topic, 0)
@@ -141,7 +141,7 @@ class RgbtNode(Node):
         return counted
 
     def heartbeat_state(self) -> dict[str, Any]:
-        """This node's part of its process's heartbeat (``rgbt.ros.liveness``): guarded callbacks run,
+        """This node's part of its process's heartbeat (``rgbt.graph.liveness``): guarded callbacks run,
         :meth:`progress`, messages received per subscribed topic (topics whose QoS cannot match a
         peer left out: nothing can arrive there) and sent per published topic."""
         bad = self.__dict__.get("_qos_bad", set())
@@ -320,7 +320,7 @@ class RgbtNode(Node):
 
     def progress(self) -> dict[str, tuple[int, int, float]]:
         """Work handed to this node's own threads and how much of it they finished, for the
-        supervisor's liveness check (``rgbt.ros.liveness``): name -> (items handed over, items
+        supervisor's liveness check (``rgbt.graph.liveness``): name -> (items handed over, items
         finished or dropped, stall_s). Both counts only grow; while the first grows and the second
         has not moved for ``stall_s`` (s) the worker is stuck and the process is restarted. Default:
         nothing (a node without worker threads is judged by its executor's heartbeat alone)."""

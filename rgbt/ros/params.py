@@ -8,7 +8,7 @@ validated by the model first, so a bad value stops the node with a message namin
 
 A change through the parameter service (``rcl_interfaces/srv/SetParameters``, what ``ros2 param
 set`` calls) is refused by rclpy for read-only parameters ("Trying to set a read-only parameter")
-and wrong types; a live one is validated by the model (:func:`rgbt.ros.options.changed_options`)
+and wrong types; a live one is validated by the model (:func:`rgbt.graph.options.changed_options`)
 and applied by the node's ``apply_options`` hook, or refused with the reason.
 """
 
@@ -21,7 +21,7 @@ from typing import Any, Literal
 from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.parameter import Parameter
 
-from rgbt.ros.options import NodeOptions, flatten
+from rgbt.graph.options import NodeOptions, flatten
 
 _SCALAR = {bool: Parameter.Type.BOOL, int: Parameter.Type.INTEGER, float: Parameter.Type.DOUBLE,
            str: Parameter.Type.STRING}

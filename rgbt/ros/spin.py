@@ -4,7 +4,7 @@
 loop: its ``spin()`` busy-loops and ignores SIGINT. Where rclpy has no EventsExecutor (ROS 2 Humble)
 the standard ``SingleThreadedExecutor`` runs instead; ``RGBT_EXECUTOR=single`` forces that fallback,
 ``RGBT_EXECUTOR=events`` requires the EventsExecutor (default ``auto``). The choice is logged at
-start-up. Each loop writes the process's heartbeat (:mod:`rgbt.ros.liveness`: what the supervisor judges hangs,
+start-up. Each loop writes the process's heartbeat (:mod:`rgbt.graph.liveness`: what the supervisor judges hangs,
 stuck workers and deaf subscribers by; the last one says whether the process ends because its job is
 done). SIGINT / SIGTERM set a stop flag; on the way out the process drains (:func:`drain`: timers
 stopped, queued messages handled) and every node's ``close()`` runs (the recorder closes its bag)
@@ -12,7 +12,7 @@ before rclpy shuts down.
 
 ``python -m rgbt.ros.spin --node NAME:EXECUTABLE [...] [--duration S] --ros-args ...`` runs
 several nodes of ``nodes/`` in one process (how ``rgbt up`` starts a profile's process groups).
-With ``--standby`` the process is a warm spare (:mod:`rgbt.ros.supervisor`): it imports the node
+With ``--standby`` the process is a warm spare (:mod:`rgbt.graph.supervisor`): it imports the node
 modules and what they load at start (``RgbtNode.prewarm``) and creates its DDS participant (a
 hidden placeholder node, :data:`STANDBY_NODE`: the participant is what makes a process's first
 node slow, 1.2-2.5 s of a loaded 2-core host, and once it exists the other processes have
@@ -21,7 +21,7 @@ the interpreter's, the libraries' and the middleware's start-up. A spare in stan
 cleanly and without starting, on SIGTERM / SIGINT or at the end of its input.
 
 Started by ``rgbt up`` (``RGBT_LAUNCHER_PID`` in the environment), the process first ties its life
-to the launcher's (:mod:`rgbt.ros.parent_death`): SIGTERM when the launcher dies, so the graph
+to the launcher's (:mod:`rgbt.graph.parent_death`): SIGTERM when the launcher dies, so the graph
 drains and closes instead of flying on unsupervised; a launcher already gone: exit 1 at once.
 """
 
@@ -50,9 +50,9 @@ from rclpy.task import Future
 
 from rgbt.errors import ConfigError
 from rgbt.paths import REPO_ROOT
-from rgbt.ros.liveness import BEAT_PERIOD_S, HeartbeatWriter
-from rgbt.ros.parent_death import die_with_launcher, launcher_gone
-from rgbt.ros.supervisor import HEARTBEAT_ENV
+from rgbt.graph.liveness import BEAT_PERIOD_S, HeartbeatWriter
+from rgbt.graph.parent_death import die_with_launcher, launcher_gone
+from rgbt.graph.supervisor import HEARTBEAT_ENV
 
 try:  # Jazzy and later; Humble's rclpy has none
     from rclpy.experimental import EventsExecutor
@@ -273,7 +273,7 @@ def node_main(cls: type, args: list[str] | None = None) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    gone = die_with_launcher()  # first: SIGTERM when the launcher dies (rgbt.ros.parent_death)
+    gone = die_with_launcher()  # first: SIGTERM when the launcher dies (rgbt.graph.parent_death)
     if gone:
         _say(f"rgbt.ros.spin: {gone}: exiting")
         return 1
@@ -291,10 +291,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ready-file", default=None,
                         help="with --standby: write this process's PID here once it is ready to start")
     parser.add_argument("--nice", type=int, default=0,
-                        help="the whole process's nice value from its start (< 0 needs CAP_SYS_NICE; rgbt.ros.priority)")
+                        help="the whole process's nice value from its start (< 0 needs CAP_SYS_NICE; rgbt.graph.priority)")
     parser.add_argument("--realtime-priority", type=int, default=0,
                         help="SCHED_RR priority of the whole process from its start (1-98; 0: none; "
-                             "rgbt.ros.priority)")
+                             "rgbt.graph.priority)")
     parser.add_argument("--oom-score-adj", type=int, default=0,
                         help="the process's /proc/self/oom_score_adj (-1000..1000; < 0 needs CAP_SYS_RESOURCE): "
                              "who the kernel's OOM killer takes first")
@@ -380,7 +380,7 @@ def _say(line: str) -> None:
 
 def _priority(nice: int, realtime: int) -> None:
     """The process's nice value and real-time priority (every thread; 0: left as is), logged on stderr."""
-    from rgbt.ros.priority import set_process_nice, set_process_realtime
+    from rgbt.graph.priority import set_process_nice, set_process_realtime
 
     if nice:
         print(f"rgbt.ros.spin: process priority: {set_process_nice(nice)}", file=sys.stderr, flush=True)

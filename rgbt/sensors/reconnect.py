@@ -1,7 +1,7 @@
 """Devices that come and go: the reopen policy and the state machine of one device (no rclpy).
 
 Every driver loop (``rgbt.ros.driver_node`` through :class:`DeviceRunner`, the MAVLink bridge) and
-the virtual stack's simulated unplug (``rgbt.ros.devicecontrol``) keep one :class:`DeviceLink` per
+the virtual stack's simulated unplug (``rgbt.graph.devicecontrol``) keep one :class:`DeviceLink` per
 device and tell it what happened:
 :meth:`~DeviceLink.opened` / :meth:`~DeviceLink.open_failed` for an open attempt,
 :meth:`~DeviceLink.read_ok` / :meth:`~DeviceLink.read_failed` for a read. It answers when the next

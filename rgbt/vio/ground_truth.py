@@ -18,7 +18,7 @@ import numpy as np
 
 from rgbt.errors import EvaluationError
 from rgbt.eval.trajectory import Trajectory
-from rgbt.ros.stamps import stamp_to_ns
+from rgbt.stamps import stamp_to_ns
 
 POSE_TYPES = ("geometry_msgs/msg/PoseStamped", "geometry_msgs/msg/PoseWithCovarianceStamped",
               "nav_msgs/msg/Odometry", "geometry_msgs/msg/TransformStamped", "tf2_msgs/msg/TFMessage",

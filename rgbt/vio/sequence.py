@@ -15,7 +15,7 @@ import numpy as np
 
 from rgbt.errors import EvaluationError
 from rgbt.eval.trajectory import Trajectory
-from rgbt.ros.stamps import stamp_to_ns
+from rgbt.stamps import stamp_to_ns
 from rgbt.vio.feed import ImuData
 
 

@@ -18,9 +18,9 @@ def demo_env(tmp_path_factory: pytest.TempPathFactory) -> dict:
     """Loopback-only ROS 2 environment with a fresh domain and ROS_HOME (as the ``ros_env`` fixture).
 
     Afterwards removes the Fast DDS shared-memory files created meanwhile that no process still
-    uses (``rgbt.ros.launcher.clean_shm``): on a shared machine other processes' live segments stay."""
+    uses (``rgbt.graph.launcher.clean_shm``): on a shared machine other processes' live segments stay."""
     # (tests using it are marked ros: tests/conftest.py skips them, with the reason, without rclpy)
-    from rgbt.ros.launcher import clean_shm, shm_files
+    from rgbt.graph.launcher import clean_shm, shm_files
 
     home = tmp_path_factory.mktemp("demo_ros")
     before = shm_files()

@@ -14,7 +14,7 @@ import yaml
 
 from rgbt.doctor import (Check, check_devices, check_disk, check_inference, check_ros, exit_code, jetson_model,
                          recording_rates, run_checks)
-from rgbt.ros.profile import node_specs
+from rgbt.graph.profile import node_specs
 from rgbt.ros_env import rclpy_stacks
 from rgbt.stack import load_stack
 

@@ -22,7 +22,7 @@ ONBOARD_MODULES = (
     "rgbt.cli", "rgbt.stack", "rgbt.sync", "rgbt.geometry", "rgbt.paths", "rgbt.image", "rgbt.calib",
     "rgbt.sensors.boson", "rgbt.sensors.mavlink", "rgbt.sensors.ubx", "rgbt.sensors.vn100",
     "rgbt.sensors.trigger", "rgbt.bag", "rgbt.seg.stage", "rgbt.seg.backend", "rgbt.hostclock",
-    "rgbt.timeref", "rgbt.ros.profile", "rgbt.bag.extract", "rgbt.bag.video", "rgbt.bag.annotate",
+    "rgbt.timeref", "rgbt.graph.profile", "rgbt.bag.extract", "rgbt.bag.video", "rgbt.bag.annotate",
     "rgbt.bag.pairs",
 )
 

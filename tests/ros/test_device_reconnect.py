@@ -222,7 +222,7 @@ def test_the_vn100_driver_reopens_and_reconfigures_the_sensor_after_an_unplug(ro
 
     from rgbt.ros.qos import qos_profile
     from rgbt.ros.spin import node_class
-    from rgbt.ros.stamps import stamp_to_ns
+    from rgbt.stamps import stamp_to_ns
 
     device = EmulatedVn100(PtyDevice(tmp_path / "ttyVN100"))
     device.start()

@@ -1,4 +1,4 @@
-"""The virtual stack's simulated unplug (rgbt.ros.devicecontrol, no rclpy): the control file read when it
+"""The virtual stack's simulated unplug (rgbt.graph.devicecontrol, no rclpy): the control file read when it
 changes, and a named device going through the drivers' reopen policy on a fake clock."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import json
 import os
 from pathlib import Path
 
-from rgbt.ros.devicecontrol import DeviceControl, SimulatedDevices
+from rgbt.graph.devicecontrol import DeviceControl, SimulatedDevices
 from rgbt.sensors.reconnect import ReconnectPolicy
 
 

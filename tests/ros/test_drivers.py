@@ -24,7 +24,7 @@ def test_vn100_node_publishes_imu_and_syncin_from_the_sensor_protocol(ros_env: d
 
     from rgbt.ros.qos import qos_profile
     from rgbt.ros.spin import node_class
-    from rgbt.ros.stamps import stamp_to_ns
+    from rgbt.stamps import stamp_to_ns
 
     port = tmp_path / "ttyVN100"
     device = EmulatedVn100(PtyDevice(port))
@@ -80,7 +80,7 @@ def test_gnss_node_publishes_navsatfix_from_ubx_bytes(ros_env: dict, tmp_path: P
     from sensor_msgs.msg import NavSatFix, TimeReference
 
     from rgbt.ros.qos import qos_profile
-    from rgbt.ros.stamps import stamp_to_ns
+    from rgbt.stamps import stamp_to_ns
     from rgbt.ros.spin import node_class
     from rgbt.sensors.ubx import decode_file
 

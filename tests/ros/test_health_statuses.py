@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from rgbt.ros.health import health_statuses
+from rgbt.graph.health import health_statuses
 
 
 def _report(**kw) -> dict:  # type: ignore[no-untyped-def]
@@ -29,7 +29,7 @@ def test_levels_warn_and_error() -> None:
 
 
 def test_devices_the_nodes_report_are_summed_up() -> None:
-    from rgbt.ros.health import device_status
+    from rgbt.graph.health import device_status
 
     peers = {"thermal_camera": {"device.state": "lost", "device.gone_s": "2.500", "errors": "0"},
              "vn100": {"device.state": "open", "device.gone_s": "0.000"},

@@ -19,10 +19,10 @@ import pytest
 import yaml
 
 from rgbt.paths import LAUNCH_DIR
-from rgbt.ros.launcher import group_commands, recorder_groups
-from rgbt.ros.profile import node_specs, params_file_data
-from rgbt.ros.recording import supervisor_section, supervisor_values
-from rgbt.ros.supervisor import STATUS_ENV, SupervisorOptions, read_status
+from rgbt.graph.launcher import group_commands, recorder_groups
+from rgbt.graph.profile import node_specs, params_file_data
+from rgbt.graph.recording import supervisor_section, supervisor_values
+from rgbt.graph.supervisor import STATUS_ENV, SupervisorOptions, read_status
 
 PROFILES = ["bench-sim", "flight", "replay"]
 
@@ -234,7 +234,7 @@ def test_launch_file_strict_counts_a_failure_as_left_down() -> None:
 
 def test_rgbt_up_starts_the_shared_command_lines(monkeypatch: pytest.MonkeyPatch) -> None:
     """start_graph runs group_commands' lines (Popen recorded, nothing started)."""
-    from rgbt.ros import launcher
+    from rgbt.graph import launcher
 
     calls: list[list[str]] = []
 

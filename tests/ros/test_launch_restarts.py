@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from rgbt.ros.launch_restarts import LaunchRestarts
-from rgbt.ros.recording import supervisor_section, supervisor_values
-from rgbt.ros.supervisor import Restart, Supervisor, read_status
+from rgbt.graph.launch_restarts import LaunchRestarts
+from rgbt.graph.recording import supervisor_section, supervisor_values
+from rgbt.graph.supervisor import Restart, Supervisor, read_status
 
 GROUPS = ["sources", "pipeline", "recorder"]
 

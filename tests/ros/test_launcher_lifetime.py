@@ -26,7 +26,7 @@ import pytest
 
 from helpers import (checkout_env, children_of, process_alive, run_rgbt, start_up, wait_for_line, wait_gone,
                      write_small_profile)
-from rgbt.ros.parent_death import LAUNCHER_PID_ENV
+from rgbt.graph.parent_death import LAUNCHER_PID_ENV
 
 pytestmark = pytest.mark.ros
 

@@ -20,10 +20,10 @@ import pytest
 
 from helpers import checkout_env, process_alive, wait_gone
 from rgbt.paths import LAUNCH_DIR
-from rgbt.ros import instance_lock
-from rgbt.ros.instance_lock import InstanceLock, InstanceLocked, instance_name, lock_dir
-from rgbt.ros.parent_death import LAUNCHER_PID_ENV, die_with_launcher
-from rgbt.ros.sdnotify import Notifier, notify_address, watchdog_period_s
+from rgbt.graph import instance_lock
+from rgbt.graph.instance_lock import InstanceLock, InstanceLocked, instance_name, lock_dir
+from rgbt.graph.parent_death import LAUNCHER_PID_ENV, die_with_launcher
+from rgbt.graph.sdnotify import Notifier, notify_address, watchdog_period_s
 
 ENV = checkout_env()
 
@@ -48,12 +48,12 @@ def _middle(child_code: str, tmp_path: Path) -> tuple[subprocess.Popen, int]:
 
 CHILD = textwrap.dedent("""
     import signal, sys, time
-    from rgbt.ros.parent_death import die_with_launcher
+    from rgbt.graph.parent_death import die_with_launcher
     gone = die_with_launcher()
     if gone:
         sys.exit(3)
     def on_term(signum, frame):
-        from rgbt.ros.parent_death import launcher_gone
+        from rgbt.graph.parent_death import launcher_gone
         open(sys.argv[1] + ".term", "w").write("SIGTERM: " + str(launcher_gone()))
         sys.exit(0)
     signal.signal(signal.SIGTERM, on_term)
@@ -79,7 +79,7 @@ def test_a_child_gets_sigterm_when_its_launcher_is_killed(tmp_path: Path) -> Non
 def test_a_launcher_gone_before_the_child_checked_is_seen() -> None:
     # the named launcher (PID 1) is not the child's parent (this test): as if it died before the
     # child's prctl, the child exits at once
-    child = subprocess.run([sys.executable, "-c", "from rgbt.ros.parent_death import die_with_launcher; "
+    child = subprocess.run([sys.executable, "-c", "from rgbt.graph.parent_death import die_with_launcher; "
                             "print(die_with_launcher())"], env={**ENV, LAUNCHER_PID_ENV: "1"},
                            capture_output=True, text=True, timeout=60)
     assert child.stdout.strip() == f"the launcher (PID 1) is gone (parent now PID {os.getpid()})"
@@ -106,7 +106,7 @@ def test_instance_names_and_lock_dir_rule(tmp_path: Path, monkeypatch: pytest.Mo
 def test_a_second_holder_is_refused_naming_the_pid(tmp_path: Path) -> None:
     holder = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
         import sys, time
-        from rgbt.ros.instance_lock import InstanceLock
+        from rgbt.graph.instance_lock import InstanceLock
         lock = InstanceLock.acquire("demo", {str(tmp_path)!r})
         print("locked", flush=True)
         time.sleep(120)
@@ -128,7 +128,7 @@ def test_the_lock_is_held_by_what_is_left_of_a_killed_launchers_graph(tmp_path: 
     until its last child is gone, and the refusal names the children."""
     launcher = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
         import subprocess, sys, time
-        from rgbt.ros.instance_lock import InstanceLock
+        from rgbt.graph.instance_lock import InstanceLock
         lock = InstanceLock.acquire("demo", {str(tmp_path)!r})
         child = subprocess.Popen(["sleep", "120"], pass_fds=(lock.fd,))
         print(child.pid, flush=True)
@@ -177,7 +177,7 @@ def test_the_relay_moves_to_the_log_when_the_output_fails(tmp_path: Path) -> Non
     script = textwrap.dedent(f"""
         import subprocess, sys, time
         from pathlib import Path
-        from rgbt.ros.console import Console
+        from rgbt.graph.console import Console
         console = Console()
         say = console.guard(lambda m: print(m, file=sys.stderr, flush=True))
         child = subprocess.Popen([sys.executable, "-c",

@@ -1,4 +1,4 @@
-"""Liveness beyond exit codes (``rgbt.ros.liveness``): the judge's rules on hand-made heartbeats, and
+"""Liveness beyond exit codes (``rgbt.graph.liveness``): the judge's rules on hand-made heartbeats, and
 on real node processes under the supervisor: a stopped process (``kill -STOP``) is found hung, killed
 and restarted; a process whose job is done ends for good."""
 
@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from rgbt.ros.launcher import Graph
-from rgbt.ros.liveness import DEAF_MIN_SENT, HeartbeatWriter, LivenessJudge, LivenessOptions, heartbeat_path
-from rgbt.ros.supervisor import Supervisor, SupervisorOptions
+from rgbt.graph.launcher import Graph
+from rgbt.graph.liveness import DEAF_MIN_SENT, HeartbeatWriter, LivenessJudge, LivenessOptions, heartbeat_path
+from rgbt.graph.supervisor import Supervisor, SupervisorOptions
 
 S = 1_000_000_000
 
@@ -36,7 +36,7 @@ def test_no_heartbeat_only_after_the_start_timeout(tmp_path: Path) -> None:
 
 
 def test_a_stale_heartbeat_is_a_hang_and_an_old_process_beat_does_not_count(tmp_path: Path) -> None:
-    from rgbt.ros.liveness import STARTUP_GRACE_S
+    from rgbt.graph.liveness import STARTUP_GRACE_S
 
     judge = LivenessJudge(tmp_path, run_delay=lambda pid: None, options=LivenessOptions(hang_timeout_s=2))
     judge.watch("seg", 7, now_ns=100 * S)
@@ -52,7 +52,7 @@ def test_a_stale_heartbeat_is_a_hang_and_an_old_process_beat_does_not_count(tmp_
 
 
 def test_a_stall_several_groups_share_is_waited_out_longer(tmp_path: Path) -> None:
-    from rgbt.ros.liveness import COMMON_STALL_FACTOR
+    from rgbt.graph.liveness import COMMON_STALL_FACTOR
 
     judge = LivenessJudge(tmp_path, run_delay=lambda pid: None, options=LivenessOptions(hang_timeout_s=2))
     for group, pid in (("sources", 7), ("seg", 8), ("pipeline", 9)):
@@ -148,7 +148,7 @@ def test_heartbeat_writer_writes_at_most_every_period(tmp_path: Path) -> None:
 
 def _spin_graph(tmp_path: Path, duration: float | None = None) -> Graph:
     from rgbt.paths import REPO_ROOT
-    from rgbt.ros.supervisor import HEARTBEAT_ENV
+    from rgbt.graph.supervisor import HEARTBEAT_ENV
 
     env = dict(os.environ, PYTHONPATH=str(REPO_ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""),
                **{HEARTBEAT_ENV: str(tmp_path)})

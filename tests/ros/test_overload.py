@@ -17,8 +17,8 @@ import numpy as np
 import pytest
 
 from rgbt.ros.mailbox import LatestMailbox
-from rgbt.ros.options import RecorderOptions
-from rgbt.ros.recording import MANIFEST, Recording, plan_buffers
+from rgbt.graph.options import RecorderOptions
+from rgbt.graph.recording import MANIFEST, Recording, plan_buffers
 
 
 # --- the mailbox alone ---------------------------------------------------------------------------
@@ -148,7 +148,7 @@ class _SlowWriter:
 
 
 def test_recorder_budget_drops_are_counted_never_silent(tmp_path: Path) -> None:
-    from rgbt.ros.stamps import cdr_with_stamp
+    from rgbt.stamps import cdr_with_stamp
 
     opts = RecorderOptions(out_dir=str(tmp_path / "bags"), min_free_mb=1, start="manual")
     rec = Recording(opts, log=lambda m: None, writer_factory=_SlowWriter)
@@ -171,7 +171,7 @@ def test_recorder_budget_drops_are_counted_never_silent(tmp_path: Path) -> None:
 
 
 def test_recorder_budget_plan_is_sized_from_the_stack() -> None:
-    from rgbt.ros.recording import stack_message_bytes, stack_rates
+    from rgbt.graph.recording import stack_message_bytes, stack_rates
     from rgbt.stack import load_stack
 
     stack = load_stack()
@@ -189,7 +189,7 @@ def test_recorder_budget_plan_is_sized_from_the_stack() -> None:
     assert default.budget_bytes == int(8.0 * data_rate) and default.budget_bytes < 1e9
     assert default.depths[thermal.topic] == 3 * int(thermal.rate_hz)
     # a before-lock topic carries its stack stream before the sync locks: the same depth, counted once
-    from rgbt.ros.recording import before_lock_streams
+    from rgbt.graph.recording import before_lock_streams
 
     same = before_lock_streams(stack)
     with_before = plan_buffers(RecorderOptions(), rates, sizes, same)

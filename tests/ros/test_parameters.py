@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from rgbt.paths import REPO_ROOT
-from rgbt.ros.options import OPTIONS
+from rgbt.graph.options import OPTIONS
 
 NODE = "/pre"
 

@@ -12,8 +12,8 @@ import yaml
 
 from rgbt.errors import ConfigError
 from rgbt.paths import LAUNCH_DIR
-from rgbt.ros.options import OPTIONS
-from rgbt.ros.profile import launch_entries, node_specs, params_file_data, parse_set, processes
+from rgbt.graph.options import OPTIONS
+from rgbt.graph.profile import launch_entries, node_specs, params_file_data, parse_set, processes
 
 PROFILES = ["bench-sim", "flight", "replay"]
 
@@ -36,8 +36,8 @@ def test_rgbt_up_parameters_are_the_launch_entries(profile: str) -> None:
 
 
 def test_launch_sets_loopback_unless_told_otherwise(monkeypatch: pytest.MonkeyPatch) -> None:
-    from rgbt.ros.launcher import ros_environment
-    from rgbt.ros.profile import launch_environment
+    from rgbt.graph.launcher import ros_environment
+    from rgbt.graph.profile import launch_environment
 
     monkeypatch.delenv("ROS_AUTOMATIC_DISCOVERY_RANGE", raising=False)
     monkeypatch.delenv("FASTRTPS_DEFAULT_PROFILES_FILE", raising=False)
@@ -80,7 +80,7 @@ def test_errors_name_file_node_and_parameter(tmp_path: Path) -> None:
 def test_fusion_runs_when_the_colour_camera_streams() -> None:
     """``requires_camera``: rectify and fusion are in bench-sim and flight while the trigger sync
     streams the colour camera, and leave with it (``rgbt demo`` flies thermal only by default)."""
-    from rgbt.ros.profile import node_specs
+    from rgbt.graph.profile import node_specs
 
     for profile in ("bench-sim", "flight"):
         names = [s.name for s in node_specs(profile)]

@@ -1,4 +1,4 @@
-"""The recorder's answers to field faults (``rgbt.ros.recording``), without ROS, on real bags written
+"""The recorder's answers to field faults (``rgbt.graph.recording``), without ROS, on real bags written
 by ``rgbt.bag.writer``: every loss in ``loss_ranges`` with its cause, the manifest written at open and
 close, the take-over of a killed recorder's bag (recovered, duplicates left out, the step between
 the two counted), a full disk that closes the bag without churn, and a size cap per flight."""
@@ -15,8 +15,8 @@ import numpy as np
 
 from rgbt.bag.loss import LossLog, missing_between
 from rgbt.bag.types import ros2_typestore
-from rgbt.ros.options import RecorderOptions
-from rgbt.ros.recording import DISK_FULL, MANIFEST, SIZE_CAP, Recording, unfinished_bags
+from rgbt.graph.options import RecorderOptions
+from rgbt.graph.recording import DISK_FULL, MANIFEST, SIZE_CAP, Recording, unfinished_bags
 
 S = 1_000_000_000
 IMU = "/imu/imu"

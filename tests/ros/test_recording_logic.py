@@ -1,4 +1,4 @@
-"""The recorder's state machine (``rgbt.ros.recording``) without ROS: debounce, re-arm, pre-arm rate
+"""The recorder's state machine (``rgbt.graph.recording``) without ROS: debounce, re-arm, pre-arm rate
 check, manifests; bags written by the real C2 ``BagWriter`` and read back by rosbags."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from pathlib import Path
 
 import rgbt.bag.writer  # noqa: F401  (the C2 writer the recording uses: a broken import fails here)
 from rgbt.bag.types import ros2_typestore
-from rgbt.ros.options import RecorderOptions
-from rgbt.ros.recording import MANIFEST, Recording
+from rgbt.graph.options import RecorderOptions
+from rgbt.graph.recording import MANIFEST, Recording
 
 S = 1_000_000_000
 

@@ -14,9 +14,9 @@ import pytest
 
 from helpers import run_rgbt, write_small_profile
 from rgbt.paths import REPO_ROOT
-from rgbt.ros.instance_lock import InstanceLock, instance_name
-from rgbt.ros.launcher import stop_time_s
-from rgbt.ros.service_unit import TEMPLATE, rgbt_executable, unit_name, unit_text
+from rgbt.graph.instance_lock import InstanceLock, instance_name
+from rgbt.graph.launcher import stop_time_s
+from rgbt.graph.service_unit import TEMPLATE, rgbt_executable, unit_name, unit_text
 
 ANALYZE = shutil.which("systemd-analyze")
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from rgbt.ros.sync_adapter import StampPairer
+from rgbt.graph.sync_adapter import StampPairer
 
 
 def test_pairs_in_either_order_and_bounds_what_waits():

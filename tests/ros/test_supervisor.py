@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from rgbt.ros.launcher import Graph
-from rgbt.ros.recording import supervisor_section, supervisor_values
-from rgbt.ros.supervisor import Supervisor, SupervisorOptions, read_status
+from rgbt.graph.launcher import Graph
+from rgbt.graph.recording import supervisor_section, supervisor_values
+from rgbt.graph.supervisor import Supervisor, SupervisorOptions, read_status
 
 FAIL = [sys.executable, "-c", "import sys; sys.exit(3)"]
 # exits 0 after writing a last heartbeat that says its job is done (as rgbt.ros.spin does), into argv[1]

@@ -1,7 +1,7 @@
 """The thermal query node's typed service ``rgbt_interfaces/srv/ThermalQuery``.
 
 * The ``.srv`` parses with ROS 2's own tools (``rosidl_adapter``, ``rosidl_parser``) and the typed
-  request / response mapping of :mod:`rgbt.ros.thermal_query` works on a stand-in built from the
+  request / response mapping of :mod:`rgbt.graph.thermal_query` works on a stand-in built from the
   parsed ``.srv`` (its fields, types and constants): no build needed.
 * ``scripts/build_interfaces.sh`` builds the package against the ROS 2 wheels into a temporary
   prefix, and the node, in its own process, answers a client process over real rclpy + Fast DDS on
@@ -26,7 +26,7 @@ import pytest
 
 from rgbt.image import radiometry
 from rgbt.paths import REPO_ROOT
-from rgbt.ros.thermal_query import MODE_NAMES, answer_request, answer_typed, converter
+from rgbt.graph.thermal_query import MODE_NAMES, answer_request, answer_typed, converter
 
 PACKAGE = REPO_ROOT / "ros2_ws" / "src" / "rgbt_interfaces"
 SRV = PACKAGE / "srv" / "ThermalQuery.srv"

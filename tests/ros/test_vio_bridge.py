@@ -179,7 +179,7 @@ def _wait(cond, timeout: float, what: str) -> None:  # type: ignore[no-untyped-d
 def _imu_msg(t_ns: int):  # type: ignore[no-untyped-def]
     from sensor_msgs.msg import Imu
 
-    from rgbt.ros.stamps import ns_to_stamp
+    from rgbt.stamps import ns_to_stamp
 
     msg = Imu()
     ns_to_stamp(t_ns, msg.header.stamp)
@@ -193,7 +193,7 @@ def test_vio_bridge_node(ros_env: dict) -> None:
     from rclpy.qos import ReliabilityPolicy
 
     from rgbt.ros.image import image_to_numpy, numpy_to_image
-    from rgbt.ros.stamps import stamp_to_ns
+    from rgbt.stamps import stamp_to_ns
 
     env = dict(os.environ, PYTHONPATH=str(REPO_ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     cmd = [sys.executable, "-m", "rgbt.ros.spin", "--node", "vio_bridge:vio_bridge", "--ros-args",
@@ -271,7 +271,7 @@ def test_vio_bridge_node(ros_env: dict) -> None:
 
 def test_tum_writer_round_trip(tmp_path: Path) -> None:
     from rgbt.eval.trajectory import load_trajectory as load_tum
-    from rgbt.ros.odometry import TumWriter
+    from rgbt.graph.odometry import TumWriter
 
     w = TumWriter(tmp_path / "est.tum")
     assert w.add(T0_NS + 5, (1.0, 2.0, 3.0), (0.0, 0.0, 0.0, 1.0))
@@ -290,7 +290,7 @@ def test_odometry_capture_node(ros_env: dict, tmp_path: Path) -> None:
     from rclpy.node import Node
 
     from rgbt.ros.qos import qos_profile
-    from rgbt.ros.stamps import ns_to_stamp
+    from rgbt.stamps import ns_to_stamp
     from rgbt.vio.runners import capture_command
 
     out = tmp_path / "openvins.tum"

@@ -50,10 +50,10 @@ def test_a_camera_unplugged_through_the_control_file_is_reopened_and_counted(
     from diagnostic_msgs.msg import DiagnosticArray
     from sensor_msgs.msg import Image, Imu
 
-    from rgbt.ros.devicecontrol import DEVICE_CONTROL_ENV
+    from rgbt.graph.devicecontrol import DEVICE_CONTROL_ENV
     from rgbt.ros.qos import qos_profile
     from rgbt.ros.spin import BackgroundNode
-    from rgbt.ros.stamps import stamp_to_ns
+    from rgbt.stamps import stamp_to_ns
 
     control, manifest_path = tmp_path / "devices.json", tmp_path / "sources.json"
     monkeypatch.setenv(DEVICE_CONTROL_ENV, str(control))

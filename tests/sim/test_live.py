@@ -100,7 +100,7 @@ def test_a_loop_that_is_only_slow_loses_nothing_and_hold_zero_never_drops() -> N
 
 def test_the_first_player_writes_the_schedule_anchor_and_the_others_read_it(tmp_path) -> None:
     from rgbt.errors import ConfigError
-    from rgbt.ros.options import SimKind
+    from rgbt.graph.options import SimKind
     from rgbt.sim.live import ScheduleAnchor, schedule_anchor
     from rgbt.sim.simstack import KINDS
 

@@ -62,10 +62,10 @@ class NodeOptions(BaseModel):
     output_history_s: float = Field(1.0, gt=0)
     diagnostics_period_s: float = Field(1.0, gt=0)
     stack_path: str = ""  # calib/stack.yaml of the repository when empty
-    # the process's niceness (all its threads, rgbt.ros.priority): > 0 yields the CPU (processing),
+    # the process's niceness (all its threads, rgbt.graph.priority): > 0 yields the CPU (processing),
     # < 0 takes it first (drivers, sync, recorder; needs CAP_SYS_NICE, else logged and kept)
     nice: int = Field(0, ge=-20, le=19)
-    # real-time priority of the whole process (SCHED_RR 1-98, every thread, rgbt.ros.priority; 0: off,
+    # real-time priority of the whole process (SCHED_RR 1-98, every thread, rgbt.graph.priority; 0: off,
     # the nice value alone, as in the shipped profiles: real time cost kill -9 recoveries recorded
     # frames): above every ordinary process whatever its nice, higher numbers first. Needs
     # CAP_SYS_NICE or an rtprio limit (systemd LimitRTPRIO=); without it: logged, the nice value only
@@ -147,7 +147,7 @@ class ReconnectOptions(BaseModel):
 
 class VirtualStackOptions(NodeOptions, HostClockOptions, ReconnectOptions):
     """Publishes ``rgbt.sim.SimStack.samples()`` at the real rate as the drivers would. The reopen
-    options (``ReconnectOptions``) drive the simulated unplug of a device (``rgbt.ros.devicecontrol``)."""
+    options (``ReconnectOptions``) drive the simulated unplug of a device (``rgbt.graph.devicecontrol``)."""
 
     sim: dict[str, Any] = Field(default_factory=dict)  # rgbt.sim.SimOptions fields
     realtime: bool = True  # False: as fast as possible
@@ -183,7 +183,7 @@ class TriggerSyncOptions(NodeOptions):
     output_qos: QosName = "reliable"
     # ... and transient local, their history (output_history_s of each stream: ~2 s is ~220 MB for the
     # CART stack's cameras) kept for a recorder that restarts: it covers the recorder's take-over (the
-    # warm spare's start and subscription), so a killed recorder loses nothing (rgbt.ros.recording)
+    # warm spare's start and subscription), so a killed recorder loses nothing (rgbt.graph.recording)
     durable_output: bool = True
     output_history_s: float = Field(2.0, gt=0)
     raw_prefix: str = RAW_PREFIX
@@ -292,7 +292,7 @@ class RecorderOptions(NodeOptions):
     reliable_stack: bool = True
     # those reliable stack topics also transient local (the trigger sync keeps output_history_s of each
     # as durable history): a recorder restarted mid-flight receives what it missed while it was down
-    # and its predecessor did not write (rgbt.ros.recording's take-over). Falls back to volatile when a
+    # and its predecessor did not write (rgbt.graph.recording's take-over). Falls back to volatile when a
     # publisher offers volatile
     durable_stack: bool = True
     # the open bag file is fsynced at least this often while data flows (s): what a power loss can lose
@@ -357,7 +357,7 @@ class VioBridgeOptions(ProcessingOptions):
 
 
 class OdometryCaptureOptions(NodeOptions):
-    """Writes ``nav_msgs/Odometry`` of an external estimator to a TUM file (``rgbt.ros.odometry``)."""
+    """Writes ``nav_msgs/Odometry`` of an external estimator to a TUM file (``rgbt.graph.odometry``)."""
 
     input_qos: QosName = "reliable"
     input_depth: int = Field(500, ge=1)
@@ -388,7 +388,7 @@ class MavlinkBridgeOptions(NodeOptions, ReconnectOptions):
 class ThermalQueryOptions(NodeOptions):
     """Answers temperature queries (pixel / region / class) on radiometric thermal frames: the typed
     service ``rgbt_interfaces/srv/ThermalQuery`` where that package is importable, and JSON over
-    ``std_msgs/String`` request / response topics always (:mod:`rgbt.ros.thermal_query`)."""
+    ``std_msgs/String`` request / response topics always (:mod:`rgbt.graph.thermal_query`)."""
 
     thermal_topic: str = ""
     class_topic: str = "/rgbt/seg/class_ids"

@@ -5,7 +5,7 @@ stopped (``kill -STOP``), its executor stuck in a callback, a worker thread dead
 on a slow disk), or deaf (restarted, but the middleware never delivers it a message again). So every
 node process (``rgbt.ros.spin``) writes a small JSON *heartbeat* from its executor loop, at most every
 :data:`BEAT_PERIOD_S`, to ``<dir>/hb_<pid>.json`` (``dir``: the environment variable
-``rgbt.ros.supervisor.HEARTBEAT_ENV``, set by the launcher)::
+``rgbt.graph.supervisor.HEARTBEAT_ENV``, set by the launcher)::
 
     {"pid": 123, "mono_ns": ..., "loops": 87, "finished": false,
      "nodes": {"segmentation": {"callbacks": 1200,
@@ -19,7 +19,7 @@ work they finished, the stall bound in s); ``received`` / ``sent`` count message
 node's subscriptions and publishers; ``finished`` is set in the last heartbeat of a process that ends
 because its nodes finished their job (a replay, a simulation) or its ``--duration`` passed.
 
-:class:`LivenessJudge` (used by :class:`rgbt.ros.supervisor.Supervisor`) reads them and names a
+:class:`LivenessJudge` (used by :class:`rgbt.graph.supervisor.Supervisor`) reads them and names a
 process group that must be restarted:
 
 * **no heartbeat** ``start_timeout_s`` after the process became the group's process (it never

@@ -3,22 +3,22 @@
 One child process per profile process group (``python -m rgbt.ros.spin``), a ROS ``--params-file``
 written from the validated profile, loopback-only discovery and the shipped Fast DDS profile unless
 the caller's environment says otherwise. A failed group is restarted with back-off by
-:class:`rgbt.ros.supervisor.Supervisor` (``--strict``: the graph stops instead). Children are ended
+:class:`rgbt.graph.supervisor.Supervisor` (``--strict``: the graph stops instead). Children are ended
 by PID (SIGINT, then SIGKILL after a grace period) and the ``/dev/shm`` Fast DDS files they leave
 behind are removed.
 
 The launcher is no single point of failure (:func:`run_graph`, what ``rgbt up`` runs):
 
 - every child dies with it: it names its PID in their environment (``RGBT_LAUNCHER_PID``) and each
-  asks the kernel for SIGTERM when the launcher dies (:mod:`rgbt.ros.parent_death`): a ``kill -9``
+  asks the kernel for SIGTERM when the launcher dies (:mod:`rgbt.graph.parent_death`): a ``kill -9``
   of the launcher ends the graph cleanly (the recorder closes its bag) instead of leaving it flying
   unsupervised. Children are started from the main thread only (the signal follows the forking thread);
 - SIGHUP (a dropped SSH session) does not stop the flight: the children's output reaches the
   terminal through the launcher, which moves it and its own to ``up.log`` in the graph's work
-  folder (printed at start) when the terminal hangs up (:mod:`rgbt.ros.console`);
-- one graph per profile: the caller's :class:`rgbt.ros.instance_lock.InstanceLock`, inherited by
+  folder (printed at start) when the terminal hangs up (:mod:`rgbt.graph.console`);
+- one graph per profile: the caller's :class:`rgbt.graph.instance_lock.InstanceLock`, inherited by
   every child, so it is held until the graph's last process is gone;
-- under systemd (``rgbt service``), ``sd_notify`` (:mod:`rgbt.ros.sdnotify`): ``READY=1`` once
+- under systemd (``rgbt service``), ``sd_notify`` (:mod:`rgbt.graph.sdnotify`): ``READY=1`` once
   every group is started, ``WATCHDOG=1`` from the supervision loop (a hung launcher stops pinging
   and systemd restarts it), ``STATUS=`` when the groups' state changes, ``STOPPING=1`` on the way out.
 
@@ -41,12 +41,12 @@ from pathlib import Path
 import yaml
 
 from rgbt.paths import LAUNCH_DIR, REPO_ROOT
-from rgbt.ros.console import LOG_FILE, Console
-from rgbt.ros.instance_lock import InstanceLock
-from rgbt.ros.parent_death import LAUNCHER_PID_ENV
-from rgbt.ros.profile import NodeSpec, group_oom_score_adj, params_file_data, processes
-from rgbt.ros.sdnotify import NOTIFY_ENV, Notifier
-from rgbt.ros.supervisor import FLIGHT_ID_ENV, HEARTBEAT_ENV, STATUS_ENV, STATUS_FILE, Supervisor, SupervisorOptions
+from rgbt.graph.console import LOG_FILE, Console
+from rgbt.graph.instance_lock import InstanceLock
+from rgbt.graph.parent_death import LAUNCHER_PID_ENV
+from rgbt.graph.profile import NodeSpec, group_oom_score_adj, params_file_data, processes
+from rgbt.graph.sdnotify import NOTIFY_ENV, Notifier
+from rgbt.graph.supervisor import FLIGHT_ID_ENV, HEARTBEAT_ENV, STATUS_ENV, STATUS_FILE, Supervisor, SupervisorOptions
 
 SHM_DIR = Path("/dev/shm")
 SHM_PREFIXES = ("fastrtps_", "sem.fastrtps_", "fastdds_", "sem.fastdds_")

@@ -11,7 +11,7 @@ Profile YAML::
       - name: recorder            # ROS node name (unique)
         executable: recorder      # nodes/<executable>.py (default: name)
         process: io               # nodes sharing a process share one executor (default: name)
-        parameters: {...}         # validated by rgbt.ros.options.OPTIONS[executable]
+        parameters: {...}         # validated by rgbt.graph.options.OPTIONS[executable]
         requires_camera: color    # optional: run only when the trigger sync streams this camera
 """
 
@@ -26,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from rgbt.errors import ConfigError
 from rgbt.paths import LAUNCH_DIR
-from rgbt.ros.options import OPTIONS, flatten
+from rgbt.graph.options import OPTIONS, flatten
 
 
 class ProfileNode(BaseModel):

@@ -3,8 +3,8 @@
 ``rgbt-<instance name>.service`` runs ``<venv>/bin/rgbt up <profile>`` in the checkout and keeps it
 running: ``Restart=always`` (2 s apart, never giving up: ``StartLimitIntervalSec=0``); ``Type=notify``
 with ``WatchdogSec=10``, the launcher sending ``READY=1`` and pinging from its supervision loop
-(:mod:`rgbt.ros.sdnotify`), so a hung launcher is killed and started again, and its node processes
-die with it (:mod:`rgbt.ros.parent_death`); the new one waits (exit 2, restarted) until the old
+(:mod:`rgbt.graph.sdnotify`), so a hung launcher is killed and started again, and its node processes
+die with it (:mod:`rgbt.graph.parent_death`); the new one waits (exit 2, restarted) until the old
 graph's last process has released the profile's lock. Stopping sends SIGINT to the launcher only
 (``KillMode=mixed``): it stops the groups in order and the recorder closes its bag; whatever is
 left after ``TimeoutStopSec`` (the longest ordered stop of the profile's groups, plus a margin) is
@@ -37,7 +37,7 @@ STOP_MARGIN_S = 30
 
 
 def unit_name(profile: str | Path) -> str:
-    from rgbt.ros.instance_lock import instance_name
+    from rgbt.graph.instance_lock import instance_name
 
     return f"rgbt-{instance_name(profile)}.service"
 
@@ -69,7 +69,7 @@ def rgbt_executable() -> str:
 
 def profile_argument(profile: str | Path) -> str:
     """What the unit passes to ``rgbt up``: the name of a profile in ``launch/``, else its absolute path."""
-    from rgbt.ros.profile import profile_path
+    from rgbt.graph.profile import profile_path
 
     path = Path(profile_path(profile)).resolve()
     return path.stem if path.parent == LAUNCH_DIR.resolve() else str(path)
@@ -77,8 +77,8 @@ def profile_argument(profile: str | Path) -> str:
 
 def stop_timeout_s(profile: str | Path) -> int:
     """``TimeoutStopSec``: the longest ordered stop of the profile's groups plus :data:`STOP_MARGIN_S`."""
-    from rgbt.ros.launcher import stop_time_s
-    from rgbt.ros.profile import node_specs, processes
+    from rgbt.graph.launcher import stop_time_s
+    from rgbt.graph.profile import node_specs, processes
 
     return math.ceil(stop_time_s(len(processes(node_specs(profile))))) + STOP_MARGIN_S
 

@@ -5,12 +5,12 @@ A group that fails is started again after a back-off delay (``backoff_initial_s`
 non-zero exit (an exception, ``kill -9``, a segfault, the OOM killer); an exit 0 whose last heartbeat
 does not say its job was done (only a finished replay or simulation, or a process's ``--duration``,
 ends a group for good); or being judged dead while it runs by the liveness check
-(:mod:`rgbt.ros.liveness`: hung, a stuck worker, deaf), which kills it first (``SIGUSR1`` for the
+(:mod:`rgbt.graph.liveness`: hung, a stuck worker, deaf), which kills it first (``SIGUSR1`` for the
 threads' stacks in its log, then ``SIGKILL``). After ``max_restarts`` restarts within ``window_s``
 the group is left down and the flight goes on without it, and it is tried again every
 ``retry_after_s`` (one failure of such a retry leaves it down again; one that holds ``window_s`` gets
 the usual restarts back). The recorder's group is supervised like every other: a restarted recorder
-continues the flight in a new bag (``rgbt.ros.recording``). With ``strict`` any failure stops the
+continues the flight in a new bag (``rgbt.graph.recording``). With ``strict`` any failure stops the
 graph (the fail-fast behaviour tests may want).
 
 Warm spares (``warm_spares``, default on): ``spare_delay_s`` after the graph starts, each group gets
@@ -28,7 +28,7 @@ stream that does not come back (``recovered_s: null``). Every restart is logged 
 (:data:`STATUS_ENV` names it in every child's environment); the recorder reads it into its
 ``/diagnostics`` values and into each bag's ``rgbt_manifest.json`` (``restarts``). :class:`RestartLog`
 keeps those records and writes that file, for this supervisor and for ``ros2 launch``'s respawns
-(:class:`rgbt.ros.launch_restarts.LaunchRestarts`).
+(:class:`rgbt.graph.launch_restarts.LaunchRestarts`).
 """
 
 from __future__ import annotations
@@ -43,13 +43,13 @@ from typing import Any, Callable, Iterable
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from rgbt.ros.liveness import BEAT_PERIOD_S, LivenessJudge, LivenessOptions
+from rgbt.graph.liveness import BEAT_PERIOD_S, LivenessJudge, LivenessOptions
 
 #: environment variable naming the supervisor's status file (set for every node process)
 STATUS_ENV = "RGBT_SUPERVISOR_STATUS"
 STATUS_FILE = "supervisor.json"
 #: environment variable naming the folder where every node process writes its heartbeat
-#: (``rgbt.ros.liveness``), read by the supervisor's liveness check
+#: (``rgbt.graph.liveness``), read by the supervisor's liveness check
 HEARTBEAT_ENV = "RGBT_HEARTBEAT_DIR"
 #: environment variable with one id per flight (one ``rgbt up`` run), the same for every process of
 #: the graph and its restarts: the recorder ties the bags of one flight together with it
@@ -103,7 +103,7 @@ class Restart:
 class RestartLog:
     """The restarts of a graph's process groups, the groups left down, and the JSON status file the
     recorder reads (:func:`read_status`). Shared by :class:`Supervisor` (``rgbt up``) and
-    :class:`rgbt.ros.launch_restarts.LaunchRestarts` (``ros2 launch`` respawns): one format.
+    :class:`rgbt.graph.launch_restarts.LaunchRestarts` (``ros2 launch`` respawns): one format.
 
     ``options``: the restart policy as written in the file (``SupervisorOptions`` fields);
     ``spares``: the warm spares' state per group at writing time (``{}`` without spares);
@@ -177,10 +177,10 @@ class _GroupState:
 
 
 class Supervisor:
-    """Restart policy over a :class:`rgbt.ros.launcher.Graph` (which knows how to start a group).
+    """Restart policy over a :class:`rgbt.graph.launcher.Graph` (which knows how to start a group).
 
     ``heartbeat_dir``: where the groups' processes write their heartbeats (the liveness check,
-    :mod:`rgbt.ros.liveness`; None: exit codes only). ``recorder_groups`` are only named in the log
+    :mod:`rgbt.graph.liveness`; None: exit codes only). ``recorder_groups`` are only named in the log
     and the status: a recorder's group is restarted like any other."""
 
     def __init__(self, graph: Any, options: SupervisorOptions | None = None,

@@ -46,7 +46,7 @@ class InstanceLocked(RgbtError):
 def instance_name(profile: str | Path) -> str:
     """The name one running instance of ``profile`` (a name in ``launch/`` or a YAML path) is known by."""
     from rgbt.paths import LAUNCH_DIR
-    from rgbt.ros.profile import profile_path
+    from rgbt.graph.profile import profile_path
 
     path = Path(profile_path(profile)).resolve()
     stem = re.sub(r"[^A-Za-z0-9_.-]", "_", path.stem)

@@ -1,6 +1,6 @@
 """Node processes do not outlive the launcher that started them; no rclpy here.
 
-``rgbt up`` (:func:`rgbt.ros.launcher.start_graph`) names its own PID in every node process's
+``rgbt up`` (:func:`rgbt.graph.launcher.start_graph`) names its own PID in every node process's
 environment (:data:`LAUNCHER_PID_ENV`). A node process (``python -m rgbt.ros.spin``) calls
 :func:`die_with_launcher` first thing: on Linux it asks the kernel for SIGTERM when its parent dies
 (``prctl(PR_SET_PDEATHSIG)``), then checks that its parent is still that launcher (a launcher that
@@ -10,7 +10,7 @@ SIGTERM makes a node process drain and close its nodes (the recorder closes its 
 :func:`launcher_gone` tells such a stop (every group at once) from the launcher's ordered one.
 
 The kernel sends the signal when the *thread* that forked the child exits, not the process: the
-launcher starts every child from its main thread (:class:`rgbt.ros.launcher.Graph` checks it).
+launcher starts every child from its main thread (:class:`rgbt.graph.launcher.Graph` checks it).
 Elsewhere than Linux there is no such ``prctl``: :func:`set_parent_death_signal` is a no-op
 returning False. A process started without :data:`LAUNCHER_PID_ENV` (by hand, ``ros2 launch``) is
 left alone.

@@ -6,7 +6,7 @@ but keeps no record the recorder could read. The launch file calls :meth:`Launch
 from an ``OnProcessStart`` handler and :meth:`LaunchRestarts.exited` from an ``OnProcessExit``
 handler of every group; an exit followed by a start of the same group is one :class:`Restart`,
 written through the supervisor's :class:`RestartLog` into the same status file ``rgbt up`` writes
-(:data:`rgbt.ros.supervisor.STATUS_ENV`), so ``/diagnostics`` and the bag manifest count both alike.
+(:data:`rgbt.graph.supervisor.STATUS_ENV`), so ``/diagnostics`` and the bag manifest count both alike.
 A group that exits with no respawn left is left down (``gave_up``) unless it exited cleanly (code 0:
 a finished replay or simulation). The recorder's groups are not respawned: their exit ends the launch.
 Exits while the launch shuts down are not counted.
@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
 
-from rgbt.ros.supervisor import RestartLog, SupervisorOptions, exit_text
+from rgbt.graph.supervisor import RestartLog, SupervisorOptions, exit_text
 
 
 def launch_options(delay_s: float, max_retries: int | None, strict: bool = False) -> dict[str, Any]:

@@ -37,11 +37,11 @@ from typing import Any, Callable
 
 from rgbt.bag.loss import (MEMORY_BUDGET, NO_BAG, NOT_RECEIVED, RECORDER_RESTART, WRITE_ERROR, LossLog,
                            missing_between)
-from rgbt.ros.diagnostics import TopicStats
-from rgbt.ros.instance_lock import pid_alive
-from rgbt.ros.options import ARMED_TOPIC, TRIGGER_TOPIC, RecorderOptions
-from rgbt.ros.stamps import cdr_stamp_ns
-from rgbt.ros.supervisor import FLIGHT_ID_ENV, read_status
+from rgbt.graph.diagnostics import TopicStats
+from rgbt.graph.instance_lock import pid_alive
+from rgbt.graph.options import ARMED_TOPIC, TRIGGER_TOPIC, RecorderOptions
+from rgbt.stamps import cdr_stamp_ns
+from rgbt.graph.supervisor import FLIGHT_ID_ENV, read_status
 from rgbt.threadname import name_native_thread
 
 MANIFEST = "rgbt_manifest.json"
@@ -132,7 +132,7 @@ def plan_buffers(options: RecorderOptions, rates: dict[str, float], sizes: dict[
 
 def before_lock_streams(stack: Any) -> dict[str, str]:
     """The trigger sync's before-lock topic -> the stack topic of the same stream (cameras and IMU)."""
-    from rgbt.ros.options import unlocked_topic
+    from rgbt.graph.options import unlocked_topic
 
     out = {unlocked_topic(name): cam.topic for name, cam in stack.cameras.items()}
     out[unlocked_topic("imu")] = stack.imu.topic
@@ -155,7 +155,7 @@ def driver_extra_topic_types(stack: Any) -> dict[str, str]:
     """Topic -> type of what the recorder also records by default beside :func:`stack_topic_types`
     (when present): the trigger sync node's before-lock streams (host-stamped) and the GNSS fix's UTC
     time reference."""
-    from rgbt.ros.options import time_reference_topic
+    from rgbt.graph.options import time_reference_topic
 
     stack_types = stack_topic_types(stack)
     types = {t: stack_types[of] for t, of in before_lock_streams(stack).items()}  # their stream's type
@@ -797,7 +797,7 @@ def steps_missing(prev_ns: int, next_ns: int, period_ns: int, carried: list[int]
 
 def _own_flight_id() -> str:
     """A flight id for a recorder started without a launcher (``rgbt record``, a test)."""
-    from rgbt.ros.launcher import new_flight_id
+    from rgbt.graph.launcher import new_flight_id
 
     return new_flight_id()
 
