@@ -9,7 +9,7 @@ labels, SYNTHETIC): training flights seeds 1-4 (2 day, 2 night), validation flig
 and 52 (night), held-out test flights seeds 101 (day) and 102 (night): other seeds, other worlds.
 Trains TinySeg at 192x240 through ``rgbt.seg.train.loop.train`` (the verb's code path, the
 runtime's preprocessing) once per recipe of :data:`VARIANTS` (every augmentation without and with
-thermal inversion - the day -> night study in docs/design/seg.md - and flips only) and ships the
+thermal inversion - the day -> night study in BENCHMARKS.md - and flips only) and ships the
 variant with the highest validation mIoU (day + night flights; the test flights only report). A
 variant whose run folder already holds its model is reused. Prints the table of the variants on
 the held-out day and night flights and writes it to RUNS/table.md.
@@ -113,7 +113,7 @@ def main() -> int:
     sc = json.loads(sc_path.read_text())
     sc["name"], sc["onnx"], sc["reference"] = out.stem, out.name, out.with_suffix(".ref.npz").name
     sc["weights"] += (f". Demo model; not validated on real imagery. Made by `python engines/train_sim.py` "
-                      f"(variant '{winner}' of {len(results)}, chosen by val mIoU; table in docs/design/seg.md)")
+                      f"(variant '{winner}' of {len(results)}, chosen by val mIoU; table in BENCHMARKS.md)")
     sc["training"]["recipe"] = (f"python engines/train_sim.py --seconds {args.seconds:g} --eval-seconds "
                                 f"{args.eval_seconds:g} --stride {args.stride} --epochs {args.epochs} --batch "
                                 f"{args.batch} --seed {args.seed}")

@@ -1,6 +1,6 @@
 """The sensor-stack model: one source of truth for sensors, calibration, topics and timing.
 
-``calib/stack.yaml`` is validated into a :class:`Stack`. Conventions (DESIGN.md §3):
+``calib/stack.yaml`` is validated into a :class:`Stack`. Conventions (used throughout rgbt):
 
 * ``T_a_b`` is a 4x4 homogeneous transform mapping points from frame b into frame a
   (``p_a = T_a_b @ p_b``). Camera frames are x right, y down, z forward.

@@ -11,7 +11,7 @@ import pytest
 from helpers import loopback_ros_env, run_rgbt
 from rgbt.paths import REPO_ROOT, data_dir as _data_dir
 
-# Every ROS 2 process the tests start stays on loopback (DESIGN.md §5).
+# Every ROS 2 process the tests start stays on loopback (the project's Fast DDS profile).
 os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
 os.environ.setdefault("FASTRTPS_DEFAULT_PROFILES_FILE", str(REPO_ROOT / "launch" / "fastdds_loopback.xml"))
 

@@ -3,7 +3,7 @@
 The campaign: ``--inputs`` SYNTHETIC loops of ``--duration`` s x ORB-SLAM3 monocular x ``--runs``
 runs (percentile normalization, frames fed as fast as ORB-SLAM3 takes them), the cached DBoW2
 vocabulary. Reported: wall time per worker count, the speed-up, per-job wall and CPU seconds (the
-numbers docs/design/scale.md scales to N nodes), and the load average before and after (the machine
+numbers to scale to N nodes: about one core per job), and the load average before and after (the machine
 may be shared: say so beside the numbers).
 """
 

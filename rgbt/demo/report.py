@@ -167,7 +167,7 @@ def write_report(summary: dict, path: Path) -> Path:
         L.append("Run-to-run tolerance: ORB-SLAM3 is multithreaded, so repeated runs on the same bag differ; "
                  "four runs on one 15 s demo bag gave ATE 0.35-1.07 m (std 0.28 m) and tracked fraction "
                  "0.96-0.98; the demo's test accepts |ΔATE| <= 1.0 m and |Δtracked fraction| <= 0.15 between "
-                 "the demo and `rgbt vio eval` (see docs/design/demo.md).")
+                 "the demo and `rgbt vio eval`.")
     L += ["", "## Plots", ""]
     for p in summary.get("plots", []):
         L.append(f"![{Path(p).stem}]({os.path.relpath(p, path.parent)})")

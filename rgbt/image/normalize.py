@@ -6,7 +6,8 @@ The CART reference (their training / evaluation code) does, per 16-bit frame::
     y = np.clip((x - p1) / (p99 - p1), 0, 1)
     y = skimage.exposure.equalize_adapthist(y, clip_limit=0.01)
 
-:func:`normalize` gives the same result (measured parity in ``docs/design/image.md``) in about
+:func:`normalize` gives the same result (mean |diff| ~2e-5 on the [0,1] scale; the parity table is in
+``BENCHMARKS.md``, ``rgbt bench preprocess``) in about
 2 ms for 640x512 instead of tens of ms:
 
 * **Percentiles** come from one ``np.bincount`` histogram of the uint16 counts and are *exact*:
@@ -424,7 +425,7 @@ class Normalizer:
     """Per-frame normalization (CART): percentile rescale to [0,1], then optional CLAHE; float32.
 
     ``Normalizer(NormalizeOptions())(frame)`` equals the CART reference within the parity
-    reported in ``docs/design/image.md``. The CLAHE geometry and buffers are cached per frame
+    reported in ``BENCHMARKS.md`` (``rgbt bench preprocess``). The CLAHE geometry and buffers are cached per frame
     shape, so one instance must not be shared between threads (make one per thread).
     """
 

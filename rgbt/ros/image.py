@@ -1,4 +1,4 @@
-"""numpy <-> ``sensor_msgs/Image`` (DESIGN.md sections 4-5).
+"""numpy <-> ``sensor_msgs/Image`` for rclpy messages and raw CDR.
 
 Reading is zero-copy where the layout allows (``np.frombuffer`` on ``msg.data``, rows sliced
 by ``step``); big-endian data is converted to native order (one copy). Filling uses

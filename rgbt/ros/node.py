@@ -270,7 +270,7 @@ class RgbtNode(Node):
             self.callbacks_run += 1
             try:
                 return fn(*args)
-            except Exception as exc:  # noqa: BLE001 - a node keeps running (DESIGN.md section 3)
+            except Exception as exc:  # noqa: BLE001 - a node keeps running: the error is logged and counted
                 self.report_error(fn.__name__, exc, topic)
                 return None
 

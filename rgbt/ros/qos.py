@@ -1,4 +1,4 @@
-"""QoS profiles by name (DESIGN.md section 3), and the topics whose QoS is fixed (:data:`TOPIC_QOS`).
+"""QoS profiles by name, and the topics whose QoS is fixed (:data:`TOPIC_QOS`).
 
 Sensor streams use the sensor-data profile (best effort, keep last 5); recorder and VIO-bridge
 outputs are reliable. Every node takes ``input_qos`` / ``output_qos`` options naming one of

@@ -1,4 +1,4 @@
-"""The executor loop (DESIGN.md section 5) and the node-process entry point.
+"""The executor loop and the node-process entry point.
 
 ``rclpy.experimental.EventsExecutor`` driven by ``spin_until_future_complete(Future(), 0.2)`` in a
 loop: its ``spin()`` busy-loops and ignores SIGINT. Where rclpy has no EventsExecutor (ROS 2 Humble)

@@ -86,7 +86,7 @@ class FusionOptions:
     # percentiles and CLAHE of a 192x120 frame instead of a 960x600 one (11.6 -> 8.1 ms of CPU per
     # pair with the demo model; the class ids are resized back to the pair's size as before). Off:
     # the order the models were trained with (normalize, then fit). Measured on 40 SYNTHETIC test pairs
-    # (docs/design/seg.md): mIoU day 0.535 -> 0.539, night 0.305 -> 0.331 with the demo model. Only
+    # (BENCHMARKS.md, rgbt seg train): mIoU day 0.535 -> 0.539, night 0.305 -> 0.331 with the demo model. Only
     # when the model's fit is "resize" and its input is smaller than the pair.
     resize_first: bool = False
 

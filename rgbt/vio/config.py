@@ -5,7 +5,7 @@ OpenVINS and ORB-SLAM3 all use — reads it: ``%YAML:1.0`` header, ``!!opencv-ma
 numbers typed strictly (integers without a point, reals always with one: ORB-SLAM3's v1.0
 ``Settings`` rejects ``Camera1.fx: 513`` and ``Camera.width: 640.0``).
 
-Frames (DESIGN §3): VINS-Fusion ``body_T_cam0``, OpenVINS ``T_imu_cam`` and ORB-SLAM3 ``IMU.T_b_c1``
+Frames (``T_a_b`` maps frame b into frame a, as in :mod:`rgbt.stack`): VINS-Fusion ``body_T_cam0``, OpenVINS ``T_imu_cam`` and ORB-SLAM3 ``IMU.T_b_c1``
 are all ``T_imu_cam`` (camera -> IMU body); Kalibr's ``T_cam_imu`` is its inverse. Time offset
 ``t_imu = t_cam + td`` (VINS ``td``, Kalibr/OpenVINS ``timeshift_cam_imu``).
 """

@@ -1,6 +1,6 @@
 """Preparing the estimator feed: thermal normalization to mono8, rate selection, IMU windows.
 
-The rules measured in DESIGN §5b are enforced here:
+Two feed rules are enforced here:
 
 1. IMU rows for frame k are exactly (t_{k-1}, t_k] in integer nanoseconds; every sample goes out
    once; stamps strictly increase across calls (:class:`ImuWindow` raises otherwise).
@@ -328,7 +328,7 @@ class StreamFeed:
 
 class ImuRelay:
     """Passes IMU samples on only when their stamp strictly increases (a duplicate or out-of-order
-    sample would give the estimator a zero or negative time step: DESIGN §5b rule 1).
+    sample would give the estimator a zero or negative time step: rule 1 of this module).
     ``accept(t_ns) -> bool``; ``counters``: in, duplicate, out_of_order, out."""
 
     def __init__(self) -> None:

@@ -3,7 +3,7 @@
 Neither ships on PyPI; on a ROS 2 machine they are colcon packages (``ros2_ws/``). This module
 finds them through ``AMENT_PREFIX_PATH`` (what ``ros2 run`` does), builds the exact command line
 from the configs :mod:`rgbt.vio.config` exports, runs the process with the loopback-only ROS
-environment (DESIGN §5), and watches its health: the process must stay alive and, once images
+environment (``ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST`` and ``launch/fastdds_loopback.xml``), and watches its health: the process must stay alive and, once images
 flow, publish odometry at least every ``stall_s``. The odometry (``nav_msgs/Odometry`` on
 ``/vins_estimator/odometry`` or ``/odometry`` for VINS-Fusion, ``/ov_msckf/odomimu`` for OpenVINS)
 is recorded by the ROS 2 side (``rgbt.ros``); :func:`odometry_to_trajectory` turns the captured

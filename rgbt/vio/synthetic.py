@@ -133,7 +133,8 @@ class _FlightPoses:
 @dataclass
 class Flight(_FlightPoses):
     """An analytic, smooth flight over the plane: a lissajous loop at ``altitude_m`` with changing
-    speed (so monocular-inertial scale is observable, DESIGN §5b rule 4). The body (IMU) frame is
+    speed (with constant speed the IMU sees no acceleration and monocular-inertial scale is not
+    observable). The body (IMU) frame is
     x forward, y left, z up, heading along the velocity; the camera looks ``pitch_deg`` below the
     horizon, forward, through ``T_imu_cam``.
     """

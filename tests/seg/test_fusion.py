@@ -92,7 +92,7 @@ def sim_pairs(tmp_path_factory):
 
 #: Tolerance on "fused >= best single": 0.005 mIoU. The claim is "fusion never loses to the better
 #: single modality", and on ~18 pairs per condition one class's IoU moving by a few hundred pixels
-#: shifts mIoU by ~0.002-0.005, so a tie must not fail. Measured on this set (docs/design/seg.md):
+#: shifts mIoU by ~0.002-0.005, so a tie must not fail. Measured on this set:
 #: day early 0.564 vs RGB 0.559; night late 0.260 vs RGB 0.262 (a tie: inside the tolerance).
 #: A fusion that follows the weaker thermal model (the old darkness gate: 0.13 at night) fails.
 TOL = 0.005

@@ -1,6 +1,6 @@
 """The synthetic-trained demo model on held-out simulated flights (day and night), via `rgbt seg eval`.
 
-The floor is justified in docs/design/seg.md: it sits below the mIoU measured with
+The floor sits below the mIoU measured with
 ``python engines/train_sim.py`` (``rgbt seg train`` runs of three augmentation recipes,
 with and without thermal inversion, flips only; the highest val mIoU ships) on the held-out seeds (margin for other worlds / shorter flights)
 and well above what a model that ignores the image can reach (the best constant prediction scores

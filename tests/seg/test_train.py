@@ -23,7 +23,7 @@ needs_torch = pytest.mark.skipif(importlib.util.find_spec("torch") is None,
                                  reason="torch not installed (the 'train' extra)")
 
 SIZE = "64x96"
-#: val mIoU over the best image-blind prediction (0.028 here); measured (docs/design/seg.md): FastSCNN +0.074
+#: val mIoU over the best image-blind prediction (0.028 here); measured: FastSCNN +0.074
 #: (FastSCNN's stride-32 context is 2x3 cells at 64x96), TinySeg +0.132
 MARGIN = 0.05
 RUNS = [("lawnmower", 1, False, 4.0, "train"), ("circle", 2, False, 4.0, "train"), ("lawnmower", 3, False, 2.5, "val")]

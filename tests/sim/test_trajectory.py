@@ -78,7 +78,7 @@ def test_noisy_imu_drifts_but_stays_plausible(duck_tum: Path) -> None:
 
 
 def test_hover_level_reads_gravity() -> None:
-    """A level (pitch 0), hovering IMU reads +g on z and ~0 rotation (DESIGN 5b rule 3)."""
+    """A level (pitch 0), hovering IMU reads +g on z and ~0 rotation (the IMU measures specific force, so gravity reads +g)."""
     traj = load_trajectory("hover", duration_s=5.0, start_s=0.0, altitude_m=10.0, speed_m_s=5.0,
                            camera_pitch_deg=0.0, g_norm=9.81)
     ideal = traj.imu_ideal(np.linspace(1.0, 4.0, 50))

@@ -1,4 +1,4 @@
-"""Estimator feed rules (DESIGN §5b): IMU windows in integer ns, rate selection, normalization modes."""
+"""Estimator feed rules (:mod:`rgbt.vio.feed`): IMU windows in integer ns, rate selection, normalization modes."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """ORB-SLAM3 monocular end to end on the SYNTHETIC plane sequence, through the CLI contract.
 
-The >= 40 s run over a real CART trajectory in the simulator is a benchmark (docs/design/vio.md),
+The >= 40 s run over a real CART trajectory in the simulator is a benchmark (BENCHMARKS.md, ``rgbt vio eval``),
 too long for CI on 2 cores; this test runs 6 s x 3 runs (~360 frames).
 """
 
@@ -49,7 +49,7 @@ def test_vio_eval_bad_bag(tmp_path):
 @pytest.mark.slow
 def test_vio_eval_over_real_cart_trajectory(small_vocab, cart_dir, tmp_path):
     """SYNTHETIC thermal rendered along CART's CastaicLake RTK trajectory (25-33 s: the drone is
-    already moving, 2-4 m/s), 3 runs. The 45 s version is the benchmark in docs/design/vio.md."""
+    already moving, 2-4 m/s), 3 runs. The 45 s version is the benchmark in BENCHMARKS.md."""
     traj = cart_dir / "ground_truth" / "CastaicLake_2022-12-20-11-40-28.txt"
     proc = run_rgbt("vio", "eval", "--trajectory", traj, "--start", "25", "--duration", "8", "--runs", "3",
                     "--normalization", "percentile", "--vocab", small_vocab, "--json", "--no-progress")
