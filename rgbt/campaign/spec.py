@@ -185,7 +185,7 @@ class Campaign(_Model):
 def load_campaign(path: str | Path) -> Campaign:
     """Read and validate a campaign YAML; relative paths in it are resolved against its folder and
     must exist (synthetic inputs excepted)."""
-    from rgbt.calib._yaml import load_yaml_text, read_text
+    from rgbt.yamlio import load_yaml_text, read_text
     from rgbt.stack import config_error
 
     path = Path(path)

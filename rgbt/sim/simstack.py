@@ -25,7 +25,7 @@ from typing import Any, Callable, Iterable, Iterator, Optional
 import numpy as np
 
 from rgbt.sim.effects import ImuNoise, OpticalEffects, ThermalEffects, gauss_markov
-from rgbt.sim.geo import enu_to_lla, origin_for
+from rgbt.geo import enu_to_lla, origin_for
 from rgbt.sim.options import SimOptions
 from rgbt.sim.render import ViewRenderer
 from rgbt.sim.trajectory import Trajectory, load_trajectory

@@ -143,7 +143,7 @@ def _csv_rows(path: Path, min_cols: int, expected: str) -> list[Row]:
 
 def read_asl_camera(sensor_yaml: str | Path, name: str = "cam0") -> CameraModel:
     """A camera from an ASL ``sensor.yaml`` (EuRoC / TUM-VI): pinhole + radial-tangential only."""
-    from rgbt.calib._yaml import read_yaml
+    from rgbt.yamlio import read_yaml
 
     path = Path(sensor_yaml)
     if not path.is_file():

@@ -74,7 +74,7 @@ def ground_truth_from_bag(bag_path: str | Path, topic: str, *, child_frame: str 
         raise EvaluationError(f"{bag_path}: no usable ground-truth message on {topic}"
                               + (f" for child frame {child_frame}" if child_frame else ""))
     if lla:
-        from rgbt.sim.geo import lla_to_enu
+        from rgbt.geo import lla_to_enu
 
         a = np.asarray(lla)
         pos = lla_to_enu(a, tuple(a[0]))
