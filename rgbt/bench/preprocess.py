@@ -20,7 +20,7 @@ from typing import Callable
 import cv2
 import numpy as np
 
-from rgbt.bench.timing import summarize_ms
+from rgbt.timing import summarize_ms
 
 BUDGET_MS = {"percentile": 0.8, "normalize_clahe": 2.5, "rectify_pair": 3.0}
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from rgbt.bench.timing import summarize_ms
+from rgbt.timing import summarize_ms
 from rgbt.demo.scan import Scan
 
 #: where the demo writes the labelled frames of a recording (CART layout: PLACE/TRAJ/{thermal16,masks})

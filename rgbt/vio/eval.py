@@ -332,7 +332,7 @@ def _apply_estimated_offset(result: VioEvalResult, done: list, gt_cam: Trajector
 
 def _score_into(result: VioEvalResult, k: int, run: Any, wall: float, gt_cam: Trajectory, opts: EvalOptions) -> None:
     """Score one finished run (or record its error) into ``result``."""
-    from rgbt.bench.timing import summarize_ms
+    from rgbt.timing import summarize_ms
 
     if isinstance(run, str):
         result.runs.append({"run": k, "error": run, "wall_s": wall})
