@@ -66,7 +66,7 @@ def run(args: argparse.Namespace) -> dict:
 
 
 def print_result(result: dict) -> None:
-    from rgbt.cli.output import print_table
+    from rgbt.output import print_table
 
     print_table(f"campaign: {result['campaign']}, {result['jobs']} jobs",
                 ["workers", "wall s", "speed-up", "efficiency", "job wall s", "CPU s/job", "jobs/h",

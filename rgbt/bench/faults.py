@@ -640,7 +640,7 @@ def _read_json(path: Path) -> Any:
 
 
 def print_result(result: dict) -> None:
-    from rgbt.cli.output import print_table
+    from rgbt.output import print_table
 
     rows = [[n, r["lost"], r.get("lost_reported"), r["recovered_s"], r.get("back_s"), r["bag_complete"],
              r["stamps_monotonic"], len(r.get("restarts", []))] for n, r in result["faults"].items()]

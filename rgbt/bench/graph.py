@@ -534,7 +534,7 @@ def summarize(sources: dict, recorded: dict, status: dict[str, dict[str, str]], 
 
 
 def print_result(result: dict) -> None:
-    from rgbt.cli.output import print_table
+    from rgbt.output import print_table
 
     rows = [[t, v["published"], v["received"], v["dropped"], _ms(v["p50_ms"]), _ms(v["p99_ms"]), v["since"],
              _ms(v.get("host_p50_ms")), _ms(v.get("host_p99_ms"))]

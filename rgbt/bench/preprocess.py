@@ -190,7 +190,7 @@ def run(args: argparse.Namespace) -> dict:
 
 
 def print_result(result: dict) -> None:
-    from rgbt.cli.output import print_table
+    from rgbt.output import print_table
 
     rows = []
     for name, s in result["stages"].items():

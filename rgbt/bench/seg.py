@@ -145,7 +145,7 @@ def run(args: argparse.Namespace) -> dict:
 
 
 def print_result(result: dict) -> None:
-    from rgbt.cli.output import print_table
+    from rgbt.output import print_table
 
     rows = []
     for r in result["models"].values():

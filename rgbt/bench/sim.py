@@ -131,7 +131,7 @@ def run(args: argparse.Namespace) -> dict:
 
 
 def print_result(result: dict) -> None:
-    from rgbt.cli.output import print_table
+    from rgbt.output import print_table
 
     keys = ["realtime_factor", "generation_cpu_s", "world_build_s", "raw_data_rate_mb_s", "mcap_write_mb_s",
             "mcap_vs_data_rate", "mcap_write_serialize_mb_s", "mcap_write_serialize_ratio",

@@ -239,7 +239,7 @@ def run(args: argparse.Namespace) -> dict:
 
 
 def print_result(result: dict) -> None:
-    from rgbt.cli.output import print_table
+    from rgbt.output import print_table
 
     e = result["restamp_error_ms"]
     print_table("trigger-grid restamping (" + result["streams"]["source"] + ")", ["metric", "value"], [

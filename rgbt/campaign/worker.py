@@ -38,7 +38,7 @@ def attempts_started(root: str | Path, key: str) -> int:
 
 
 def write_json_atomic(path: Path, data: dict) -> None:
-    from rgbt.cli.output import to_json
+    from rgbt.output import to_json
 
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     tmp.write_text(to_json(data) + "\n")
