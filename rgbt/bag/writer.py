@@ -23,6 +23,7 @@ Crash safety (what survives what):
 from __future__ import annotations
 
 import errno
+import mmap
 import os
 import shutil
 import tempfile
@@ -34,6 +35,7 @@ from io import BytesIO
 from pathlib import Path
 from typing import Any, Literal
 
+import numpy as np
 import yaml
 from rosbags.interfaces import (
     Connection,
@@ -167,8 +169,6 @@ class _DirectFile:
     BLOCK = 4096
 
     def __init__(self, path: Path, capacity: int = 4 << 20) -> None:
-        import mmap
-
         self.path = path
         cloexec = getattr(os, "O_CLOEXEC", 0)
         self.fd = os.open(path, os.O_RDWR | cloexec)  # read: the partial last block, after a truncate
@@ -847,8 +847,6 @@ def measure_write_rate(duration_s: float = 2.0, out_dir: str | os.PathLike[str] 
     ``cpu_ms_per_mb`` (CPU time of this process, user + kernel, per MB written: what writing costs
     a recorder beside the rest of the graph).
     """
-    import numpy as np
-
     from rgbt.bag.images import image_to_numpy, numpy_to_image_msg
     from rgbt.bag.reader import open_bag
     from rgbt.bag.types import ros2_typestore

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
+from rgbt.output import print_table
 from rgbt.timing import summarize_ms
 
 PAPER_TABLE2 = {  # CART paper Table 2: FPS at batch 1, Jetson AGX Orin (TensorRT) / NUC (CPU)
@@ -145,8 +146,6 @@ def run(args: argparse.Namespace) -> dict:
 
 
 def print_result(result: dict) -> None:
-    from rgbt.output import print_table
-
     rows = []
     for r in result["models"].values():
         p = r["paper"]

@@ -215,7 +215,6 @@ def _reindex(args: argparse.Namespace) -> int:
     if result["messages"] == 0:
         from pathlib import Path
 
-        from rgbt.errors import BagError
 
         Path(args.output).unlink(missing_ok=True)  # an empty salvage is no bag
         raise BagError(f"{args.input}: no whole message to salvage ({result['bytes_dropped']} bytes dropped"
