@@ -33,7 +33,9 @@ from rosbags.rosbag2.writer import zstd
 from rosbags.typesys import Stores, get_types_from_idl, get_types_from_msg, get_typestore
 from rosbags.typesys.store import Typestore
 
+from rgbt.bag.mcapscan import MAGIC, scan_mcap
 from rgbt.bag.ros1scan import header_fields
+from rgbt.bag.types import ros1_typestore, ros2_typestore
 from rgbt.errors import BagError
 
 _OFFSET_RE = re.compile(r"offset (\d+)")
@@ -228,8 +230,6 @@ class BagReader:
     def _ros2_diagnosis(self, path: Path, exc: Exception) -> str:
         files = sorted(path.glob("*.mcap")) if path.is_dir() else [path] if path.suffix == ".mcap" else []
         for file in files:
-            from rgbt.bag.mcapscan import scan_mcap
-
             scan = scan_mcap(file)
             if not scan.finished:
                 hint = f"; run `rgbt bag recover {path}`" if scan.magic_ok and path.is_dir() else ""
@@ -244,8 +244,6 @@ class BagReader:
 
     # -- types -----------------------------------------------------------------------------------
     def _build_typestore(self) -> None:
-        from rgbt.bag.types import ros1_typestore, ros2_typestore
-
         fallback = ros1_typestore() if self.kind == "ros1" else ros2_typestore()
         by_type: dict[str, list[Connection]] = {}
         for conn in self._connections:
@@ -533,8 +531,6 @@ def _storage_id(path: Path) -> str:
 
 def _mcap_custom_data(path: Path) -> dict[str, str]:
     """Find the ``rosbag2`` metadata record (opcode 0x0C) and read its custom_data."""
-    from rgbt.bag.mcapscan import MAGIC
-
     with path.open("rb") as bio:
         if bio.read(8) != MAGIC:
             return {}

@@ -49,6 +49,9 @@ from rosbags.rosbag2.metadata import dump_qos_v9, parse_qos
 from rosbags.rosbag2.storage_mcap import McapWriter, PendingChunk
 from rosbags.typesys.store import Typestore
 
+from rgbt.bag.images import image_to_numpy, numpy_to_image_msg
+from rgbt.bag.reader import open_bag
+from rgbt.bag.types import ros2_typestore
 from rgbt.errors import BagError
 from rgbt.memory import allocator_tuned, tune_allocator
 
@@ -472,8 +475,6 @@ class BagWriter:
                  custom_data: dict[str, str] | None = None, typestore: Typestore | None = None,
                  flush_interval_s: float = 1.0, fsync: bool = True, chunk_size_bytes: int = 2**20,
                  tune_allocator: bool = True, direct_io: bool = True, fsync_interval_s: float = 1.0) -> None:
-        from rgbt.bag.types import ros2_typestore
-
         self.path = Path(path)
         self.options = WriterOptions(split_size_bytes, split_duration_ns, compression, flush_interval_s,
                                      fsync, dict(custom_data or {}), chunk_size_bytes, tune_allocator,
@@ -847,10 +848,6 @@ def measure_write_rate(duration_s: float = 2.0, out_dir: str | os.PathLike[str] 
     ``cpu_ms_per_mb`` (CPU time of this process, user + kernel, per MB written: what writing costs
     a recorder beside the rest of the graph).
     """
-    from rgbt.bag.images import image_to_numpy, numpy_to_image_msg
-    from rgbt.bag.reader import open_bag
-    from rgbt.bag.types import ros2_typestore
-
     store = ros2_typestore()
     rng = np.random.default_rng(seed)
     frames = {}
