@@ -174,7 +174,7 @@ def sim_pairs(root: Path, seconds: float, stride: int = 12) -> Path:
             ("lawnmower", 101, False, "test"), ("circle", 102, True, "test")]
     opts = [SimOptions(trajectory=t, seed=sd, night=n, duration_s=seconds if sp == "train" else seconds / 2,
                        cameras=["thermal", "color"]) for t, sd, n, sp in runs]
-    from rgbt.seg.sim_pairs import write_sim_pairs
+    from rgbt.sim.seg_pairs import write_sim_pairs
 
     return write_sim_pairs(root, opts, [r[3] for r in runs], stride)
 

@@ -15,6 +15,7 @@ from rgbt.ros.image import cdr_to_image
 from rgbt.ros.mailbox import LatestFrameNode
 from rgbt.ros.node import RgbtNode
 from rgbt.graph.options import FusionOptions
+from rgbt.graph.seg_adapter import make_fusion
 from rgbt.ros.spin import node_main
 
 
@@ -25,7 +26,6 @@ class FusionNode(LatestFrameNode, RgbtNode):
 
     def __init__(self, name: str | None = None, **kwargs) -> None:  # type: ignore[no-untyped-def]
         super().__init__(name, **kwargs)
-        from rgbt.graph.seg_adapter import make_fusion
 
         o = self.options
         self.stage = make_fusion(o.fusion)

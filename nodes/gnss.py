@@ -18,6 +18,7 @@ from rgbt.ros.driver_node import DriverNode
 from rgbt.ros.messages import navsatfix, time_reference
 from rgbt.graph.options import DriverOptions, time_reference_topic
 from rgbt.ros.spin import node_main
+from rgbt.sensors.ubx import fix_from_nav_pvt
 
 
 class GnssNode(DriverNode):
@@ -42,8 +43,6 @@ class GnssNode(DriverNode):
         return port
 
     def read_once(self) -> None:
-        from rgbt.sensors.ubx import fix_from_nav_pvt
-
         _raw, parsed = self._reader.read()
         if parsed is None or getattr(parsed, "identity", "") != "NAV-PVT":
             return

@@ -45,6 +45,7 @@ from rgbt.ros.qos import TOPIC_QOS, qos_profile, qos_to_yaml, topic_qos
 from rgbt.graph.recording import (Recording, before_lock_streams, driver_extra_topic_types, durable_stack_topics,
                                 plan_buffers, reliable_stack_topics, stack_message_bytes, stack_rates,
                                 stack_topic_types)
+from rgbt.memory import reserve_heap
 from rgbt.ros.spin import node_main
 
 
@@ -117,8 +118,6 @@ class RecorderNode(RgbtNode):
 
     def _reserve(self, nbytes: int) -> int:
         """Touch ``nbytes`` of heap now, before data flows (``rgbt.memory.reserve_heap``); MB reserved."""
-        from rgbt.memory import reserve_heap
-
         t0 = time.monotonic()
         done = reserve_heap(nbytes)
         self.get_logger().info(f"heap reserved: {done / 1e6:.0f} MB in {time.monotonic() - t0:.2f} s"

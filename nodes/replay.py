@@ -14,6 +14,7 @@ import threading
 from rclpy.duration import Duration
 from rosgraph_msgs.msg import Clock
 
+from rgbt.errors import ConfigError
 from rgbt.pacing import pace
 from rgbt.ros.convert import to_rclpy
 from rgbt.ros.msgtypes import get_message
@@ -32,7 +33,6 @@ class ReplayNode(RgbtNode):
     def __init__(self, name: str | None = None, **kwargs) -> None:  # type: ignore[no-untyped-def]
         super().__init__(name, **kwargs)
         from rgbt.bag.reader import open_bag
-        from rgbt.errors import ConfigError
 
         o = self.options
         if not o.path:

@@ -12,9 +12,11 @@ from __future__ import annotations
 
 from sensor_msgs.msg import Image
 
+from rgbt.graph.liveness import WORKER_STALL_S
 from rgbt.ros.image import cdr_to_image, image_to_cdr
 from rgbt.ros.node import RgbtNode
 from rgbt.graph.options import SegmentationOptions
+from rgbt.graph.seg_adapter import make_stage
 from rgbt.ros.spin import node_main
 from rgbt.seg.pipeline import SegPipeline
 
@@ -26,7 +28,6 @@ class SegmentationNode(RgbtNode):
 
     def __init__(self, name: str | None = None, **kwargs) -> None:  # type: ignore[no-untyped-def]
         super().__init__(name, **kwargs)
-        from rgbt.graph.seg_adapter import make_stage
 
         o = self.options
         self.input_topic = o.input_topic or self.stack().cameras["thermal"].topic
@@ -60,8 +61,6 @@ class SegmentationNode(RgbtNode):
             self.pipeline.gate.late_after_periods = new.late_after_periods
 
     def progress(self) -> dict[str, tuple[int, int, float]]:
-        from rgbt.graph.liveness import WORKER_STALL_S
-
         return {"pipeline": (*self.pipeline.progress(), WORKER_STALL_S)}
 
     def publish_diagnostics(self) -> None:

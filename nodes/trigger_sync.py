@@ -25,6 +25,7 @@ from sensor_msgs.msg import Image, Imu, TimeReference
 
 from rgbt.ros.node import RgbtNode
 from rgbt.graph.options import TriggerSyncOptions, unlocked_topic
+from rgbt.graph.sync_adapter import StampPairer, make_restamper
 from rgbt.ros.spin import node_main
 from rgbt.stamps import cdr_stamp_ns, cdr_with_stamp, stamp_to_ns
 from rgbt.timeref import decode_frame, decode_imu
@@ -37,7 +38,6 @@ class TriggerSyncNode(RgbtNode):
 
     def __init__(self, name: str | None = None, **kwargs) -> None:  # type: ignore[no-untyped-def]
         super().__init__(name, **kwargs)
-        from rgbt.graph.sync_adapter import StampPairer, make_restamper
 
         o = self.options
         self.stack_model = self.stack()

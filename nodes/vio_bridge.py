@@ -27,6 +27,7 @@ from rgbt.ros.node import RgbtNode
 from rgbt.graph.options import VioBridgeOptions
 from rgbt.ros.spin import node_main
 from rgbt.stamps import cdr_stamp_ns
+from rgbt.vio.feed import FEED_IMU_TOPIC, ImuRelay, StreamFeed, feed_image_topic, feed_rate_hz, grid_step
 
 
 class VioBridgeNode(LatestFrameNode, RgbtNode):
@@ -36,7 +37,6 @@ class VioBridgeNode(LatestFrameNode, RgbtNode):
 
     def __init__(self, name: str | None = None, **kwargs) -> None:  # type: ignore[no-untyped-def]
         super().__init__(name, **kwargs)
-        from rgbt.vio.feed import FEED_IMU_TOPIC, ImuRelay, StreamFeed, feed_image_topic, feed_rate_hz, grid_step
 
         o = self.options
         stack = self.stack()

@@ -48,6 +48,7 @@ from rgbt.ros.qos import topic_qos
 from rgbt.ros.spin import freeze_startup_objects, node_main
 from rgbt.threadname import name_native_thread
 from rgbt.graph.wallstep import WallStep
+from rgbt.sim.cache import open_cache
 
 
 class VirtualStackNode(RgbtNode):
@@ -59,7 +60,6 @@ class VirtualStackNode(RgbtNode):
     def __init__(self, name: str | None = None, **kwargs) -> None:  # type: ignore[no-untyped-def]
         super().__init__(name, **kwargs)
         from rgbt.sim import SimOptions, SimStack
-        from rgbt.sim.cache import open_cache
 
         o = self.options
         self.stack_model = self.stack()

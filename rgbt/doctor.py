@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import platform
+import resource
 import shutil
 import subprocess
 import sys
@@ -21,6 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from rgbt.errors import RgbtError
+from rgbt.paths import ENGINES_DIR, LAUNCH_DIR, REPO_ROOT
+from rgbt.ros_env import SUPPORTED_DISTROS, RosStackConflict, check_single_rclpy
 
 STATUSES = ("ok", "warn", "fail")
 PROFILES = ("flight", "bench-sim", "replay")
@@ -142,8 +145,6 @@ def check_layers(needs: set[str]) -> list[Check]:
 # -- ROS -----------------------------------------------------------------------------------
 
 def check_ros(environ: Mapping[str, str], needed: bool = True) -> list[Check]:
-    from rgbt.ros_env import SUPPORTED_DISTROS, RosStackConflict, check_single_rclpy
-
     bad = "fail" if needed else "warn"
     try:
         stack = check_single_rclpy(environ=environ)
@@ -173,8 +174,6 @@ def check_ros(environ: Mapping[str, str], needed: bool = True) -> list[Check]:
         checks.append(Check("Fast DDS profile", "fail", f"{profile_file} (missing)",
                             "unset FASTRTPS_DEFAULT_PROFILES_FILE or point it at an existing XML"))
     else:
-        from rgbt.paths import LAUNCH_DIR
-
         checks.append(Check("Fast DDS profile", "ok",
                             profile_file or f"{LAUNCH_DIR / 'fastdds_loopback.xml'} (rgbt up default)"))
     return checks
@@ -191,8 +190,6 @@ def _mentions(path: Path, word: str) -> bool:
 
 def resolve_model(model: str) -> Path:
     """A segmentation ``model`` option as the node finds it: absolute, cwd-relative, repository or engines/."""
-    from rgbt.paths import ENGINES_DIR, REPO_ROOT
-
     path = Path(model)
     for candidate in (path, REPO_ROOT / path, ENGINES_DIR / path.name):
         if candidate.is_file():
@@ -413,8 +410,6 @@ def check_disk(specs: list[Any], bag_dir: str | None = None) -> list[Check]:
 def can_raise_priority_to(nice: int, status_text: str | None = None) -> bool:
     """Whether this process may set a nice value of ``nice`` (< 0): root, ``CAP_SYS_NICE`` in its
     effective capabilities (``/proc/self/status``) or an ``RLIMIT_NICE`` that allows it."""
-    import resource
-
     if has_cap_sys_nice(status_text):
         return True
     soft, _ = resource.getrlimit(resource.RLIMIT_NICE)  # allows nice down to 20 - soft
@@ -467,8 +462,6 @@ def check_realtime(specs: list[Any], status_text: str | None = None,
                    rt_runtime: Path = Path("/proc/sys/kernel/sched_rt_runtime_us")) -> list[Check]:
     """The profile's real-time priorities (``realtime_priority``, SCHED_RR) can be applied here, and the
     kernel still keeps a share of each second for ordinary processes (real-time throttling on)."""
-    import resource
-
     by_prio = _groups_by_level(specs, "realtime_priority", lambda p: p > 0)
     if not by_prio:
         return [Check("real-time priority", "ok", "none in this profile (nice values only)")]

@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from rgbt.errors import ConfigError
 from rgbt.paths import DEFAULT_STACK
+from rgbt.yamlio import load_yaml_text, read_text
 
 
 class _Model(BaseModel):
@@ -260,8 +261,6 @@ def _expectation(err: dict) -> str:
 
 def load_stack(path: str | Path | None = None) -> Stack:
     """Load and validate a stack YAML (default: the repository's ``calib/stack.yaml``, the CART stack)."""
-    from rgbt.calib._yaml import load_yaml_text, read_text
-
     path = Path(path) if path is not None else DEFAULT_STACK
     data = load_yaml_text(read_text(path, "stack YAML file"), str(path))
     return stack_from_dict(data, str(path))

@@ -15,12 +15,9 @@ _STAMP = struct.Struct("<iI")
 _STAMP_BE = struct.Struct(">iI")
 
 
-def ns_to_stamp(t_ns: int, stamp=None):  # type: ignore[no-untyped-def]
-    """Fill (or create) a ``builtin_interfaces.msg.Time`` from integer nanoseconds."""
-    if stamp is None:
-        from builtin_interfaces.msg import Time
-
-        stamp = Time()
+def ns_to_stamp(t_ns: int, stamp):  # type: ignore[no-untyped-def]
+    """Fill a ``builtin_interfaces/Time`` (an rclpy or rosbags message: the caller owns it, so this
+    module needs no ROS package) from integer nanoseconds; returns it."""
     stamp.sec, stamp.nanosec = divmod(int(t_ns), 1_000_000_000)
     return stamp
 

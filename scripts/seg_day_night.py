@@ -4,7 +4,7 @@ the thermal-inversion augmentation, over several seeds (needs the 'train' extra;
 
     python scripts/seg_day_night.py --out runs/day_night [--model tinyseg --size 64x96 --epochs 6 --seeds 0 1 2]
 
-Renders a small CART-layout dataset (thermal 160x128, rgbt.seg.train.simdata): training = two day
+Renders a small CART-layout dataset (thermal 160x128, rgbt.sim.small_dataset): training = two day
 flights, val = one day flight, test = two night flights and one day flight (other seeds, so other
 worlds). Each (augmentation, seed) is one `rgbt seg train` run (the same code path as the verb);
 each exported model is scored by `rgbt seg eval`'s function on test_night and test_day. Writes
@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from rgbt.seg.evaluate import evaluate  # noqa: E402
 from rgbt.seg.train.data import check_inputs  # noqa: E402
 from rgbt.seg.train.options import AugmentOptions, TrainOptions, command_line  # noqa: E402
-from rgbt.seg.train.simdata import small_sim_dataset  # noqa: E402
+from rgbt.sim.small_dataset import small_sim_dataset  # noqa: E402
 
 RUNS = [("lawnmower", 1, False, 6.0, "train"), ("circle", 2, False, 6.0, "train"),
         ("lawnmower", 3, False, 3.0, "val"),

@@ -20,8 +20,14 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Literal
 
+from rosbags.convert.converter import STATIC_MSGTYPE_RENAMES, generate_message_converter
+from rosbags.rosbag1 import Writer as Writer1
+from rosbags.typesys import Stores, get_types_from_msg, get_typestore
+import yaml
+
 from rgbt.bag.reader import ROS1_METADATA_TOPIC, BagReader, open_bag
 from rgbt.bag.renames import clip_window
+from rgbt.bag.types import new_ros2_typestore
 from rgbt.bag.writer import BagWriter
 from rgbt.errors import BagError
 
@@ -51,15 +57,11 @@ class ConvertOptions:
 def ros2_msgtype(ros1_msgtype: str) -> str:
     """The ROS 2 name of a ROS 1 message type (``tf/msg/tfMessage`` -> ``tf2_msgs/msg/TFMessage``,
     rosbags' static renames); other names are unchanged."""
-    from rosbags.convert.converter import STATIC_MSGTYPE_RENAMES
-
     return STATIC_MSGTYPE_RENAMES.get(ros1_msgtype, ros1_msgtype)
 
 
 def _ros1_to_ros2(bag: BagReader, dst_store: Any, msgtype: str) -> Callable[[Any], Any]:
     """A raw ROS 1 -> ROS 2 CDR function for ``msgtype`` (registers missing types in ``dst_store``)."""
-    from rosbags.typesys import get_types_from_msg
-
     dst_type = ros2_msgtype(msgtype)
     if dst_type not in dst_store.fielddefs:
         typs = get_types_from_msg(bag.typestore.generate_msgdef(msgtype, ros_version=2)[0], dst_type)
@@ -71,8 +73,6 @@ def _ros1_to_ros2(bag: BagReader, dst_store: Any, msgtype: str) -> Callable[[Any
 def _ros2_to_ros1(bag: BagReader, dst_store: Any, msgtype: str) -> Callable[[Any], Any]:
     """A raw ROS 2 CDR -> ROS 1 function for ``msgtype``; types Noetic lacks are registered in
     ``dst_store`` from the source definitions (their ``std_msgs/Header`` stays Noetic's)."""
-    from rosbags.typesys import get_types_from_msg
-
     if msgtype not in dst_store.fielddefs:
         typs = get_types_from_msg(bag.typestore.generate_msgdef(msgtype, ros_version=1)[0], msgtype)
         dst_store.register({k: v for k, v in typs.items() if k not in dst_store.fielddefs})
@@ -81,8 +81,6 @@ def _ros2_to_ros1(bag: BagReader, dst_store: Any, msgtype: str) -> Callable[[Any
 
 def _converter(src_store: Any, dst_store: Any, src_type: str, dst_type: str, *, src_is2: bool,
                dst_is2: bool) -> Callable[[Any], Any]:
-    from rosbags.convert.converter import generate_message_converter
-
     # rosbags prints a note when a type needs field migration; keep stdout clean for --json.
     with contextlib.redirect_stdout(sys.stderr):
         return generate_message_converter(src_store, dst_store, src_type, dst_type, {}, src_is2=src_is2,
@@ -93,9 +91,6 @@ class _Ros1Out:
     """The ROS 1 side of :func:`convert_bag`: rosbags' rosbag1 ``Writer`` plus a Noetic typestore."""
 
     def __init__(self, bag: BagReader, dst: Path, compression: str, custom: dict[str, str]) -> None:
-        from rosbags.rosbag1 import Writer as Writer1
-        from rosbags.typesys import Stores, get_typestore
-
         self.bag, self.store = bag, get_typestore(Stores.ROS1_NOETIC)
         self.writer = Writer1(dst)
         if compression != "none":
@@ -120,8 +115,6 @@ class _Ros1Out:
 
     def close(self, first_ns: int) -> None:
         if self.custom:
-            import yaml
-
             msgtype = "std_msgs/msg/String"
             conn = self.writer.add_connection(ROS1_METADATA_TOPIC, msgtype, typestore=self.store, latching=1)
             msg = self.store.types[msgtype](data=yaml.safe_dump(self.custom, sort_keys=True))
@@ -189,8 +182,6 @@ class _Ros2Out:
     """The ROS 2 side of :func:`convert_bag`: :class:`BagWriter` (MCAP) plus a Jazzy typestore."""
 
     def __init__(self, bag: BagReader, dst: Path, opts: ConvertOptions, custom: dict[str, str]) -> None:
-        from rgbt.bag.types import new_ros2_typestore
-
         self.bag, self.store = bag, new_ros2_typestore()
         self.writer = BagWriter(dst, compression=opts.compression, split_size_bytes=opts.split_size_bytes,
                                 split_duration_ns=opts.split_duration_ns, custom_data=custom,

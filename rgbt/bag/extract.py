@@ -30,6 +30,7 @@ import shutil
 import tempfile
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,10 +42,15 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from rgbt.bag.frameindex import COLUMNS, FrameSources, build_index
 from rgbt.bag.images import image_to_numpy
+from rgbt.bag.mcapscan import scan_mcap
 from rgbt.bag.reader import ROS1_METADATA_TOPIC, BagReader, open_bag
+from rgbt.bag.recover import recover_bag
 from rgbt.bag.renames import CART_RENAMES, CART_ROS1_NAMES
+from rgbt.bag.ros1scan import reindex_ros1
 from rgbt.bag.tables import TopicTables
 from rgbt.errors import BagError, ConfigError
+from rgbt.image.normalize import NormalizeOptions, Normalizer, TemporalNormalizer, to_uint8
+from rgbt.stack import load_stack
 from rgbt.stamps import stamp_to_ns
 
 TRIGGER_TOPIC = "/rgbt/trigger"  # rgbt.sim.messages.TRIGGER_TOPIC (not imported: it pulls in the simulator)
@@ -87,8 +93,6 @@ class ExtractResult:
 
 
 def stack_for(path: str | None) -> Any:
-    from rgbt.stack import load_stack
-
     return load_stack(path)
 
 
@@ -142,8 +146,6 @@ class _Writers:
     ``2 x workers`` pending; a failed write is reported through ``on_error(topic, exc)``."""
 
     def __init__(self, on_error: Callable[[str, Exception], None], workers: int | None = None) -> None:
-        from concurrent.futures import ThreadPoolExecutor
-
         self.workers = workers or max(1, min(8, os.cpu_count() or 1))
         self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="extract-write")
         self._pending: list[tuple[str, Any]] = []
@@ -175,8 +177,6 @@ class _Thermal8:
     """8-bit thermal by mode; one temporal normalizer per camera for ``vio``."""
 
     def __init__(self, mode: str) -> None:
-        from rgbt.image.normalize import NormalizeOptions, Normalizer, TemporalNormalizer
-
         self.mode = mode
         self._cart = Normalizer(NormalizeOptions(clahe=True))
         self._linear = Normalizer(NormalizeOptions(clahe=False))
@@ -184,8 +184,6 @@ class _Thermal8:
         self._new_temporal = TemporalNormalizer
 
     def __call__(self, camera: str, frame: np.ndarray, t_ns: int) -> np.ndarray:
-        from rgbt.image.normalize import to_uint8
-
         if self.mode == "vio":
             norm = self._temporal.setdefault(camera, self._new_temporal())
             return to_uint8(norm(frame, t_ns).image)
@@ -211,8 +209,6 @@ def readable_bag(path: str | Path, scratch: Path) -> Iterator[tuple[BagReader, d
 def _salvaged(path: Path, scratch: Path, exc: BagError) -> tuple[BagReader, dict]:
     scratch.mkdir(parents=True, exist_ok=True)
     if path.suffix == ".bag" and path.is_file():
-        from rgbt.bag.ros1scan import reindex_ros1
-
         dst = scratch / path.name
         dst.unlink(missing_ok=True)
         rep = reindex_ros1(path, dst, compress=False)
@@ -224,8 +220,6 @@ def _salvaged(path: Path, scratch: Path, exc: BagError) -> tuple[BagReader, dict
     files = sorted(path.glob("*.mcap")) if path.is_dir() else [path] if path.suffix == ".mcap" else []
     if not files:
         raise exc
-    from rgbt.bag.mcapscan import scan_mcap
-    from rgbt.bag.recover import recover_bag
 
     dst = scratch / "salvaged"  # not the file's stem: recovery misbehaves when DIR/NAME.mcap has DIR == NAME
     shutil.rmtree(dst, ignore_errors=True)

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from rgbt.bag.types import ros2_typestore
 from rgbt.errors import ImageError
 
 #: encoding -> (numpy dtype, channels)
@@ -75,8 +76,6 @@ def numpy_to_image_msg(arr: np.ndarray, t_ns: int, frame_id: str, encoding: str)
     ``t_ns`` becomes ``header.stamp`` (int nanoseconds). ``arr`` must match ``encoding``'s dtype and
     channel count (e.g. ``mono16`` -> uint16 ``HxW``, ``rgb8`` -> uint8 ``HxWx3`` in RGB order).
     """
-    from rgbt.bag.types import ros2_typestore
-
     if encoding not in ENCODINGS:
         raise ImageError(f"image encoding {encoding!r} not supported; expected one of {sorted(ENCODINGS)}")
     kind, channels = ENCODINGS[encoding]

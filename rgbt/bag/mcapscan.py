@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO, Iterator
 
+from rosbags.rosbag2.storage_mcap import decompress
+
 MAGIC = b"\x89MCAP0\r\n"
 # 256 MiB: rosbags closes a chunk at 1 MiB plus one message; a larger size is damage
 MAX_CHUNK_BYTES = 1 << 28
@@ -102,8 +104,6 @@ class Channel:
 
 def read_chunk(bio: BinaryIO, offset: int) -> Iterator[Schema | Channel | tuple[int, int, bytes]]:
     """Yield the schemas, channels and messages ``(channel_id, log_time_ns, data)`` of one chunk."""
-    from rosbags.rosbag2.storage_mcap import decompress
-
     bio.seek(offset)
     op, length = struct.unpack("<BQ", bio.read(9))
     if op != OP_CHUNK:

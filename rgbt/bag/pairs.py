@@ -20,15 +20,13 @@ from typing import Any, Callable, Optional
 import numpy as np
 
 from rgbt.bag.extract import _write_image, nearest_within, read_image
+from rgbt.calib.build import stack_from_kalibr
+from rgbt.image.rectify import RgbtRectifier
 
 
 def rectifier_for(stack: Any, pair: str = "color_thermal", camchain: str | Path | None = None) -> Any:
     """A :class:`RgbtRectifier` from the stack's ``pair`` or from a Kalibr camchain (cam0 colour, cam1 thermal)."""
-    from rgbt.image.rectify import RgbtRectifier
-
     if camchain is not None:
-        from rgbt.calib.build import stack_from_kalibr
-
         stack = stack_from_kalibr(camchain, base=stack, names=["color", "thermal"])
         pair = "color_thermal"
     return RgbtRectifier.from_stack(stack, pair)

@@ -23,11 +23,19 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping
 
-from rosbags.interfaces import Connection, MessageDefinitionFormat
+import yaml
+from rosbags.interfaces import Connection, MessageDefinitionFormat, Nodetype
+from rosbags.rosbag1 import Reader as Reader1
+from rosbags.rosbag2 import Reader as Reader2
+from rosbags.rosbag2.reader import DirectoryReader
+from rosbags.rosbag2.storage_mcap import McapReader
+from rosbags.rosbag2.writer import zstd
 from rosbags.typesys import Stores, get_types_from_idl, get_types_from_msg, get_typestore
 from rosbags.typesys.store import Typestore
 
+from rgbt.bag.mcapscan import MAGIC, scan_mcap
 from rgbt.bag.ros1scan import header_fields
+from rgbt.bag.types import ros1_typestore, ros2_typestore
 from rgbt.errors import BagError
 
 _OFFSET_RE = re.compile(r"offset (\d+)")
@@ -139,8 +147,6 @@ class BagReader:
             raise BagError(f"{path}: cannot summarize bag: {exc}") from exc
 
     def _read_ros1_metadata(self) -> None:
-        import yaml
-
         for rec in self.messages(topics=[ROS1_METADATA_TOPIC]):
             try:
                 data = yaml.safe_load(rec.msg.data)
@@ -169,8 +175,6 @@ class BagReader:
                 f"{len(self.topics)} topics)")
 
     def _open_ros1(self) -> None:
-        from rosbags.rosbag1 import Reader as Reader1
-
         self.kind, self.storage = "ros1", "bag"
         reader = Reader1(self.path)
         reader.path = _BoundedPath(self.path)  # type: ignore[assignment]
@@ -226,8 +230,6 @@ class BagReader:
     def _ros2_diagnosis(self, path: Path, exc: Exception) -> str:
         files = sorted(path.glob("*.mcap")) if path.is_dir() else [path] if path.suffix == ".mcap" else []
         for file in files:
-            from rgbt.bag.mcapscan import scan_mcap
-
             scan = scan_mcap(file)
             if not scan.finished:
                 hint = f"; run `rgbt bag recover {path}`" if scan.magic_ok and path.is_dir() else ""
@@ -242,8 +244,6 @@ class BagReader:
 
     # -- types -----------------------------------------------------------------------------------
     def _build_typestore(self) -> None:
-        from rgbt.bag.types import ros1_typestore, ros2_typestore
-
         fallback = ros1_typestore() if self.kind == "ros1" else ros2_typestore()
         by_type: dict[str, list[Connection]] = {}
         for conn in self._connections:
@@ -371,8 +371,6 @@ class BagReader:
                 sources.append(_named_source(storage, sconns, wanted, start, stop))
         merged = (m for m in heapq.merge(*sources, key=lambda m: m[1]) if m[0] is not None)
         if directory.metadata.compression_mode == "message":
-            from rosbags.rosbag2.writer import zstd
-
             merged = ((c, t, zstd.decompress(d)) for c, t, d in merged)
         yield from merged
 
@@ -447,10 +445,6 @@ class _BoundedPath:
 def _bounded_ros2_reader() -> type:
     """rosbags' ROS 2 reader whose MCAP files are opened as :class:`_BoundedReader` (a damaged record
     length must not allocate gigabytes before the read fails)."""
-    from rosbags.rosbag2 import Reader as Reader2
-    from rosbags.rosbag2.reader import DirectoryReader
-    from rosbags.rosbag2.storage_mcap import McapReader
-
     class BoundedMcapReader(McapReader):
         def open(self) -> None:
             path = self.path
@@ -488,8 +482,6 @@ def _named_source(storage: Any, sconns: list[Connection], wanted: dict[tuple[str
 
 def _closure(store: Typestore, msgtype: str) -> dict[str, Any]:
     """``msgtype`` and every type it embeds, as field definitions copied from ``store``."""
-    from rosbags.interfaces import Nodetype
-
     out: dict[str, Any] = {}
     todo = [msgtype]
     while todo:
@@ -530,8 +522,6 @@ def _parse_msgdef(fmt: MessageDefinitionFormat, data: str, msgtype: str) -> tupl
 
 
 def _storage_id(path: Path) -> str:
-    import yaml
-
     try:
         meta = yaml.safe_load((path / "metadata.yaml").read_text())
         return str(meta["rosbag2_bagfile_information"]["storage_identifier"])
@@ -541,10 +531,6 @@ def _storage_id(path: Path) -> str:
 
 def _mcap_custom_data(path: Path) -> dict[str, str]:
     """Find the ``rosbag2`` metadata record (opcode 0x0C) and read its custom_data."""
-    import yaml
-
-    from rgbt.bag.mcapscan import MAGIC
-
     with path.open("rb") as bio:
         if bio.read(8) != MAGIC:
             return {}

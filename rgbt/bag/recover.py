@@ -15,6 +15,9 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable
 
+from rosbags.rosbag2.storage_mcap import McapReader
+from rosbags.typesys import Stores, get_types_from_msg, get_typestore
+
 #: ``keep(topic, msgtype, log_time_ns, cdr) -> bool``: whether a salvaged message stays in the file
 KeepFilter = Callable[[str, str, int, bytes], bool]
 
@@ -119,8 +122,6 @@ def _rihs01(msgtype: str, msgdef: MessageDefinition) -> str:
 
 @lru_cache(maxsize=64)
 def _rihs01_of(msgtype: str, data: str) -> str:
-    from rosbags.typesys import Stores, get_types_from_msg, get_typestore
-
     try:
         store = get_typestore(Stores.EMPTY)
         store.register(get_types_from_msg(data, msgtype))
@@ -131,8 +132,6 @@ def _rihs01_of(msgtype: str, data: str) -> str:
 
 def rebuild_metadata(path: str | Path, custom_data: dict[str, str] | None = None) -> dict[str, Any]:
     """Rewrite ``DIR/metadata.yaml`` from the finished MCAP files in ``DIR``; returns the dict."""
-    from rosbags.rosbag2.storage_mcap import McapReader
-
     path = Path(path)
     files = sorted(path.glob("*.mcap"), key=_split_index)
     topics: dict[tuple[str, str], dict[str, Any]] = {}

@@ -18,6 +18,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO, Iterator
 
+from rosbags.rosbag1 import Writer as Writer1
+from rosbags.rosbag1.reader import decompressors
+
 from rgbt.errors import BagError
 
 MAGIC = b"#ROSBAG V2.0\n"
@@ -180,8 +183,6 @@ def scan_ros1(path: str | Path, scan: Ros1Scan | None = None) -> Iterator[tuple[
 def _record_messages(pos: int, fields: dict[str, bytes], data: bytes,
                      scan: Ros1Scan) -> Iterator[tuple[int, int, bytes]]:
     """The messages of one top-level record (a chunk, a connection, a bare message)."""
-    from rosbags.rosbag1.reader import decompressors
-
     op = _op(fields)
     if op == OP_CHUNK:
         compression = fields.get("compression", b"none").decode(errors="replace")
@@ -219,8 +220,6 @@ def reindex_ros1(src: str | Path, dst: str | Path, *, compress: bool = True) -> 
     their bytes, topics, types, definitions and log times; chunks are bz2-compressed (uncompressed
     with ``compress=False``: a temporary copy that is read once, as ``rgbt bag extract`` makes).
     """
-    from rosbags.rosbag1 import Writer as Writer1
-
     src, dst = Path(src), Path(dst)
     if dst.exists():
         raise BagError(f"{dst}: exists already; not overwriting")

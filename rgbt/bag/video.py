@@ -26,6 +26,10 @@ from rgbt.bag.images import image_to_numpy
 from rgbt.bag.reader import open_bag
 from rgbt.bag.renames import CART_RENAMES, CART_ROS1_NAMES
 from rgbt.errors import BagError
+from rgbt.image.colormap import apply_colormap
+from rgbt.image.normalize import TemporalNormalizer
+from rgbt.seg.classes import overlay
+from rgbt.seg.stage import SegStageOptions, SegmentationStage
 from rgbt.stamps import stamp_to_ns
 
 PANELS = ("color", "thermal", "mono")
@@ -60,8 +64,6 @@ class _Panels:
     """Turns the newest message of each camera into a BGR panel of a fixed height."""
 
     def __init__(self, stack: Any, o: VideoOptions) -> None:
-        from rgbt.image.normalize import TemporalNormalizer
-
         self.o = o
         self.height = max(16, int(round(600 * o.scale)))
         self.widths = {name: int(round(self.height * stack.cameras[name].width / stack.cameras[name].height))
@@ -69,8 +71,6 @@ class _Panels:
         self.normalizer = TemporalNormalizer()
         self.stage = None
         if o.model:
-            from rgbt.seg.stage import SegmentationStage, SegStageOptions
-
             self.stage = SegmentationStage(SegStageOptions(engine=o.model, color=True))
         self.frozen = False
         self._last_thermal_t: int | None = None
@@ -85,15 +85,11 @@ class _Panels:
         arr = image_to_numpy(msg)
         stamp = stamp_to_ns(msg.header.stamp)
         if name == "thermal" and arr.dtype == np.uint16:
-            from rgbt.image.colormap import apply_colormap
-
             if self._last_thermal_t != stamp:
                 norm = self.normalizer(arr, stamp)
                 self.frozen, self._last_thermal_t = norm.frozen, stamp
                 self._thermal_rgb = apply_colormap(norm.image, self.o.cmap)
                 if self.stage is not None:
-                    from rgbt.seg.classes import overlay
-
                     res = self.stage.process(arr)
                     self._thermal_rgb = overlay(self._thermal_rgb, res.color, self.o.overlay_alpha)
             rgb = self._thermal_rgb

@@ -23,6 +23,7 @@ Crash safety (what survives what):
 from __future__ import annotations
 
 import errno
+import mmap
 import os
 import shutil
 import tempfile
@@ -34,6 +35,7 @@ from io import BytesIO
 from pathlib import Path
 from typing import Any, Literal
 
+import numpy as np
 import yaml
 from rosbags.interfaces import (
     Connection,
@@ -47,6 +49,9 @@ from rosbags.rosbag2.metadata import dump_qos_v9, parse_qos
 from rosbags.rosbag2.storage_mcap import McapWriter, PendingChunk
 from rosbags.typesys.store import Typestore
 
+from rgbt.bag.images import image_to_numpy, numpy_to_image_msg
+from rgbt.bag.reader import open_bag
+from rgbt.bag.types import ros2_typestore
 from rgbt.errors import BagError
 from rgbt.memory import allocator_tuned, tune_allocator
 
@@ -167,8 +172,6 @@ class _DirectFile:
     BLOCK = 4096
 
     def __init__(self, path: Path, capacity: int = 4 << 20) -> None:
-        import mmap
-
         self.path = path
         cloexec = getattr(os, "O_CLOEXEC", 0)
         self.fd = os.open(path, os.O_RDWR | cloexec)  # read: the partial last block, after a truncate
@@ -472,8 +475,6 @@ class BagWriter:
                  custom_data: dict[str, str] | None = None, typestore: Typestore | None = None,
                  flush_interval_s: float = 1.0, fsync: bool = True, chunk_size_bytes: int = 2**20,
                  tune_allocator: bool = True, direct_io: bool = True, fsync_interval_s: float = 1.0) -> None:
-        from rgbt.bag.types import ros2_typestore
-
         self.path = Path(path)
         self.options = WriterOptions(split_size_bytes, split_duration_ns, compression, flush_interval_s,
                                      fsync, dict(custom_data or {}), chunk_size_bytes, tune_allocator,
@@ -847,12 +848,6 @@ def measure_write_rate(duration_s: float = 2.0, out_dir: str | os.PathLike[str] 
     ``cpu_ms_per_mb`` (CPU time of this process, user + kernel, per MB written: what writing costs
     a recorder beside the rest of the graph).
     """
-    import numpy as np
-
-    from rgbt.bag.images import image_to_numpy, numpy_to_image_msg
-    from rgbt.bag.reader import open_bag
-    from rgbt.bag.types import ros2_typestore
-
     store = ros2_typestore()
     rng = np.random.default_rng(seed)
     frames = {}

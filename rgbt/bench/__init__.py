@@ -1,1 +1,1 @@
-"""Benchmark harnesses (``rgbt bench NAME``); shared timing helpers in :mod:`rgbt.bench.timing`."""
+"""Benchmark harnesses (``rgbt bench NAME``); shared timing helpers in :mod:`rgbt.timing`."""

@@ -61,6 +61,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+from rgbt.bench.graph import _Probe, read_sources
+from rgbt.errors import ConfigError
+from rgbt.output import print_table
+
 #: after the sources finish, how long (s) to wait at most for a killed group to publish diagnostics again
 BACK_WAIT_S = 20.0
 #: seconds between the sources' first message with the trigger sync locked and the injection
@@ -132,7 +136,6 @@ def flights(names: list[str], quick: bool) -> list[list[str]]:
 
 
 def run(args: argparse.Namespace) -> dict:
-    from rgbt.errors import ConfigError
     from rgbt.graph.launcher import ros_environment_defaults
     from rgbt.graph.profile import isolate_drivers, node_specs, profile_isolates_drivers
 
@@ -259,8 +262,6 @@ class Flight:
 
     def published(self) -> dict:
         """The virtual stacks' manifests as one ({} until written; several when isolated)."""
-        from rgbt.bench.graph import read_sources
-
         return read_sources([Path(s.parameters["manifest_path"]) for s in self.specs
                              if s.executable == "virtual_stack" and s.parameters.get("manifest_path")])
 
@@ -294,7 +295,6 @@ def fly_with_faults(profile: str, faults: list[str], sim_s: float, cameras: list
                     keep: str | None = None, sim_root: Path | None = None, isolate: bool = False) -> dict[str, dict]:
     """One flight under an in-process supervisor; ``faults`` injected one at a time (the first
     ``LEAD_S`` after the sources start publishing, the next ``SPACING_S`` later); the judged row of each."""
-    from rgbt.bench.graph import _Probe
     from rgbt.bench.tmpdisk import SmallDisk
     from rgbt.graph.launcher import clean_shm, shm_files, start_graph, supervise
 
@@ -640,8 +640,6 @@ def _read_json(path: Path) -> Any:
 
 
 def print_result(result: dict) -> None:
-    from rgbt.cli.output import print_table
-
     rows = [[n, r["lost"], r.get("lost_reported"), r["recovered_s"], r.get("back_s"), r["bag_complete"],
              r["stamps_monotonic"], len(r.get("restarts", []))] for n, r in result["faults"].items()]
     print_table(f"Fault matrix ({result['profile']}, synthetic)",

@@ -54,6 +54,10 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+from rgbt.errors import ConfigError
+from rgbt.output import print_table
+import numpy as np
+
 #: stages of a processing node's latest-frame mailbox (``rgbt.ros.mailbox``) in the breakdown
 STAGES = ("arrival", "wait", "work", "serialize", "publish")
 #: pipeline output topic prefix -> (node, diagnostics key of the messages it published)
@@ -80,7 +84,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> dict:
-    from rgbt.errors import ConfigError
     from rgbt.graph.launcher import clean_shm, ros_environment_defaults, shm_files, start_graph
     from rgbt.graph.profile import node_specs, parse_set, profile_env
     from rgbt.graph.recording import ARRIVALS
@@ -390,8 +393,6 @@ def since_host(sources: dict, arrivals: dict[str, list], stack_topics: list[str]
     rectified pairs, fusion) carries the stamp of its input frames: its host arrival is the latest of
     the camera frames of that trigger (when the input was complete). This is the runtime's own
     latency; the latency since the trigger also holds the simulated sensor-to-host transport."""
-    import numpy as np
-
     from rgbt.timematch import nearest_index
 
     def table(true_ns: list, host_ns: list) -> tuple[np.ndarray, np.ndarray]:
@@ -534,8 +535,6 @@ def summarize(sources: dict, recorded: dict, status: dict[str, dict[str, str]], 
 
 
 def print_result(result: dict) -> None:
-    from rgbt.cli.output import print_table
-
     rows = [[t, v["published"], v["received"], v["dropped"], _ms(v["p50_ms"]), _ms(v["p99_ms"]), v["since"],
              _ms(v.get("host_p50_ms")), _ms(v.get("host_p99_ms"))]
             for t, v in result["topics"].items()]

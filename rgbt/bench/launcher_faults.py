@@ -25,10 +25,16 @@ import signal
 import subprocess
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import psutil
 import yaml
+
+from rgbt.bench.faults import LEAD_S, Flight, _log, _publishing, judge_flight
+from rgbt.bench.graph import _Probe
+from rgbt.graph.launcher import clean_shm, ros_environment, shm_files
 
 #: how long after the kill the graph's processes must all be gone (s)
 ORPHAN_WAIT_S = 3.0
@@ -51,11 +57,6 @@ def write_profile(specs: list[Any], path: Path, env: dict[str, str]) -> Path:
 
 def fly_launcher_fault(profile: str, fault: str, sim_s: float, cameras: list[str] | None = None,
                        keep: str | None = None, sim_root: Path | None = None) -> dict[str, dict]:
-    import psutil
-
-    from rgbt.bench.faults import LEAD_S, Flight, _log, _publishing, judge_flight
-    from rgbt.bench.graph import _Probe
-    from rgbt.graph.launcher import clean_shm, ros_environment, shm_files
 
     flight = Flight(profile, [fault], sim_s, cameras, sim_root)
     env = ros_environment()
@@ -107,8 +108,6 @@ def fly_launcher_fault(profile: str, fault: str, sim_s: float, cameras: list[str
 
 def _restart_specs(flight: Any) -> list[Any]:
     """The flight's nodes again, the recorder recording nothing and the virtual stack on a new timeline."""
-    from dataclasses import replace
-
     out = []
     for s in flight.specs:
         params = dict(s.parameters)
@@ -129,8 +128,6 @@ def _kill(pid: int) -> None:
 
 
 def _alive(proc: Any) -> bool:
-    import psutil
-
     try:
         return proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE
     except psutil.NoSuchProcess:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 import platform
 
+import cv2
+import numpy as np
 import psutil
 
 
@@ -18,8 +20,6 @@ def describe_machine() -> dict:
                     break
     except OSError:
         pass
-    import cv2
-    import numpy as np
 
     return {
         "cpu": cpu,

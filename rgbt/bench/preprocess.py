@@ -20,7 +20,8 @@ from typing import Callable
 import cv2
 import numpy as np
 
-from rgbt.bench.timing import summarize_ms
+from rgbt.output import print_table
+from rgbt.timing import summarize_ms
 
 BUDGET_MS = {"percentile": 0.8, "normalize_clahe": 2.5, "rectify_pair": 3.0}
 
@@ -190,8 +191,6 @@ def run(args: argparse.Namespace) -> dict:
 
 
 def print_result(result: dict) -> None:
-    from rgbt.cli.output import print_table
-
     rows = []
     for name, s in result["stages"].items():
         budget = result["budget_ms"].get(name)

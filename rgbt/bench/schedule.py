@@ -23,6 +23,12 @@ from typing import Any, Iterable
 
 import numpy as np
 
+from rgbt.bag.reader import open_bag
+from rgbt.graph.options import unlocked_topic
+from rgbt.graph.recording import STAMPED_TYPES
+from rgbt.sim.cache import SimCache
+from rgbt.stamps import cdr_stamp_ns
+
 #: an IMU sample in a bag is the scheduled one when its stamp is within this of the expected (ns)
 IMU_TOLERANCE_NS = 2_000_000
 #: a recorded frame is looked for this many scheduled frames ahead of the last match
@@ -63,9 +69,6 @@ class Match:
 def schedule(cache_dir: str | Path, anchor: dict[str, int], stack: Any, kinds: Iterable[str]) -> dict[str, Stream]:
     """The streams ``kinds`` (camera names, ``imu``) of the cached run in ``cache_dir`` on the
     timeline of ``anchor``; keyed by stack topic."""
-    from rgbt.graph.options import unlocked_topic
-    from rgbt.sim.cache import SimCache
-
     offset = int(anchor["t0_wall_ns"]) - int(anchor["t0_sim_ns"])  # simulated host time -> wall
     kinds = list(kinds)
     rows: dict[str, dict[str, list]] = {k: {"due": [], "stamp": [], "crc": []} for k in kinds}
@@ -103,10 +106,6 @@ def read_flight(bags: list[Path], streams: dict[str, Stream]) -> FlightBags:
     """Read ``bags`` (in that order) once: see :class:`FlightBags`. A stream's stack topic and its
     before-lock topic are merged by log time within a bag (host stamps before lock are another clock:
     stamps are compared on each topic by itself)."""
-    from rgbt.bag.reader import open_bag
-    from rgbt.graph.recording import STAMPED_TYPES
-    from rgbt.stamps import cdr_stamp_ns
-
     of_stream = {s.topic: s.topic for s in streams.values()} | {s.unlocked: s.topic for s in streams.values()}
     out = FlightBags({t: Recorded() for t in streams}, {}, True, [])
     for i, bag in enumerate(bags):

@@ -16,7 +16,8 @@ from pathlib import Path
 
 import numpy as np
 
-from rgbt.bench.timing import summarize_ms
+from rgbt.output import print_table
+from rgbt.timing import summarize_ms
 
 PAPER_TABLE2 = {  # CART paper Table 2: FPS at batch 1, Jetson AGX Orin (TensorRT) / NUC (CPU)
     "FastSCNN": (124.2, 85.6), "MobileNetV3-L": (59.0, 15.5), "EfficientViT-B0": (51.2, 5.5), "ResNet18": (69.3, 12.4),
@@ -145,8 +146,6 @@ def run(args: argparse.Namespace) -> dict:
 
 
 def print_result(result: dict) -> None:
-    from rgbt.cli.output import print_table
-
     rows = []
     for r in result["models"].values():
         p = r["paper"]

@@ -19,6 +19,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from rgbt.output import print_table
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--duration", type=float, default=5.0, help="simulated seconds per measurement")
@@ -131,8 +133,6 @@ def run(args: argparse.Namespace) -> dict:
 
 
 def print_result(result: dict) -> None:
-    from rgbt.cli.output import print_table
-
     keys = ["realtime_factor", "generation_cpu_s", "world_build_s", "raw_data_rate_mb_s", "mcap_write_mb_s",
             "mcap_vs_data_rate", "mcap_write_serialize_mb_s", "mcap_write_serialize_ratio",
             "end_to_end_realtime_factor", "writer"]

@@ -17,11 +17,13 @@ The restamper sees events in host-arrival order, exactly as a live node would.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import time
 from dataclasses import dataclass
 
 import numpy as np
 
+from rgbt.output import print_table
 from rgbt.sync import CameraSync, RestamperOptions, TriggerRestamper
 
 
@@ -207,8 +209,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _sim_available() -> bool:
-    import importlib.util
-
     return importlib.util.find_spec("rgbt.sim") is not None
 
 
@@ -239,8 +239,6 @@ def run(args: argparse.Namespace) -> dict:
 
 
 def print_result(result: dict) -> None:
-    from rgbt.cli.output import print_table
-
     e = result["restamp_error_ms"]
     print_table("trigger-grid restamping (" + result["streams"]["source"] + ")", ["metric", "value"], [
         ("restamp error p99 (ms)", e["p99"]), ("restamp error max (ms)", e["max"]),

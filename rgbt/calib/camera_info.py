@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from rgbt.calib._yaml import Fields, read_yaml, write_yaml
+from rgbt.yamlio import Fields, read_yaml, write_yaml
 from rgbt.errors import ConfigError
 from rgbt.stack import CameraSpec, Distortion, Intrinsics
 

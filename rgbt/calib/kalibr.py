@@ -17,7 +17,7 @@ from typing import Any, Optional
 
 import numpy as np
 
-from rgbt.calib._yaml import OPENCV_HEADER, Fields, read_yaml, write_yaml
+from rgbt.yamlio import OPENCV_HEADER, Fields, read_yaml, write_yaml
 from rgbt.errors import ConfigError
 from rgbt.stack import Distortion, Intrinsics
 

@@ -14,6 +14,7 @@ are never held up. A job that lost its worker counts that as an attempt.
 
 from __future__ import annotations
 
+import multiprocessing as mp
 import os
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor
 from concurrent.futures import wait as futures_wait
@@ -21,6 +22,8 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
+
+import psutil
 
 from rgbt.campaign.jobs import Job
 from rgbt.campaign.worker import FAILED, RESULT, attempts_started, execute, job_dir, write_json_atomic
@@ -45,8 +48,6 @@ class LocalPool:
     """A process pool of ``workers`` spawned processes, rebuilt when a worker dies."""
 
     def __init__(self, workers: int) -> None:
-        import multiprocessing as mp
-
         self.workers, self._ctx = workers, mp.get_context("spawn")
         self._new()
 
@@ -84,8 +85,6 @@ def require_private_network() -> None:
     one only where loopback is the only interface (a private network namespace: ``unshare -n``,
     then ``ip link set lo up``), unless ``RGBT_RAY_ALLOW_NETWORK=1`` says the machine may.
     """
-    import psutil
-
     others = sorted(n for n in psutil.net_if_addrs() if n != "lo")
     if others and os.environ.get(ALLOW_NETWORK_ENV) != "1":
         raise RgbtError(f"--executor ray without --address would start a local Ray instance on a machine with "

@@ -19,9 +19,11 @@ import hashlib
 import json
 import os
 from dataclasses import asdict, dataclass, field
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
+from rgbt import __version__
 from rgbt.campaign.spec import GPU_BACKENDS, Campaign, Input
 
 _CHUNK = 1 << 20
@@ -72,8 +74,6 @@ def path_fingerprint(path: str | Path) -> str:
 
 
 def package_version(name: str) -> str | None:
-    from importlib.metadata import PackageNotFoundError, version
-
     try:
         return version(name)
     except PackageNotFoundError:
@@ -81,8 +81,6 @@ def package_version(name: str) -> str | None:
 
 
 def _versions(*packages: str) -> dict:
-    from rgbt import __version__
-
     return {"rgbt": __version__, **{p: package_version(p) for p in packages}}
 
 

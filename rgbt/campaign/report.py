@@ -9,11 +9,18 @@ Each cell carries its provenance: hosts, CPUs, versions and the commands that pr
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 from pathlib import Path
 
+import numpy as np
+
 from rgbt.campaign.worker import FAILED, RESULT
 from rgbt.errors import RgbtError
+from rgbt.output import to_json
+from rgbt.vio.eval import VioEvalResult
+from rgbt.vio.report import csv_rows, markdown_table
 
 VIO_CELL = ("input", "estimator", "mode", "modality")
 SEG_CELL = ("model", "dataset", "split", "backend")
@@ -59,8 +66,6 @@ def _groups(records: list[dict], fields: tuple[str, ...]) -> dict[tuple, list[di
 
 def vio_cells(records: list[dict]) -> tuple[list[dict], list[dict]]:
     """(cells for the JSON contract, merged ``VioEvalResult.to_dict()`` per cell for the tables)."""
-    from rgbt.vio.eval import VioEvalResult
-
     cells, merged = [], []
     for key, recs in _groups(records, VIO_CELL).items():
         runs = [r["result"]["result"]["runs"][0] for r in recs if r["result"]]
@@ -129,9 +134,6 @@ def seg_markdown(cells: list[dict]) -> str:
 
 
 def seg_csv(cells: list[dict]) -> str:
-    import csv
-    import io
-
     buf = io.StringIO()
     w = csv.writer(buf)
     names = next((list(c["per_class"]) for c in cells if c["per_class"]), [])
@@ -174,7 +176,6 @@ def _plot(cells: list[dict], kind: str, path: Path) -> Path:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    import numpy as np
 
     if kind == "vio":
         labels = [f"{c['input']}\n{c['mode']} {c['modality']}" for c in cells]
@@ -203,15 +204,11 @@ def _plot(cells: list[dict], kind: str, path: Path) -> Path:
 
 def write_report(root: str | Path, plots: bool = True) -> dict:
     """Write ``report/`` of a campaign folder; returns the ``--json`` summary (``cells``, ``table_md``, ...)."""
-    from rgbt.cli.output import to_json
-
     root = Path(root)
     kind, records = collect(root)
     out = root / "report"
     out.mkdir(exist_ok=True)
     if kind == "vio":
-        from rgbt.vio.report import csv_rows, markdown_table
-
         cells, merged = vio_cells(records)
         name = "table6"
         md = "\n".join([markdown_table(merged), *_failure_notes(cells), *_provenance_md(cells, VIO_CELL)])

@@ -34,6 +34,8 @@ from typing import Literal, Optional
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from rgbt.errors import ConfigError
+from rgbt.stack import config_error
+from rgbt.yamlio import load_yaml_text, read_text
 
 MODES = ("mono", "mono-inertial")
 MODALITIES = ("thermal", "color", "mono")
@@ -185,9 +187,6 @@ class Campaign(_Model):
 def load_campaign(path: str | Path) -> Campaign:
     """Read and validate a campaign YAML; relative paths in it are resolved against its folder and
     must exist (synthetic inputs excepted)."""
-    from rgbt.calib._yaml import load_yaml_text, read_text
-    from rgbt.stack import config_error
-
     path = Path(path)
     data = load_yaml_text(read_text(path, "campaign YAML file"), str(path))
     if not isinstance(data, dict):

@@ -15,6 +15,7 @@ to notice.
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import platform
@@ -38,7 +39,7 @@ def attempts_started(root: str | Path, key: str) -> int:
 
 
 def write_json_atomic(path: Path, data: dict) -> None:
-    from rgbt.cli.output import to_json
+    from rgbt.output import to_json
 
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     tmp.write_text(to_json(data) + "\n")
@@ -148,8 +149,6 @@ def run_vio(job: dict, log_dir: Path) -> dict:
 def run_seg(job: dict) -> dict:
     """mIoU of a model on a dataset split (:func:`rgbt.seg.evaluate.evaluate`, exact) and its FPS
     (:func:`rgbt.bench.seg.bench_model`, a measurement)."""
-    import argparse
-
     from rgbt.bench.seg import bench_model
     from rgbt.seg.evaluate import evaluate
 

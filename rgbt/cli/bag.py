@@ -126,7 +126,7 @@ def register(subparsers: Any) -> None:
 
 def _info(args: argparse.Namespace) -> int:
     from rgbt.bag.info import bag_info
-    from rgbt.cli.output import print_json
+    from rgbt.output import print_json
 
     from rich.progress import Progress, SpinnerColumn, TextColumn
 
@@ -158,7 +158,7 @@ def _convert(args: argparse.Namespace) -> int:
 
     from rgbt.bag.convert import ConvertOptions, convert_bag, ensure_new
     from rgbt.bag.renames import CART_DROP_TOPICS, CART_RENAMES, CART_ROS1_NAMES, parse_renames
-    from rgbt.cli.output import print_json
+    from rgbt.output import print_json
 
     renames = dict(CART_RENAMES) if args.cart_renames else {}
     if args.cart_names:
@@ -190,7 +190,7 @@ def _convert(args: argparse.Namespace) -> int:
 
 def _write_rate(args: argparse.Namespace) -> int:
     from rgbt.bag.writer import measure_write_rate
-    from rgbt.cli.output import print_json
+    from rgbt.output import print_json
 
     res = measure_write_rate(args.duration, args.dir, compression=args.compression, serialize=not args.raw,
                              repeats=args.repeats, tune_allocator=not args.no_tune_allocator,
@@ -209,13 +209,12 @@ def _write_rate(args: argparse.Namespace) -> int:
 
 def _reindex(args: argparse.Namespace) -> int:
     from rgbt.bag.ros1scan import reindex_ros1
-    from rgbt.cli.output import print_json
+    from rgbt.output import print_json
 
     result = reindex_ros1(args.input, args.output)
     if result["messages"] == 0:
         from pathlib import Path
 
-        from rgbt.errors import BagError
 
         Path(args.output).unlink(missing_ok=True)  # an empty salvage is no bag
         raise BagError(f"{args.input}: no whole message to salvage ({result['bytes_dropped']} bytes dropped"
@@ -231,7 +230,7 @@ def _reindex(args: argparse.Namespace) -> int:
 
 def _recover(args: argparse.Namespace) -> int:
     from rgbt.bag.recover import recover_bag
-    from rgbt.cli.output import print_json
+    from rgbt.output import print_json
 
     result = recover_bag(args.path)
     if args.json:
@@ -254,7 +253,7 @@ def _extract(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from rgbt.bag.extract import ExtractOptions, check_new_or_extraction, extract_bags
-    from rgbt.cli.output import print_json
+    from rgbt.output import print_json
 
     if args.sample and args.every is not None:
         raise BagError("give either --sample cart or --every S, not both")
@@ -328,7 +327,7 @@ def _video(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from rgbt.bag.video import VideoOptions, write_video
-    from rgbt.cli.output import print_json
+    from rgbt.output import print_json
 
     if Path(args.out).suffix.lower() not in (".mp4", ".avi"):
         raise BagError(f"{args.out}: expected a .mp4 or .avi output")

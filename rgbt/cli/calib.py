@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 
-from rgbt.cli.output import print_json, print_table
+from rgbt.output import print_json, print_table
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

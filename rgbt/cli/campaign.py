@@ -8,7 +8,7 @@ import os
 import sys
 from typing import Iterator
 
-from rgbt.cli.output import print_json
+from rgbt.output import print_json
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -49,7 +49,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from rgbt.cli.output import print_json
+    from rgbt.output import print_json
     from rgbt.demo.options import DemoOptions
     from rgbt.demo.run import run_demo
 
@@ -89,7 +89,7 @@ def compact(summary: dict) -> dict:
 
 
 def print_summary(summary: dict) -> None:
-    from rgbt.cli.output import print_table
+    from rgbt.output import print_table
 
     seg, vio, h = summary["segmentation"], summary["vio"], summary["health"]
     rows = [

@@ -28,7 +28,7 @@ def print_checks(profile: str, checks: list, file=None) -> None:  # type: ignore
             print(f"{c.status:4}  {c.item}: {c.value}" + (f"  -> {c.hint}" if c.hint and c.status != "ok" else ""),
                   file=file)
         return
-    from rgbt.cli.output import print_table
+    from rgbt.output import print_table
 
     print_table(f"rgbt doctor --profile {profile}", ["item", "status", "value", "fix"],
                 [(c.item, c.status, c.value, c.hint if c.status != "ok" else "") for c in checks])
@@ -55,7 +55,7 @@ def gate(profile: str, verb: str, bag_dir: str | None = None) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    from rgbt.cli.output import print_json
+    from rgbt.output import print_json
     from rgbt.doctor import exit_code, report, run_checks
 
     checks = run_checks(args.profile, bag_dir=args.bag_dir)

@@ -29,7 +29,7 @@ def _models(args: argparse.Namespace) -> list[Path]:
 
 
 def _build(args: argparse.Namespace) -> int:
-    from rgbt.cli.output import print_json, print_table
+    from rgbt.output import print_json, print_table
     from rgbt.seg.backend import load_backend
 
     out = []
@@ -52,7 +52,7 @@ def _build(args: argparse.Namespace) -> int:
 def _list(args: argparse.Namespace) -> int:
     import json
 
-    from rgbt.cli.output import print_json, print_table
+    from rgbt.output import print_json, print_table
     from rgbt.paths import cache_dir
 
     root = Path(args.cache_dir) if args.cache_dir else cache_dir() / "engines"

@@ -63,7 +63,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _normalize(args: argparse.Namespace) -> int:
-    from rgbt.cli.output import print_json
+    from rgbt.output import print_json
     from rgbt.image.io import read_thermal, write_float_image
     from rgbt.image.normalize import NormalizeOptions, Normalizer
 
@@ -83,7 +83,7 @@ def _normalize(args: argparse.Namespace) -> int:
 
 
 def _temperature(args: argparse.Namespace) -> int:
-    from rgbt.cli.output import print_json
+    from rgbt.output import print_json
     from rgbt.image.io import read_thermal
     from rgbt.image.radiometry import region_stats, temperature_at
 
@@ -149,7 +149,7 @@ def _rectify(args: argparse.Namespace) -> int:
 
     from rgbt.bag.extract import stack_for
     from rgbt.bag.pairs import rectifier_for
-    from rgbt.cli.output import print_json
+    from rgbt.output import print_json
     from rgbt.image.io import read_thermal, write_image
 
     thermal = read_thermal(args.thermal).frame

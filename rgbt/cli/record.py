@@ -27,7 +27,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from rgbt.cli.output import print_json
+    from rgbt.output import print_json
     from rgbt.errors import ConfigError
     from rgbt.graph.instance_lock import InstanceLock, instance_name
     from rgbt.graph.launcher import run_graph
@@ -52,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print_json({"bags": manifests, "exit_code": code})
     else:
-        from rgbt.cli.output import print_table
+        from rgbt.output import print_table
 
         for m in manifests:
             print_table(f"{m['bag']} ({m['stop_reason']}, {m['bytes'] / 1e6:.1f} MB)",

@@ -142,7 +142,7 @@ def _train(args: argparse.Namespace) -> int:
     log = (lambda line: print(line, file=sys.stderr)) if args.json else print
     res = train(opts, resume=bool(args.resume), log=log, progress=not args.json, scans=scans)
     if args.json:
-        from rgbt.cli.output import print_json
+        from rgbt.output import print_json
 
         print_json({"run_dir": str(res.run_dir), "onnx": str(res.onnx) if res.onnx else None,
                     "best_epoch": res.best_epoch, "epochs_done": len(res.history),
@@ -153,7 +153,7 @@ def _train(args: argparse.Namespace) -> int:
 
 
 def _eval_fusion(args: argparse.Namespace) -> int:
-    from rgbt.cli.output import print_json, print_table
+    from rgbt.output import print_json, print_table
     from rgbt.seg.evaluate import evaluate_fusion
     from rgbt.seg.fusion import FusionOptions, FusionStage
     from rgbt.seg.stage import SegmentationStage, SegStageOptions
@@ -180,7 +180,7 @@ def _eval(args: argparse.Namespace) -> int:
 
     res = evaluate(args.dataset, args.engine, args.split, args.backend, progress=not args.json)
     if args.json:
-        from rgbt.cli.output import print_json
+        from rgbt.output import print_json
 
         print_json(res.to_json())
         return 0
@@ -190,7 +190,7 @@ def _eval(args: argparse.Namespace) -> int:
 
 def print_eval_table(res, model_name: str, show_confusion: bool = False) -> None:  # type: ignore[no-untyped-def]
     """The CART paper's Table 2 layout: one row per model, per-class IoU columns, then mIoU."""
-    from rgbt.cli.output import print_table
+    from rgbt.output import print_table
 
     def fmt(v):  # type: ignore[no-untyped-def]
         return "-" if v is None else f"{100 * v:.1f}"

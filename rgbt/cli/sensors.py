@@ -18,7 +18,7 @@ import argparse
 import csv
 from pathlib import Path
 
-from rgbt.cli.output import print_json, print_table
+from rgbt.output import print_json, print_table
 from rgbt.errors import DecodeError
 
 

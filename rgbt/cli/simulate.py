@@ -91,7 +91,7 @@ def _progress():  # noqa: ANN202
 
 
 def run(args: argparse.Namespace) -> int:
-    from rgbt.cli.output import print_json, print_table
+    from rgbt.output import print_json, print_table
     from rgbt.sim import SimStack
 
     out = Path(args.out)

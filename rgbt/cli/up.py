@@ -42,7 +42,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
-    from rgbt.cli.output import print_json
+    from rgbt.output import print_json
     from rgbt.graph.instance_lock import InstanceLock, instance_name
     from rgbt.graph.launcher import run_graph
     from rgbt.graph.profile import isolate_drivers, node_specs, parse_set, profile_env, profile_isolates_drivers

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from rgbt.cli.output import print_json
+from rgbt.output import print_json
 from rgbt.errors import EvaluationError
 
 
@@ -100,7 +100,7 @@ def _cmd_ate(args: argparse.Namespace) -> int:
     if args.json:
         print_json(data)
     else:
-        from rgbt.cli.output import print_table
+        from rgbt.output import print_table
 
         print_table(f"ATE ({args.align}) {Path(args.est).name} vs {Path(args.ref).name}", ["metric", "value"],
                     [(k, v) for k, v in data.items()])
@@ -264,7 +264,7 @@ def _cmd_vocab(args: argparse.Namespace) -> int:
 
 
 def _write_outputs(out_dir: str, data: dict, table: str, plots: list | None = None) -> None:
-    from rgbt.cli.output import to_json
+    from rgbt.output import to_json
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -411,7 +411,7 @@ def _cmd_estimators(args: argparse.Namespace) -> int:
     if args.json:
         print_json(rows)
     else:
-        from rgbt.cli.output import print_table
+        from rgbt.output import print_table
 
         print_table("VIO estimators", ["estimator", "installed", "command / reason"],
                     [(r["estimator"], r["installed"], " ".join(r["command"]) + ("" if r["installed"] else f"  [{r['reason']}]"))

@@ -13,10 +13,19 @@ import time
 from pathlib import Path
 from typing import Any
 
+import cv2
 import numpy as np
 
-from rgbt.bench.timing import summarize_ms
+from rgbt.timing import summarize_ms
 from rgbt.demo.scan import Scan
+from rgbt.image.rectify import RectifyOptions, RgbtRectifier
+from rgbt.seg.dataset import write_item
+from rgbt.seg.metrics import confusion, iou_from_confusion
+from rgbt.seg.sidecar import load_sidecar
+from rgbt.seg.stage import SegStageOptions, SegmentationStage
+from rgbt.vio.eval import EvalOptions, evaluate_sequence
+from rgbt.vio.sequence import bag_sequence
+from rgbt.vio.vocab import VocabOptions, ensure_vocabulary, vocabulary_file
 
 #: where the demo writes the labelled frames of a recording (CART layout: PLACE/TRAJ/{thermal16,masks})
 LABELS_DIR = "labels"
@@ -77,9 +86,6 @@ def write_labels(scan: Scan, out_root: Path, traj: str) -> tuple[Path, list[str]
     """CART-layout folder of the evaluation frames that have a label: ``thermal16/`` (the recorded
     raw frame), ``masks/`` (the simulator's labels), ``pred_live/`` (the recorded segmentation,
     when recorded) and ``test.txt`` listing them. Returns (root, items)."""
-    from rgbt.seg.dataset import write_item
-
-    import cv2
 
     items = []
     for i, f in enumerate(x for x in scan.frames if x.label is not None):
@@ -107,9 +113,6 @@ def segmentation(scan: Scan, engine: Path, wall_s: float | None = None) -> dict:
     mIoU: the masks against the simulator's labels on the evaluation frames (unknown and
     background ignored), stuff / object / all as ``rgbt seg eval`` reports them.
     """
-    from rgbt.seg.metrics import confusion, iou_from_confusion
-    from rgbt.seg.stage import SegmentationStage, SegStageOptions
-
     stage = None
     out: dict[str, Any] = {"engine": str(engine)}
     if scan.has_masks:
@@ -142,8 +145,6 @@ def segmentation(scan: Scan, engine: Path, wall_s: float | None = None) -> dict:
         out.update(p50_ms=None, p99_ms=None, latency_n=0)
     scored = [f for f in scan.frames if f.label is not None and f.mask is not None]
     if scored:
-        from rgbt.seg.sidecar import load_sidecar
-
         sc = load_sidecar(engine)
         k = sc.num_classes
         cm = np.zeros((k, k), np.int64)
@@ -166,10 +167,6 @@ def segmentation(scan: Scan, engine: Path, wall_s: float | None = None) -> dict:
 def vio(bag: Path, runs: int, stack_path: str | None = None, show_progress: bool = True) -> tuple[dict, Any, Any]:
     """ORB-SLAM3 (monocular, thermal, temporally stable normalization, 20 Hz feed: the defaults of
     ``rgbt vio eval``) on the bag; returns (summary, VioEvalResult, Sequence) - the last two for plots."""
-    from rgbt.vio.eval import EvalOptions, evaluate_sequence
-    from rgbt.vio.sequence import bag_sequence
-    from rgbt.vio.vocab import VocabOptions, ensure_vocabulary, vocabulary_file
-
     if show_progress and not vocabulary_file(VocabOptions()).is_file():
         from rich.console import Console
 
@@ -202,10 +199,6 @@ def fusion(scan: Scan, truth: Any | None, thermal_seq: dict[int, int], stack: An
     interpolation (pixels outside the colour image become Unknown and are ignored); ``thermal_seq``
     maps a recorded thermal stamp to its simulator frame (pairs share the trigger stamp).
     """
-    from rgbt.image.rectify import RectifyOptions, RgbtRectifier
-    from rgbt.seg.metrics import confusion, iou_from_confusion
-    from rgbt.seg.sidecar import load_sidecar
-
     out: dict[str, Any] = {"model": str(model), "source": "live graph (recorded /rgbt/fusion/class_ids)"}
     n = int(scan.fusion_stamp.size)
     if n == 0:

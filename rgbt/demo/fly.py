@@ -16,7 +16,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from rgbt.demo.options import flight_start_s
 from rgbt.errors import RgbtError
+from rgbt.graph.launcher import start_graph, supervise
+from rgbt.graph.options import RAW_PREFIX
+from rgbt.graph.profile import node_specs, profile_env
+from rgbt.graph.recording import bag_is_closed
+from rgbt.stack import load_stack
 
 VS_MANIFEST = "virtual_stack_manifest.json"
 GRAPH_LOG = "graph.log"
@@ -68,12 +74,8 @@ def flight_overrides(options: Any, run_dir: Path, engine: Path, trajectory: str)
     sim = {"duration_s": options.sim_duration_s(), "seed": options.seed, "trajectory": trajectory,
            "cameras": list(options.cameras)}
     if Path(trajectory).is_file():
-        from rgbt.demo.options import flight_start_s
-
         sim["altitude_m"] = options.altitude_m
         sim["start_s"] = flight_start_s(trajectory, options.sim_duration_s())
-    from rgbt.graph.options import RAW_PREFIX
-    from rgbt.stack import load_stack
 
     stack = load_stack()
     # start once the sync node and the recorder listen to the streams this flight produces
@@ -117,10 +119,6 @@ def fly(profile: str, overrides: dict[str, dict[str, Any]], run_dir: Path, expec
     (default: 6 x ``expected_s`` + 120 s, for slow machines); on timeout what was recorded is kept.
     With a virtual stack, the graph is also stopped :data:`DRAIN_S` after its last sample went out
     if the recorder has not closed the bag by then (an overloaded machine); that is reported."""
-    from rgbt.graph.launcher import start_graph, supervise
-    from rgbt.graph.recording import bag_is_closed
-    from rgbt.graph.profile import node_specs, profile_env
-
     specs = node_specs(profile, overrides)
     if not is_simulated(specs):
         check_devices(specs)

@@ -10,6 +10,7 @@ import numpy as np
 
 from rgbt.errors import ConfigError
 from rgbt.paths import BAGS_DIR, ENGINES_DIR, data_dir
+from rgbt.sim.options import PARAMETRIC_PATHS
 
 #: CART ground-truth trajectories tried in this order for the default flight (longest-flown first
 #: that covers the requested duration). Shared data, never copied into the repository.
@@ -103,8 +104,6 @@ def resolve_engine(engine: str | None, notes: list[str]) -> Path:
 def resolve_trajectory(trajectory: str | None, sim_duration_s: float, notes: list[str]) -> str:
     """A TUM file or parametric path name for the simulator; by default the first CART ground-truth
     trajectory long enough for the flight, or the parametric ``lawnmower`` without the shared data."""
-    from rgbt.sim.options import PARAMETRIC_PATHS
-
     if trajectory:
         if trajectory in PARAMETRIC_PATHS or Path(trajectory).is_file():
             return trajectory

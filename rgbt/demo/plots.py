@@ -8,6 +8,12 @@ from typing import Any
 
 import numpy as np
 
+from rgbt.eval.tracking import RunFrame
+from rgbt.image.colormap import apply_colormap
+from rgbt.image.normalize import normalize
+from rgbt.seg.classes import CART_CLASSES, colorize, overlay
+from rgbt.vio.report import plot_run
+
 
 def _plt():  # type: ignore[no-untyped-def]
     import matplotlib
@@ -20,10 +26,6 @@ def _plt():  # type: ignore[no-untyped-def]
 
 def segmentation_sample(frame: Any, path: Path, title: str) -> Path:
     """Thermal frame (ironbow, 1-99 % + CLAHE), its predicted mask, the simulator's label, overlay."""
-    from rgbt.image.colormap import apply_colormap
-    from rgbt.image.normalize import normalize
-    from rgbt.seg.classes import CART_CLASSES, colorize, overlay
-
     plt = _plt()
     img01 = normalize(frame.thermal)
     panels = [("thermal (synthetic, ironbow)", apply_colormap(img01))]
@@ -100,9 +102,6 @@ def latency(seg_latency_ms: np.ndarray, restamp_err_ms: np.ndarray | None, path:
 def vio(result: Any, seq: Any, out_dir: Path) -> list[Path]:
     """Trajectory overlay (top view) and position error vs time of the first run (FFC-frozen frames
     marked), as ``rgbt vio eval --out`` draws them."""
-    from rgbt.eval.tracking import RunFrame
-    from rgbt.vio.report import plot_run
-
     if not result.frames_per_run or not result.frames_per_run[0]:
         return []
     frames = [RunFrame(f.t_ns, f.tracked, f.pose, f.map, ffc=f.ffc_truth or f.state == "SKIPPED_FROZEN")

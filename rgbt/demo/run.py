@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from rgbt.bench.machine import describe_machine
 from rgbt.demo import evaluate, plots
 from rgbt.demo.fly import BAG_MANIFEST, VS_MANIFEST, fly, flight_overrides, hardware_overrides
 from rgbt.demo.options import DemoOptions, flight_start_s, resolve_engine, resolve_trajectory
@@ -18,6 +19,11 @@ from rgbt.demo.report import rel, write_report
 from rgbt.demo.scan import scan_bag
 from rgbt.demo.truth import GT_FILE, SimTruth
 from rgbt.errors import BagError, EvaluationError, RgbtError
+from rgbt.graph.options import FusionOptions
+from rgbt.graph.profile import node_specs
+from rgbt.paths import REPO_ROOT
+from rgbt.sim.cache import render_for_virtual_stack
+from rgbt.stack import load_stack
 
 PLOTS_DIR = "plots"
 REPORT = "report.md"
@@ -28,8 +34,6 @@ def run_demo(options: DemoOptions, console: Any = None) -> dict:
     """The whole demo (see :mod:`rgbt.demo`). ``console``: a rich Console for progress (stderr)."""
     from rich.console import Console
 
-    from rgbt.bench.machine import describe_machine
-    from rgbt.stack import load_stack
 
     con = console or Console(stderr=True)
     t_start = time.perf_counter()
@@ -207,9 +211,6 @@ def _prerender(con, profile: str, overrides: dict, run_dir: Path, notes: list[st
     have its virtual stack play it (``overrides`` updated); the folder to remove after the flight
     (None: the profile has no virtual stack). Where it cannot be written (a full disk) the flight
     renders live instead, said in ``notes``."""
-    from rgbt.graph.profile import node_specs
-    from rgbt.sim.cache import render_for_virtual_stack
-
     vs = next((s.parameters for s in node_specs(profile, overrides) if s.executable == "virtual_stack"), None)
     if vs is None:
         return None
@@ -253,10 +254,6 @@ def _fly_with_progress(con, options: DemoOptions, overrides: dict, run_dir: Path
 
 def _fusion_model(profile: str) -> Path:
     """The ONNX the profile's fusion node runs (its default when the profile has none)."""
-    from rgbt.paths import REPO_ROOT
-    from rgbt.graph.options import FusionOptions
-    from rgbt.graph.profile import node_specs
-
     fusion = next((s.parameters["fusion"] for s in node_specs(profile) if s.executable == "fusion"),
                   FusionOptions().fusion)
     model = Path(fusion.get("model") or fusion.get("thermal") or FusionOptions().fusion["model"])

@@ -18,6 +18,10 @@ from pathlib import Path
 
 import numpy as np
 
+from rgbt.bag.images import image_to_numpy
+from rgbt.bag.reader import open_bag
+from rgbt.bag.renames import CART_RENAMES
+
 SEG_TOPIC = "/rgbt/seg/class_ids"
 FUSION_TOPIC = "/rgbt/fusion/class_ids"  # RGB-T fusion, on the rectified colour canvas
 LABEL_TOPIC = "/rgbt/sim/labels/thermal"
@@ -71,10 +75,6 @@ class Scan:
 def scan_bag(path: str | Path, thermal_topic: str, max_pairs: int = 150) -> Scan:
     """Read ``path`` once (see module doc). Evaluation frames: every k-th recorded mask when the
     bag has masks, else every k-th labelled frame, else every k-th thermal frame."""
-    from rgbt.bag.images import image_to_numpy
-    from rgbt.bag.reader import open_bag
-    from rgbt.bag.renames import CART_RENAMES
-
     path = Path(path)
     with open_bag(path) as reader:
         # CART's ROS 1 topic names (e.g. /flir_boson/image) are read under the stack's names

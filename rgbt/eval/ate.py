@@ -12,6 +12,7 @@ import numpy as np
 
 from rgbt.errors import EvaluationError
 from rgbt.eval.align import align, apply_alignment
+from rgbt.eval.align import align as _align
 from rgbt.eval.trajectory import Trajectory
 from rgbt.timematch import nearest_index
 
@@ -80,8 +81,6 @@ def ate(ref: Trajectory, est: Trajectory, align: str = "se3", max_diff_s: float 
 
 def ate_associated(ref: Trajectory, est: Trajectory, align: str = "se3", min_pairs: int = 3) -> AteResult:
     """ATE of already associated (equal length) trajectories."""
-    from rgbt.eval.align import align as _align
-
     if len(ref) != len(est):
         raise EvaluationError(f"associated trajectories differ in length: {len(ref)} vs {len(est)}")
     if len(ref) < min_pairs:

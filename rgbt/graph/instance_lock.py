@@ -33,6 +33,8 @@ import tempfile
 from pathlib import Path
 
 from rgbt.errors import RgbtError
+from rgbt.graph.profile import profile_path
+from rgbt.paths import LAUNCH_DIR
 
 #: environment variable naming the lock folder (overrides the search above)
 LOCK_DIR_ENV = "RGBT_LOCK_DIR"
@@ -45,9 +47,6 @@ class InstanceLocked(RgbtError):
 
 def instance_name(profile: str | Path) -> str:
     """The name one running instance of ``profile`` (a name in ``launch/`` or a YAML path) is known by."""
-    from rgbt.paths import LAUNCH_DIR
-    from rgbt.graph.profile import profile_path
-
     path = Path(profile_path(profile)).resolve()
     stem = re.sub(r"[^A-Za-z0-9_.-]", "_", path.stem)
     if path.parent == LAUNCH_DIR.resolve():

@@ -36,6 +36,7 @@ import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
 
 import yaml
@@ -229,8 +230,6 @@ def stop_time_s(groups: int) -> float:
 
 def new_flight_id() -> str:
     """A flight id (UTC start time and this launcher's PID): what ties the bags of one flight together."""
-    from datetime import datetime, timezone
-
     return f"{datetime.now(timezone.utc).strftime('%Y%m%dT%H%M%SZ')}-{os.getpid()}"
 
 

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from rgbt.vio.runners import SPECS
+
 
 def odometry_topics() -> list[str]:
     """Every odometry topic the runners in ``rgbt.vio.runners`` know (VINS-Fusion, OpenVINS)."""
-    from rgbt.vio.runners import SPECS
-
     return [t for spec in SPECS.values() for t in spec.odometry_topics]
 
 

@@ -110,8 +110,6 @@ class HostClockOptions(BaseModel):
 
     def host_clock(self, log: Callable[[str], None], wall: Callable[[], int] | None = None) -> "WallClockOffset":
         """The node's one monotonic -> wall offset with these step rules (``wall``: the wall clock, ns)."""
-        from rgbt.hostclock import WallClockOffset
-
         extra = {} if wall is None else {"wall": wall}
         return WallClockOffset(step_threshold_ms=self.clock_step_threshold_ms, on_step=self.on_clock_step,
                                log=log, **extra)
@@ -138,8 +136,6 @@ class ReconnectOptions(BaseModel):
 
     def reconnect_policy(self) -> "ReconnectPolicy":
         """The core policy of these options."""
-        from rgbt.sensors.reconnect import ReconnectPolicy
-
         return ReconnectPolicy(first_s=self.reopen_first_s, factor=self.reopen_factor, max_s=self.reopen_max_s,
                                max_failed_reads=self.max_failed_reads,
                                failed_read_timeout_s=self.failed_read_timeout_s)

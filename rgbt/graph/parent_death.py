@@ -18,6 +18,7 @@ left alone.
 
 from __future__ import annotations
 
+import ctypes
 import os
 import signal
 import sys
@@ -33,7 +34,6 @@ def set_parent_death_signal(signum: int = signal.SIGTERM) -> bool:
     True when set; False where the call does not exist (not Linux) or failed."""
     if not sys.platform.startswith("linux"):
         return False
-    import ctypes
 
     try:
         libc = ctypes.CDLL(None, use_errno=True)

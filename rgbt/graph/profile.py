@@ -17,6 +17,10 @@ Profile YAML::
 
 from __future__ import annotations
 
+import copy
+import os
+import tempfile
+import uuid
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -27,6 +31,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from rgbt.errors import ConfigError
 from rgbt.paths import LAUNCH_DIR
 from rgbt.graph.options import OPTIONS, flatten
+from rgbt.sim.options import SimOptions
 
 
 class ProfileNode(BaseModel):
@@ -186,8 +191,6 @@ def launch_entries(name_or_path: str | Path) -> list[dict[str, Any]]:
 
 def launch_environment(name_or_path: str | Path) -> dict[str, str]:
     """Environment a launch sets: loopback discovery + the shipped Fast DDS profile, then the profile's env."""
-    import os
-
     env = {}
     if "ROS_AUTOMATIC_DISCOVERY_RANGE" not in os.environ:
         env["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
@@ -211,9 +214,6 @@ def isolate_drivers(specs: list[NodeSpec], anchor_path: str | Path | None = None
     new file in the temporary folder when the profile names none). Costs: every camera frame crosses
     a process boundary instead of an in-process hand-over (``rgbt.ros.local_topics``) - see
     BENCHMARKS.md for what that costs in latency and CPU."""
-    import tempfile
-    import uuid
-
     groups = processes(specs)
     out: list[NodeSpec] = []
     for s in specs:
@@ -239,9 +239,6 @@ def group_oom_score_adj(values: list[int]) -> int:
 
 def _split_virtual_stack(spec: NodeSpec, anchor: str) -> list[NodeSpec]:
     """One virtual stack per simulated camera (its own process) plus one for the other kinds."""
-    import copy
-
-    from rgbt.sim.options import SimOptions
     from rgbt.sim.simstack import KINDS
 
     p = spec.parameters

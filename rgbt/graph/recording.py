@@ -20,6 +20,7 @@ written as lost (``recorder restart``). Every topic's
 
 from __future__ import annotations
 
+import bisect
 import errno
 import json
 import math
@@ -35,11 +36,18 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
 
+import yaml
+
 from rgbt.bag.loss import (MEMORY_BUDGET, NO_BAG, NOT_RECEIVED, RECORDER_RESTART, WRITE_ERROR, LossLog,
                            missing_between)
+from rgbt.bag.recover import recover_bag
+from rgbt.bag.types import ros2_typestore
+from rgbt.bag.writer import BagWriter, fsync_path
+from rgbt.errors import BagError
 from rgbt.graph.diagnostics import TopicStats
 from rgbt.graph.instance_lock import pid_alive
-from rgbt.graph.options import ARMED_TOPIC, TRIGGER_TOPIC, RecorderOptions
+from rgbt.graph.launcher import new_flight_id
+from rgbt.graph.options import ARMED_TOPIC, TRIGGER_TOPIC, RecorderOptions, time_reference_topic, unlocked_topic
 from rgbt.stamps import cdr_stamp_ns
 from rgbt.graph.supervisor import FLIGHT_ID_ENV, read_status
 from rgbt.threadname import name_native_thread
@@ -132,8 +140,6 @@ def plan_buffers(options: RecorderOptions, rates: dict[str, float], sizes: dict[
 
 def before_lock_streams(stack: Any) -> dict[str, str]:
     """The trigger sync's before-lock topic -> the stack topic of the same stream (cameras and IMU)."""
-    from rgbt.graph.options import unlocked_topic
-
     out = {unlocked_topic(name): cam.topic for name, cam in stack.cameras.items()}
     out[unlocked_topic("imu")] = stack.imu.topic
     return out
@@ -155,8 +161,6 @@ def driver_extra_topic_types(stack: Any) -> dict[str, str]:
     """Topic -> type of what the recorder also records by default beside :func:`stack_topic_types`
     (when present): the trigger sync node's before-lock streams (host-stamped) and the GNSS fix's UTC
     time reference."""
-    from rgbt.graph.options import time_reference_topic
-
     stack_types = stack_topic_types(stack)
     types = {t: stack_types[of] for t, of in before_lock_streams(stack).items()}  # their stream's type
     types[time_reference_topic(stack.gnss.topic)] = "sensor_msgs/msg/TimeReference"
@@ -378,7 +382,6 @@ class Recording:
         with self._lock:
             if self.sink is not None:
                 return False, f"already recording to {self.bag_path}"
-            from rgbt.bag.writer import BagWriter
 
             out = Path(self.o.out_dir)
             out.mkdir(parents=True, exist_ok=True)
@@ -559,9 +562,6 @@ class Recording:
     def _recover(self, bag: Path, manifest: dict, keep: Callable[[str, str, int, bytes], bool] | None = None
                  ) -> dict:
         """Recover ``bag`` (``rgbt.bag.recover.recover_bag``) and mark its manifest ``recovered``."""
-        from rgbt.bag.recover import recover_bag
-        from rgbt.errors import BagError
-
         # what the bag holds past what its manifest had settled: its steps are counted here
         stamped = {t for t, (msgtype, _) in self.topics.items() if msgtype in STAMPED_TYPES}
         seen: dict[str, list[int]] = {}
@@ -787,8 +787,6 @@ def steps_missing(prev_ns: int, next_ns: int, period_ns: int, carried: list[int]
     """Samples missing between two consecutive stamps of a stream (:func:`rgbt.bag.loss.missing_between`)
     less those its before-lock topic carried meanwhile (``carried``: sorted arrival stamps, up to a
     period after the sample's)."""
-    import bisect
-
     missing = missing_between(prev_ns, next_ns, period_ns)
     if missing and carried:
         missing -= bisect.bisect_left(carried, next_ns + period_ns) - bisect.bisect_right(carried, prev_ns)
@@ -797,8 +795,6 @@ def steps_missing(prev_ns: int, next_ns: int, period_ns: int, carried: list[int]
 
 def _own_flight_id() -> str:
     """A flight id for a recorder started without a launcher (``rgbt record``, a test)."""
-    from rgbt.graph.launcher import new_flight_id
-
     return new_flight_id()
 
 
@@ -821,8 +817,6 @@ def write_json_durably(path: Path, data: dict, fsync: bool = True) -> None:
             os.fsync(fh.fileno())
     os.replace(tmp, path)
     if fsync:
-        from rgbt.bag.writer import fsync_path
-
         fsync_path(path.parent)
 
 
@@ -864,8 +858,6 @@ def _bag_bytes(bag: Path) -> int:
 
 
 def _metadata_counts(bag: Path) -> dict[str, int]:
-    import yaml
-
     try:
         meta = yaml.safe_load((bag / "metadata.yaml").read_text())["rosbag2_bagfile_information"]
         return {t["topic_metadata"]["name"]: int(t["message_count"]) for t in meta["topics_with_message_count"]}
@@ -895,8 +887,6 @@ def supervisor_values(status: dict | None) -> dict[str, str]:
 
 def mavros_state_cdr(armed: bool, t_ns: int, mode: str = "") -> bytes:
     """CDR of a ``mavros_msgs/msg/State`` (connected, ``armed``, header stamp ``t_ns``)."""
-    from rgbt.bag.types import ros2_typestore
-
     store = ros2_typestore()
     State = store.types["mavros_msgs/msg/State"]
     Header = store.types["std_msgs/msg/Header"]

@@ -26,6 +26,9 @@ import sys
 from pathlib import Path
 
 from rgbt.errors import MissingCapability
+from rgbt.graph.instance_lock import instance_name
+from rgbt.graph.launcher import stop_time_s
+from rgbt.graph.profile import node_specs, processes, profile_path
 from rgbt.paths import LAUNCH_DIR, REPO_ROOT
 
 SYSTEM_UNIT_DIR = Path("/etc/systemd/system")
@@ -37,8 +40,6 @@ STOP_MARGIN_S = 30
 
 
 def unit_name(profile: str | Path) -> str:
-    from rgbt.graph.instance_lock import instance_name
-
     return f"rgbt-{instance_name(profile)}.service"
 
 
@@ -69,17 +70,12 @@ def rgbt_executable() -> str:
 
 def profile_argument(profile: str | Path) -> str:
     """What the unit passes to ``rgbt up``: the name of a profile in ``launch/``, else its absolute path."""
-    from rgbt.graph.profile import profile_path
-
     path = Path(profile_path(profile)).resolve()
     return path.stem if path.parent == LAUNCH_DIR.resolve() else str(path)
 
 
 def stop_timeout_s(profile: str | Path) -> int:
     """``TimeoutStopSec``: the longest ordered stop of the profile's groups plus :data:`STOP_MARGIN_S`."""
-    from rgbt.graph.launcher import stop_time_s
-    from rgbt.graph.profile import node_specs, processes
-
     return math.ceil(stop_time_s(len(processes(node_specs(profile))))) + STOP_MARGIN_S
 
 

@@ -6,7 +6,10 @@ Kept separate so the node stays wiring only and the mapping to the core API is i
 from __future__ import annotations
 
 from collections import OrderedDict
+from dataclasses import asdict
 from typing import Any
+
+from rgbt import sync
 
 
 class StampPairer:
@@ -64,8 +67,6 @@ class Restamper:
         if hasattr(status, "model_dump"):
             status = status.model_dump()
         elif hasattr(status, "__dataclass_fields__"):
-            from dataclasses import asdict
-
             status = asdict(status)
         return _flatten(dict(status))  # nested (per camera) values as dotted keys
 
@@ -83,8 +84,6 @@ def _flatten(d: dict) -> dict:
 def make_restamper(stack: Any, options: dict[str, Any], camera_latency_ms: dict[str, float] | None = None) -> Restamper:
     """A :class:`Restamper` over ``rgbt.sync.TriggerRestamper`` configured from the stack + ``options``
     (``RestamperOptions`` fields) + each camera's nominal host-arrival latency in ms."""
-    from rgbt import sync
-
     opts = sync.RestamperOptions.from_stack(stack, **options)
     for name, ms in (camera_latency_ms or {}).items():
         opts.cameras[name].latency_ns = int(round(ms * 1e6))

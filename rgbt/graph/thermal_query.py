@@ -32,6 +32,7 @@ from typing import Any, Callable
 import numpy as np
 
 from rgbt.errors import ImageError, RgbtError
+from rgbt.image import radiometry as rad
 
 #: the typed request's ``mode`` constants (``srv/ThermalQuery.srv``), by name
 MODE_NAMES = ("MODE_PIXEL", "MODE_REGION", "MODE_CLASS", "MODE_REGION_CLASS")
@@ -41,7 +42,6 @@ def converter(radiometry: dict[str, Any]) -> Callable[[np.ndarray], np.ndarray] 
     """counts (uint16 HxW) -> degrees C, from the node's ``radiometry`` options; None when empty."""
     if not radiometry:
         return None
-    from rgbt.image import radiometry as rad
 
     opts = dict(radiometry)
     mode = opts.pop("mode", "tlinear")

@@ -20,6 +20,7 @@ from typing import NamedTuple
 import numpy as np
 
 from rgbt.errors import ImageError
+from rgbt.stamps import ns_to_stamp
 
 #: encoding -> (dtype, channels)
 ENCODINGS: dict[str, tuple[str, int]] = {
@@ -79,7 +80,6 @@ def numpy_to_image(arr: np.ndarray, t_ns: int, frame_id: str, encoding: str, msg
     """
     from sensor_msgs.msg import Image
 
-    from rgbt.stamps import ns_to_stamp
 
     channels = _check_encoding(arr, encoding)
     msg = msg or Image()

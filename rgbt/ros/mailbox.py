@@ -29,6 +29,11 @@ from typing import Any, Callable
 
 from rgbt.lateness import LatenessGate
 from rgbt.graph.diagnostics import p50_p99_ms
+from rgbt.graph.liveness import WORKER_STALL_S
+from rgbt.graph.sync_adapter import StampPairer
+from rgbt.ros.image import image_to_cdr
+from rgbt.stamps import cdr_stamp_ns
+from rgbt.threadname import name_native_thread
 
 
 class LatestMailbox:
@@ -109,7 +114,6 @@ class LatestMailbox:
 
     def _run(self) -> None:
         from rgbt.seg.pipeline import lower_thread_priority
-        from rgbt.threadname import name_native_thread
 
         name_native_thread()
         self.applied_priority = lower_thread_priority(self._priority)
@@ -197,12 +201,8 @@ class LatestFrameNode:
         Topics a node of this process publishes through a local publisher (the rectify node's pairs,
         for fusion in the same process) are taken in-process on the publisher's thread
         (``rgbt.ros.local_topics``), without a middleware round trip or an executor wake-up."""
-        import threading
-
         from sensor_msgs.msg import Image
 
-        from rgbt.stamps import cdr_stamp_ns
-        from rgbt.graph.sync_adapter import StampPairer
 
         box = self.latest(handle, topics[0], "pairs")
         pairer = StampPairer(max_pending)
@@ -231,8 +231,6 @@ class LatestFrameNode:
                       box: LatestMailbox | None = None) -> None:
         """Serialize ``arr`` (``rgbt.ros.image.image_to_cdr``) and publish it, timing both steps into
         ``box`` (default: the node's first mailbox)."""
-        from rgbt.ros.image import image_to_cdr
-
         box = box or next(iter(self.__dict__["_mailboxes"].values()))
         t0 = time.monotonic_ns()
         raw = image_to_cdr(arr, t_ns, frame_id, encoding)
@@ -253,8 +251,6 @@ class LatestFrameNode:
     def progress(self) -> dict[str, tuple[int, int, float]]:
         """Each mailbox's items handed to its worker and taken by it (``rgbt.graph.liveness``; items the
         rate limit dropped on arrival never reach the worker and are not counted)."""
-        from rgbt.graph.liveness import WORKER_STALL_S
-
         return {name: (box.handed, box.taken, WORKER_STALL_S)
                 for name, box in self.__dict__.get("_mailboxes", {}).items()}
 

@@ -12,6 +12,7 @@ middleware reports lost before a subscription (``lost``, logged), publishes ``di
 from __future__ import annotations
 
 import functools
+import importlib
 import math
 import os
 import threading
@@ -29,6 +30,10 @@ from rclpy.qos import qos_policy_name_from_kind
 from rgbt.errors import ConfigError, RgbtError
 from rgbt.graph.diagnostics import NodeDiagnostics
 from rgbt.graph.options import NodeOptions, changed_options, unflatten
+from rgbt.graph.priority import realtime_priority, set_process_nice, set_process_realtime
+from rgbt.memory import tune_allocator
+from rgbt.ros import local_topics
+from rgbt.ros.local_topics import LocalPublisher
 from rgbt.ros.params import declare_options
 from rgbt.ros.qos import qos_profile, topic_qos
 from rgbt.stamps import ns_to_stamp
@@ -64,8 +69,6 @@ class RgbtNode(Node):
     def prewarm(cls) -> None:
         """Import :attr:`prewarm_modules` (a warm spare's start-up work; creates nothing). One that is
         not installed is left to the node's own start, which says what is missing."""
-        import importlib
-
         for name in cls.prewarm_modules:
             try:
                 importlib.import_module(name)
@@ -84,8 +87,6 @@ class RgbtNode(Node):
                               err["msg"]) from None
         self.get_logger().info(f"{type(self.options).__name__}: {self.options.model_dump_json()}")
         if self.handles_frames:
-            from rgbt.memory import tune_allocator
-
             tune_allocator()
         self.option_parameters = declare_options(self, self.options)
         self.add_on_set_parameters_callback(self._on_set_parameters)
@@ -94,14 +95,10 @@ class RgbtNode(Node):
         # drivers, sync and recorder ask for more (nice < 0; needs CAP_SYS_NICE, else logged); a node
         # that leaves nice at 0 keeps what its process has (health beside the recorder reset it to 0)
         if nice and (nice > current or (nice < 0 and current <= 0 and nice < current)):
-            from rgbt.graph.priority import set_process_nice
-
             self.get_logger().info(f"process priority: {set_process_nice(nice)}")
         # real time above the nice value (an option: the shipped profiles leave it off, rgbt.graph.priority);
         # like nice, a node never lowers what another node of its process raised
         if self.options.realtime_priority:
-            from rgbt.graph.priority import realtime_priority, set_process_realtime
-
             if self.options.realtime_priority > realtime_priority():
                 self.get_logger().info(f"process real-time priority: {set_process_realtime(self.options.realtime_priority)}")
         self.diag = NodeDiagnostics(self.get_name())
@@ -152,8 +149,6 @@ class RgbtNode(Node):
     def create_local_publisher(self, msg_type, topic: str, qos_profile):  # type: ignore[no-untyped-def]
         """A publisher that also delivers to nodes of this process by a direct call
         (:class:`rgbt.ros.local_topics.LocalPublisher`): drivers' topics, consumed by the trigger sync."""
-        from rgbt.ros.local_topics import LocalPublisher
-
         pub = LocalPublisher(self.create_publisher(msg_type, topic, qos_profile), topic)
         self.__dict__.setdefault("_local_endpoints", []).append(pub)
         return pub
@@ -163,8 +158,6 @@ class RgbtNode(Node):
         """Subscribe in-process when a node of this process publishes ``topic`` through
         :meth:`create_local_publisher` (``callback`` then runs on the publisher's thread), else
         through the middleware. Returns ``"in-process"`` or ``"middleware"``."""
-        from rgbt.ros import local_topics
-
         if local_topics.has_local_publisher(topic):
             sub = local_topics.subscribe(topic, msg_type, self._count_received(topic, callback), raw=raw)
             self.__dict__.setdefault("_local_endpoints", []).append(sub)
@@ -174,8 +167,6 @@ class RgbtNode(Node):
 
     def count_subscribers(self, topic: str) -> int:  # type: ignore[override]
         """Subscribers of ``topic`` in the middleware's graph plus this process's in-process ones."""
-        from rgbt.ros import local_topics
-
         return super().count_subscribers(topic) + local_topics.subscriber_count(topic)
 
     def destroy_node(self) -> None:

@@ -29,14 +29,18 @@ from __future__ import annotations
 
 import argparse
 import faulthandler
+import gc
 import importlib
 import os
+import select
 import signal
 import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
 
+from rgbt.graph.priority import set_process_nice, set_process_realtime
+from rgbt.memory import single_arena
 from rgbt.ros_env import check_single_rclpy
 
 check_single_rclpy()  # two rclpy stacks (PyPI wheels + /opt/ros) refuse here, before rclpy loads
@@ -108,8 +112,6 @@ def freeze_startup_objects() -> None:
     """Move everything built at start-up (modules, message types, rosbags' typestore, models) out of
     the cyclic garbage collector's reach (``gc.freeze``), so its full collections during the flight
     walk only what the flight allocates instead of pausing the executor for the whole heap."""
-    import gc
-
     gc.collect()
     gc.freeze()
 
@@ -261,8 +263,6 @@ def prepare_process(classes: Sequence[type]) -> None:
     """Process-wide settings the node classes ask for, applied before rclpy starts the middleware's
     threads: one glibc arena when a node reserves heap (``RgbtNode.reserves_memory``)."""
     if any(getattr(cls, "reserves_memory", False) for cls in classes):
-        from rgbt.memory import single_arena
-
         single_arena()
 
 
@@ -350,8 +350,6 @@ def wait_for_start() -> bool:
 
     The handlers are the default ones again when this returns (a signal after it ends the process
     before :func:`run_nodes` installs its own, while no node exists yet)."""
-    import select
-
     stop = {"signal": 0}
 
     def on_signal(signum: int, _frame: object) -> None:
@@ -380,8 +378,6 @@ def _say(line: str) -> None:
 
 def _priority(nice: int, realtime: int) -> None:
     """The process's nice value and real-time priority (every thread; 0: left as is), logged on stderr."""
-    from rgbt.graph.priority import set_process_nice, set_process_realtime
-
     if nice:
         print(f"rgbt.ros.spin: process priority: {set_process_nice(nice)}", file=sys.stderr, flush=True)
     if realtime:

@@ -24,6 +24,7 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from rgbt.errors import ModelError
+from rgbt.paths import cache_dir
 
 KINDS = ("onnxruntime", "ort-cuda", "ort-tensorrt", "tensorrt")
 
@@ -238,8 +239,6 @@ def _cores() -> int:
 
 
 def _default_cache() -> Path:
-    from rgbt.paths import cache_dir
-
     return cache_dir() / "engines"
 
 

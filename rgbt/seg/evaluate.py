@@ -6,8 +6,11 @@ from pathlib import Path
 
 import numpy as np
 
-from rgbt.seg.dataset import list_items, load_thermal
+from rgbt.errors import ImageError
+from rgbt.seg.dataset import list_items, load_rgb, load_thermal
+from rgbt.seg.fusion import FusionStage
 from rgbt.seg.metrics import IoUResult, confusion, iou_from_confusion
+from rgbt.seg.preprocess import prepare, unfit_ids
 from rgbt.seg.stage import SegmentationStage, SegStageOptions
 
 
@@ -37,10 +40,6 @@ def evaluate_fusion(dataset: str | Path, stages: dict, split: str | None = None,
     A :class:`SegmentationStage` whose model is an RGB model gets the colour frame; a thermal one
     the thermal frame; a :class:`FusionStage` gets both.
     """
-    from rgbt.errors import ImageError
-    from rgbt.seg.dataset import load_rgb
-    from rgbt.seg.fusion import FusionStage
-
     items = list_items(dataset, split)
     first = next(iter(stages.values()))
     sc = first.t_model.sidecar if isinstance(first, FusionStage) and first.options.mode == "late" else first.model.sidecar
@@ -70,7 +69,5 @@ def evaluate_fusion(dataset: str | Path, stages: dict, split: str | None = None,
 
 
 def _rgb_only(stage: SegmentationStage, rgb: np.ndarray) -> np.ndarray:
-    from rgbt.seg.preprocess import prepare, unfit_ids
-
     x, fit = prepare({"rgb": rgb}, stage.spec, stage.model.sidecar.fit)
     return unfit_ids(stage.model.backend.infer(x, stage.model.class_output)[0], fit)

@@ -13,6 +13,7 @@ import cv2
 import numpy as np
 
 from rgbt.errors import ImageError
+from rgbt.image.normalize import normalize
 from rgbt.seg.sidecar import InputSpec, Normalization
 
 
@@ -22,7 +23,6 @@ def normalize_thermal(frame_u16: np.ndarray, norm: Normalization, out: np.ndarra
     if not isinstance(frame_u16, np.ndarray) or frame_u16.dtype != np.uint16 or frame_u16.ndim != 2:
         raise ImageError(f"thermal frame must be a uint16 HxW array, got "
                          f"{getattr(frame_u16, 'dtype', type(frame_u16).__name__)} {getattr(frame_u16, 'shape', '')}")
-    from rgbt.image.normalize import normalize
 
     return normalize(frame_u16, low=norm.low, high=norm.high, clahe=norm.clahe, out=out)
 

@@ -20,6 +20,7 @@ import cv2
 import numpy as np
 
 from rgbt.errors import ModelError
+from rgbt.paths import ENGINES_DIR
 from rgbt.seg.classes import overlay as blend
 from rgbt.seg.model import SegModel
 from rgbt.seg.preprocess import Fit, prepare, unfit_ids
@@ -132,6 +133,4 @@ class SegmentationStage:
 
 
 def default_engine() -> Path:
-    from rgbt.paths import ENGINES_DIR
-
     return ENGINES_DIR / "sim_thermal_seg.onnx"

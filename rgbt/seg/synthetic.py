@@ -14,6 +14,8 @@ from pathlib import Path
 import cv2
 import numpy as np
 
+from rgbt.seg.dataset import write_item
+
 # class id -> (day temperature, night temperature) in degC-like units; counts = 20000 + 80 * T
 TEMPS = {2: (38, 8), 3: (42, 15), 4: (45, 21), 5: (38, 17), 6: (29, 4), 7: (24, 11), 8: (-15, -25),
          9: (17, 13), 10: (50, 25), 11: (34, 31)}
@@ -79,8 +81,6 @@ def write_dataset(root: str | Path, n_per_condition: int, h: int, w: int, seed: 
                   conditions: tuple[str, ...] = ("day", "night"), test_fraction: float = 0.25) -> Path:
     """CART-layout dataset ``root/procedural_<cond>/seq0/...`` with aligned ``rgb``/``masks_rgb``,
     split files ``train.txt`` / ``test.txt`` (+ ``test_<cond>.txt``) and a SYNTHETIC.txt marker."""
-    from rgbt.seg.dataset import write_item
-
     root = Path(root)
     train, test = [], []
     for ci, cond in enumerate(conditions):

@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from rgbt.errors import ModelError
+from rgbt.paths import cache_dir as _cache
 from rgbt.seg.backend import Backend, TensorInfo
 from rgbt.seg.engine_cache import EngineKey, engine_paths, resolve, write_meta
 from rgbt.seg.sidecar import file_sha256
@@ -139,7 +140,6 @@ class TensorRTBackend(Backend):
         self.path = Path(onnx_path)
         if not self.path.is_file():
             raise ModelError(f"{self.path}: model file not found")
-        from rgbt.paths import cache_dir as _cache
 
         self.cache_dir = Path(self.options.cache_dir) if self.options.cache_dir else _cache() / "engines"
         self.cache_dir.mkdir(parents=True, exist_ok=True)

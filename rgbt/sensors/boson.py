@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from enum import IntEnum
 from typing import Iterator, Protocol
 
+import cv2
 import numpy as np
 
 from rgbt.errors import DecodeError
@@ -359,8 +360,6 @@ class V4l2Source:
     """
 
     def __init__(self, options: V4l2Options, control: BosonControl | None = None) -> None:
-        import cv2
-
         self.options = options
         self.control = control
         if options.device.startswith("/") and not os.path.exists(options.device):

@@ -35,7 +35,7 @@ __all__ = ["SimOptions", "SimStack", "SimSample", "ImuData", "GnssData", "PoseDa
 
 
 def __getattr__(name: str) -> Any:
-    """Load the simulator on first use, so light submodules (``rgbt.sim.geo``: ENU <-> WGS84, used by
+    """Load the simulator on first use, so light submodules (``rgbt.geo``: ENU <-> WGS84, used by
     ``rgbt bag extract``) import without the 'sim' extra (scipy)."""
     if name == "SimOptions":
         from rgbt.sim.options import SimOptions

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Callable, Iterable, Iterator, Union
 
 from rgbt.errors import ConfigError
+from rgbt.pacing import pace
 
 from rgbt.sim.simstack import SimSample
 
@@ -69,8 +70,6 @@ def paced(samples: Iterable[SimSample], *, speed: float = 1.0, skip_dropped: boo
     are skipped unless ``skip_dropped`` is False (a publisher must not publish them). If generation
     falls behind, samples are yielded as soon as they are ready (never dropped); ``sleep`` may return
     early (e.g. a stop event's ``wait``)."""
-    from rgbt.pacing import pace
-
     arriving = (s for s in host_order(samples) if not (skip_dropped and s.dropped))
     return pace(arriving, lambda s: s.t_host_ns, speed=speed, clock=clock, sleep=sleep, start_ns=start_ns)
 

@@ -6,6 +6,7 @@ import numpy as np
 from scipy.spatial.transform import Rotation
 
 from rgbt.bag.images import numpy_to_image_msg
+from rgbt.bag.types import ros2_typestore
 from rgbt.sim.simstack import GnssData, ImuData, SimSample, StateData
 
 GT_TOPIC = "/rgbt/sim/ground_truth/imu_pose"
@@ -18,8 +19,6 @@ WORLD_FRAME = "map"
 
 def typestore():  # noqa: ANN201
     """The shared ROS 2 Jazzy typestore with rgbt's extra types (``mavros_msgs/msg/State``)."""
-    from rgbt.bag.types import ros2_typestore
-
     return ros2_typestore()
 
 

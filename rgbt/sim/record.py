@@ -17,7 +17,9 @@ from typing import Callable, Optional
 import numpy as np
 from scipy.spatial.transform import Rotation
 
+from rgbt.bag.writer import BagWriter
 from rgbt.errors import BagError
+from rgbt.sim.dataset import sequence_writer, write_split_files
 from rgbt.sim.messages import (GT_TOPIC, IMU_SYNC_TOPIC, LABEL_TOPICS, TRIGGER_TOPIC, MessageFactory, topics_for,
                                typestore)
 from rgbt.sim.simstack import SimStack
@@ -25,8 +27,6 @@ from rgbt.sim.simstack import SimStack
 
 def open_writer(path: Path, *, compression: str, custom_data: dict[str, str], store, fsync: bool = False):  # noqa: ANN001, ANN201
     """A C2 :class:`rgbt.bag.writer.BagWriter` (no fsync by default: a simulated run can be redone)."""
-    from rgbt.bag.writer import BagWriter
-
     return BagWriter(path, compression=compression, custom_data=custom_data, typestore=store, fsync=fsync)
 
 
@@ -100,8 +100,6 @@ def write_sim_bag(sim: SimStack, out: str | Path, *, label_stride: int = 1, comp
     last_progress = sim.t_start_ns
     cart = None
     if labels_every > 0:
-        from rgbt.sim.dataset import sequence_writer
-
         cart = sequence_writer(sim, out / "labels", labels_every)  # the writer created ``out``
     try:
         for s in sim.samples():
@@ -142,8 +140,6 @@ def write_sim_bag(sim: SimStack, out: str | Path, *, label_stride: int = 1, comp
     (out / "ground_truth_imu.tum").write_text(tum_lines(gt_t, gt_T))
     labels = None
     if cart is not None:
-        from rgbt.sim.dataset import write_split_files
-
         write_split_files(out / "labels", {"test": [f"{cart.sequence}/{i}" for i in cart.ids]})
         labels = {"root": str(out / "labels"), "sequence": cart.sequence, "frames": len(cart.ids)}
     if progress is not None:

@@ -23,9 +23,10 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Iterator, Optional
 
 import numpy as np
+from scipy.spatial.transform import Rotation
 
 from rgbt.sim.effects import ImuNoise, OpticalEffects, ThermalEffects, gauss_markov
-from rgbt.sim.geo import enu_to_lla, origin_for
+from rgbt.geo import enu_to_lla, origin_for
 from rgbt.sim.options import SimOptions
 from rgbt.sim.render import ViewRenderer
 from rgbt.sim.trajectory import Trajectory, load_trajectory
@@ -316,8 +317,6 @@ class SimStack:
         ts = ts[ts < self.t_end_ns]
         T = self.trajectory.T_world_vehicle(self.trajectory.tau(ts))
         if o.noise:  # EKF output: 1 cm, 0.1 deg
-            from scipy.spatial.transform import Rotation
-
             rng = self._rng("pose", 1)
             T[:, :3, 3] += rng.standard_normal((len(ts), 3)) * 0.01
             dR = Rotation.from_rotvec(rng.standard_normal((len(ts), 3)) * np.deg2rad(0.1)).as_matrix()

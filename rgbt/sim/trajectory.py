@@ -26,6 +26,7 @@ from scipy.ndimage import gaussian_filter1d
 from scipy.spatial.transform import Rotation
 
 from rgbt.errors import ConfigError
+from rgbt.sim.options import PARAMETRIC_PATHS
 
 PARAMETRIC_EPOCH_S = 1_700_000_000  # start time of parametric paths (Unix seconds)
 _H = 1e-4  # central-difference step for angular rate (s)
@@ -200,8 +201,6 @@ def load_trajectory(spec: str, *, duration_s: float, start_s: float, altitude_m:
                     speed_m_s: float, camera_pitch_deg: float, g_norm: float) -> Trajectory:
     """A TUM file (ground plane ``altitude_m`` below its lowest point; default 1 m) or a parametric path
     (flying ``altitude_m`` above ground; default 20 m). The world frame has the ground at z = 0."""
-    from rgbt.sim.options import PARAMETRIC_PATHS
-
     if spec in PARAMETRIC_PATHS:
         t, xyz = parametric_samples(spec, start_s + duration_s, altitude_m or 20.0, speed_m_s)
         traj = Trajectory(t, xyz, name=spec, camera_pitch_deg=camera_pitch_deg, g_norm=g_norm,

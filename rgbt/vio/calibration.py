@@ -18,6 +18,8 @@ from pathlib import Path
 
 import numpy as np
 
+from rgbt.calib.kalibr import read_camchain
+from rgbt.calib.vins import read_vins_config, read_vins_pinhole
 from rgbt.errors import EvaluationError
 from rgbt.vio.datasets import radtan_coeffs, read_asl_camera, read_kitti_camera
 from rgbt.vio.sequence import CameraModel, Sequence
@@ -56,8 +58,6 @@ def camera_from_file(path: str | Path, index: int = 0) -> CameraModel:
 
 
 def _kalibr(path: Path, index: int) -> CameraModel:
-    from rgbt.calib.kalibr import read_camchain
-
     chain = read_camchain(path)
     if not 0 <= index < len(chain.cameras):
         raise EvaluationError(f"{path}: no cam{index}: the chain has {len(chain.cameras)} cameras")
@@ -75,8 +75,6 @@ def _kalibr(path: Path, index: int) -> CameraModel:
 
 
 def _vins(path: Path, index: int) -> CameraModel:
-    from rgbt.calib.vins import read_vins_config, read_vins_pinhole
-
     cfg = read_vins_config(path)
     if index not in cfg.body_T_cam:
         raise EvaluationError(f"{path}: no body_T_cam{index}: expected it in the VINS config")

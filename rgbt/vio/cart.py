@@ -22,7 +22,12 @@ from pathlib import Path
 
 import numpy as np
 
+from rgbt.bag.convert import ConvertOptions, convert_bag
+from rgbt.bag.reader import open_bag
+from rgbt.bag.renames import CART_ROS1_NAMES, cart_sequences
 from rgbt.errors import EvaluationError
+from rgbt.eval.trajectory import load_trajectory, ns_to_seconds_str
+from rgbt.vio.datasets import clip_sequence
 from rgbt.vio.sequence import Sequence, bag_sequence
 
 #: CART's ground-truth header line
@@ -50,8 +55,6 @@ def cart_ground_truth(bag: Path) -> Path:
 
 def cart_clip(bag: Path) -> tuple[float, float] | None:
     """``(bag_start, bag_durr)`` of ``bag`` from ``ground_truth/SEQUENCES.md``, if listed there."""
-    from rgbt.bag.renames import cart_sequences
-
     for gt_dir in (bag.parent / "ground_truth", bag.parent.parent / "ground_truth"):
         table = gt_dir / "SEQUENCES.md"
         if table.is_file():
@@ -67,8 +70,6 @@ def cart_sequence(path: str | Path, *, ground_truth: str | Path | None = None, s
     truth from ``ground_truth/``, clip from ``SEQUENCES.md`` unless ``start_s`` / ``duration_s`` are
     given (offsets from the bag's first message, like ``rosbag play -s -u``). ``bag_options`` go to
     :func:`rgbt.vio.sequence.bag_sequence` (stack, camera, topics, offset)."""
-    from rgbt.vio.datasets import clip_sequence
-
     path = Path(path)
     bag = find_cart_bag(path) if path.is_dir() else path
     gt = Path(ground_truth) if ground_truth else cart_ground_truth(bag)
@@ -84,8 +85,6 @@ def cart_sequence(path: str | Path, *, ground_truth: str | Path | None = None, s
 def write_cart_ground_truth(positions_t_ns: np.ndarray, positions: np.ndarray, path: str | Path) -> Path:
     """CART's ground-truth file: TUM, positions only, identity quaternions, ``%.8f`` seconds (``%.9f``
     where a stamp is not a whole number of 10 ns, so nothing is lost)."""
-    from rgbt.eval.trajectory import ns_to_seconds_str
-
     t = np.asarray(positions_t_ns, dtype=np.int64)
     exact8 = bool(np.all(t % 10 == 0))
     lines = [CART_GT_HEADER]
@@ -104,10 +103,6 @@ def write_cart_ros1(bag_dir: str | Path, root: str | Path, name: str | None = No
     in CART's layout under ``root``: ``NAME.bag`` (ROS 1, CART topic names),
     ``ground_truth/NAME.txt`` (IMU positions, identity quaternions) and ``ground_truth/SEQUENCES.md``
     (the whole bag: ``0 | -1``). Returns a summary."""
-    from rgbt.bag.convert import ConvertOptions, convert_bag
-    from rgbt.bag.renames import CART_ROS1_NAMES
-    from rgbt.eval.trajectory import load_trajectory
-
     bag_dir, root = Path(bag_dir), Path(root)
     name = name or root.name
     root.mkdir(parents=True, exist_ok=True)
@@ -117,7 +112,6 @@ def write_cart_ros1(bag_dir: str | Path, root: str | Path, name: str | None = No
     (root / "ground_truth" / "SEQUENCES.md").write_text(
         "Clip of each bag when played (rosbag play -s bag_sart -u bag_durr), as CART's table.\n\n"
         "| Bag_Name | bag_sart | bag_durr |\n| --- | --- | --- |\n" f"| {name} | 0 | -1 |\n")
-    from rgbt.bag.reader import open_bag
 
     with open_bag(bag_dir) as bag:
         if bag.synthetic:

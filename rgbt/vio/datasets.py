@@ -26,13 +26,18 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Iterator
 
+import cv2
 import numpy as np
+import yaml
 
 from rgbt.errors import EvaluationError
+from rgbt.eval.tracking import interpolate
 from rgbt.eval.trajectory import (Row, Trajectory, check_rows, data_rows, load_trajectory, ns_to_seconds_str,
                                   row_numbers, row_stamp_ns)
+from rgbt.image.rectify import PinholeCamera, RemapTable
 from rgbt.vio.feed import ImuData
 from rgbt.vio.sequence import CameraModel, Sequence, require_increasing
+from rgbt.yamlio import read_yaml
 
 FORMATS = ("euroc", "tumvi", "kitti", "tum", "cart")
 _GT_ASL = ("state_groundtruth_estimate0", "mocap0", "leica0", "vicon0")
@@ -143,8 +148,6 @@ def _csv_rows(path: Path, min_cols: int, expected: str) -> list[Row]:
 
 def read_asl_camera(sensor_yaml: str | Path, name: str = "cam0") -> CameraModel:
     """A camera from an ASL ``sensor.yaml`` (EuRoC / TUM-VI): pinhole + radial-tangential only."""
-    from rgbt.calib._yaml import read_yaml
-
     path = Path(sensor_yaml)
     if not path.is_file():
         raise EvaluationError(f"{path}: camera calibration not found: expected the dataset's cam0/sensor.yaml")
@@ -180,8 +183,6 @@ def radtan_coeffs(path: Path, model: str, coeffs: list[float] | np.ndarray) -> n
 
 def asl_sequence(root: str | Path, *, ground_truth: str | Path | None = None) -> Sequence:
     """EuRoC / TUM-VI folder ``root`` (holding ``mav0/``) as a sequence of ``cam0`` + ``imu0``."""
-    import cv2
-
     root = Path(root)
     mav = _mav0(root)
     if mav is None:
@@ -222,8 +223,6 @@ def write_asl(seq: Sequence, root: str | Path) -> Path:
     16-bit frames are written as 16-bit PNG (lossless); a ``SYNTHETIC`` marker file is written when
     the sequence is synthetic, so the data stays labelled wherever it lands.
     """
-    import cv2
-
     root = Path(root)
     cam_dir = root / "mav0" / "cam0"
     (cam_dir / "data").mkdir(parents=True, exist_ok=True)
@@ -254,8 +253,6 @@ def write_asl(seq: Sequence, root: str | Path) -> Path:
 
 def _write_sensor_yaml(path: Path, seq: Sequence, T_BS: np.ndarray) -> None:
     """The camera of ``seq`` as an ASL ``sensor.yaml`` (``T_BS`` = ``T_imu_cam``)."""
-    import yaml
-
     c = seq.camera
     sensor = {"sensor_type": "camera", "comment": f"rgbt export of {seq.name}",
               "T_BS": {"cols": 4, "rows": 4, "data": [float(x) for x in np.asarray(T_BS).ravel()]},
@@ -296,8 +293,6 @@ def read_kitti_camera(calib_txt: str | Path, index: int = 0) -> CameraModel:
 def kitti_sequence(root: str | Path, *, ground_truth: str | Path | None = None) -> Sequence:
     """KITTI odometry folder ``root`` (``image_0/``, ``times.txt``, ``calib.txt``) as a monocular
     sequence of camera 0; ground truth ``T_world_cam0`` is the body (``T_imu_cam = I``, no IMU)."""
-    import cv2
-
     root = Path(root)
     cam = read_kitti_camera(root / "calib.txt")
     times_path = root / "times.txt"
@@ -344,8 +339,6 @@ def write_kitti(seq: Sequence, root: str | Path) -> Path:
     KITTI's images are rectified and ``calib.txt`` has no distortion: frames of a camera with
     radtan distortion are undistorted here (same ``K``, bilinear, :class:`rgbt.image.rectify.RemapTable`).
     """
-    import cv2
-
     root = Path(root)
     (root / "image_0").mkdir(parents=True, exist_ok=True)
     stamps = []
@@ -357,7 +350,6 @@ def write_kitti(seq: Sequence, root: str | Path) -> Path:
     (root / "times.txt").write_text("".join(f"{ns_to_seconds_str(t - t0)}\n" for t in stamps))
     P0 = np.c_[seq.camera.K, np.zeros(3)]
     (root / "calib.txt").write_text("P0: " + " ".join(repr(float(x)) for x in P0.ravel()) + "\n")
-    from rgbt.eval.tracking import interpolate
 
     gt_cam = seq.ground_truth_camera()
     # Frames a few ms outside the ground truth's span (its first sample after the first frame) hold the end pose.
@@ -373,9 +365,7 @@ def _undistorter(cam: CameraModel):  # type: ignore[no-untyped-def]
     """Frame -> the same frame undistorted with ``K`` kept (identity when ``cam`` has no distortion)."""
     if not np.any(cam.dist):
         return lambda img: img
-    import cv2
 
-    from rgbt.image.rectify import PinholeCamera, RemapTable
 
     size = (int(cam.width), int(cam.height))
     pin = PinholeCamera(np.asarray(cam.K, dtype=np.float64), np.asarray(cam.dist, dtype=np.float64), "radtan", size)
@@ -389,8 +379,6 @@ def tum_rgbd_sequence(root: str | Path, *, ground_truth: str | Path | None = Non
     """TUM RGB-D folder ``root`` (``rgb.txt``, ``groundtruth.txt``) as a monocular sequence of the
     colour camera, frames converted to 8-bit grayscale (16-bit mono frames, which rgbt's writer keeps
     for thermal, pass unchanged); no IMU, the camera is its own body (``T_imu_cam = I``)."""
-    import cv2
-
     from rgbt.vio.calibration import camera_from_file
 
     root = Path(root)
@@ -433,8 +421,6 @@ def write_tum_rgbd(seq: Sequence, root: str | Path) -> Path:
     16-bit kept 16-bit), ``rgb.txt`` and ``groundtruth.txt`` (TUM, ``T_world_cam`` at the ground
     truth's own stamps) with stamps printed exactly from int ns, and ``sensor.yaml`` (ASL format,
     ``T_BS = I``: TUM RGB-D has no IMU)."""
-    import cv2
-
     root = Path(root)
     (root / "rgb").mkdir(parents=True, exist_ok=True)
     lines = ["# color images (rgbt export)", "# timestamp filename"]

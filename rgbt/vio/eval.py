@@ -7,6 +7,9 @@ and mean / std / median over runs.
 
 from __future__ import annotations
 
+import multiprocessing as mp
+import os
+import queue as queue_mod
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -17,8 +20,12 @@ import numpy as np
 from rgbt.errors import EvaluationError
 from rgbt.eval.tracking import RunFrame, score_run
 from rgbt.eval.trajectory import Trajectory
+from rgbt.timing import summarize_ms
 from rgbt.vio.feed import NORMALIZATIONS, FeedFrame, prepare_feed
-from rgbt.vio.sequence import Sequence
+from rgbt.vio.ground_truth import estimate_time_offset, shift_ground_truth
+from rgbt.vio.orbslam3 import OrbSlam3Options, run_orbslam3
+from rgbt.vio.runners import detect
+from rgbt.vio.sequence import Sequence, bag_sequence
 
 ESTIMATORS = ("orbslam3", "vins", "openvins")
 
@@ -156,8 +163,6 @@ def build_feed(seq: Sequence, opts: EvalOptions, progress: Any = None) -> list[F
 
 
 def _orbslam3_options(seq: Sequence, opts: EvalOptions, log_path: str | None):  # type: ignore[no-untyped-def]
-    from rgbt.vio.orbslam3 import OrbSlam3Options
-
     o = OrbSlam3Options(inertial=opts.inertial, features=opts.features, fps=opts.rate_hz, vocab=opts.vocab,
                         imu_rate_hz=_imu_rate(seq), pace=opts.pace, log_path=log_path)
     if seq.imu_noise is not None:
@@ -166,8 +171,6 @@ def _orbslam3_options(seq: Sequence, opts: EvalOptions, log_path: str | None):  
 
 
 def _child_run(seq: Sequence, feed: list[FeedFrame], o, queue) -> None:  # type: ignore[no-untyped-def]
-    from rgbt.vio.orbslam3 import run_orbslam3
-
     count = [0]
 
     def tick(rec) -> None:  # type: ignore[no-untyped-def]
@@ -186,9 +189,6 @@ def _run_once(seq: Sequence, feed: list[FeedFrame], opts: EvalOptions, advance: 
     """One ORB-SLAM3 run in a forked child process: ORB-SLAM3 keeps static state across instances
     (map / frame id counters) and can crash; a child per run keeps runs independent and a crash
     costs only that run (reported with its exit code)."""
-    import multiprocessing as mp
-    import queue as queue_mod
-
     o = _orbslam3_options(seq, opts, log_path)
     ctx = mp.get_context("fork")
     q = ctx.Queue()
@@ -227,7 +227,6 @@ def estimator_unavailable(name: str) -> str | None:
     """Why ``name`` cannot run here (not installed / not replayable yet), or ``None`` when it can."""
     if name == "orbslam3":
         return None
-    from rgbt.vio.runners import detect
 
     info = detect(name)
     if not info.installed:
@@ -269,7 +268,6 @@ def evaluate_sequence(seq: Sequence, opts: EvalOptions, show_progress: bool = Fa
     # Positions-only ground truth has no orientation to carry the IMU->camera lever arm: score the
     # camera against the body positions (the lever arm, centimetres, is left in the error; said so).
     gt_cam = seq.ground_truth if position_only else seq.ground_truth_camera()
-    import os
 
     # ORB-SLAM3 writes to fds 1 and 2 (captured into its log while it runs); the bars keep their own fd
     bar_stream = os.fdopen(os.dup(2), "w") if show_progress else None
@@ -304,8 +302,6 @@ def evaluate_sequence(seq: Sequence, opts: EvalOptions, show_progress: bool = Fa
 def _apply_estimated_offset(result: VioEvalResult, done: list, gt_cam: Trajectory, align: str) -> Trajectory:
     """Estimate the ground-truth clock offset from the first run with a tracked segment; record it in
     ``result.meta["ground_truth"]`` and return the shifted ground truth (unchanged if none can be)."""
-    from rgbt.vio.ground_truth import estimate_time_offset, shift_ground_truth
-
     info = result.meta["ground_truth"]
     for k, run, _ in done:
         if isinstance(run, str):
@@ -332,8 +328,6 @@ def _apply_estimated_offset(result: VioEvalResult, done: list, gt_cam: Trajector
 
 def _score_into(result: VioEvalResult, k: int, run: Any, wall: float, gt_cam: Trajectory, opts: EvalOptions) -> None:
     """Score one finished run (or record its error) into ``result``."""
-    from rgbt.bench.timing import summarize_ms
-
     if isinstance(run, str):
         result.runs.append({"run": k, "error": run, "wall_s": wall})
         result.frames_per_run.append([])
@@ -378,7 +372,5 @@ def _first_imu_ready(run) -> float | None:  # type: ignore[no-untyped-def]
 def evaluate_bag(bag_path: str | Path, estimator: str = "orbslam3", runs: int = 3, *, stack_path: str | None = None,
                  camera: str = "thermal", show_progress: bool = False, **options: Any) -> VioEvalResult:
     """Contract C8: evaluate ``estimator`` on a (simulated) bag with ``ground_truth_imu.tum`` beside it."""
-    from rgbt.vio.sequence import bag_sequence
-
     seq = bag_sequence(bag_path, stack_path=stack_path, camera=camera)
     return evaluate_sequence(seq, EvalOptions(estimator=estimator, runs=runs, **options), show_progress=show_progress)

@@ -16,8 +16,11 @@ from pathlib import Path
 
 import numpy as np
 
+from rgbt.bag.reader import open_bag
 from rgbt.errors import EvaluationError
+from rgbt.eval.align import align as fit_alignment
 from rgbt.eval.trajectory import Trajectory
+from rgbt.geo import lla_to_enu
 from rgbt.stamps import stamp_to_ns
 
 POSE_TYPES = ("geometry_msgs/msg/PoseStamped", "geometry_msgs/msg/PoseWithCovarianceStamped",
@@ -43,8 +46,6 @@ def ground_truth_from_bag(bag_path: str | Path, topic: str, *, child_frame: str 
                           offset_s: float = 0.0) -> Trajectory:
     """The trajectory on ``topic`` of ``bag_path``, stamps shifted by ``offset_s`` (gt clock + offset
     = camera clock). ``child_frame`` selects the transform of a ``/tf`` topic."""
-    from rgbt.bag.reader import open_bag
-
     t, pos, quat, lla = [], [], [], []
     with open_bag(bag_path) as reader:
         if topic not in reader.topics:
@@ -74,8 +75,6 @@ def ground_truth_from_bag(bag_path: str | Path, topic: str, *, child_frame: str 
         raise EvaluationError(f"{bag_path}: no usable ground-truth message on {topic}"
                               + (f" for child frame {child_frame}" if child_frame else ""))
     if lla:
-        from rgbt.sim.geo import lla_to_enu
-
         a = np.asarray(lla)
         pos = lla_to_enu(a, tuple(a[0]))
         quat = np.tile([1.0, 0.0, 0.0, 0.0], (len(a), 1))  # NavSatFix has no orientation: positions only
@@ -114,8 +113,6 @@ def estimate_time_offset(t_ns: np.ndarray, est_xyz: np.ndarray, gt: Trajectory, 
     "ate_rise_at_100ms", "method", "search_s", "poses", "ate_rmse_at_zero", "ate_rmse_at_offset"}``;
     raises :class:`EvaluationError` when fewer than 10 poses can be scored.
     """
-    from rgbt.eval.align import align as fit_alignment
-
     t_ns = np.asarray(t_ns, dtype=np.int64)
     est_xyz = np.asarray(est_xyz, dtype=np.float64).reshape(-1, 3)
     margin = int(round(search_s * 1e9)) + 1

@@ -21,8 +21,10 @@ from typing import Callable, Iterable, Iterator
 import numpy as np
 
 from rgbt.errors import EvaluationError
+from rgbt.vio.config import orbslam3_settings
 from rgbt.vio.feed import FeedFrame, ImuWindow
 from rgbt.vio.sequence import Sequence
+from rgbt.vio.vocab import ensure_vocabulary
 
 TRACKED_STATES = ("OK", "OK_KLT")
 
@@ -107,8 +109,6 @@ def native_stdout_to(path: str | Path) -> Iterator[None]:
 
 def write_settings(seq: Sequence, opts: OrbSlam3Options, path: str | Path) -> Path:
     """ORB-SLAM3 v1.0 settings for the sequence's camera (see :mod:`rgbt.vio.config`)."""
-    from rgbt.vio.config import orbslam3_settings
-
     c = seq.camera
     K = c.K
     text = orbslam3_settings(c.width, c.height, (K[0, 0], K[1, 1], K[0, 2], K[1, 2]), list(c.dist), c.T_imu_cam,
@@ -125,7 +125,6 @@ def run_orbslam3(seq: Sequence, feed: Iterable[FeedFrame], opts: OrbSlam3Options
     """Run ORB-SLAM3 over ``feed`` (frames of ``seq``), with ``seq.imu`` when ``opts.inertial``."""
     import pyorbslam3
 
-    from rgbt.vio.vocab import ensure_vocabulary
 
     vocab = opts.vocab or str(ensure_vocabulary())
     if not Path(vocab).is_file():

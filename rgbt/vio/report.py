@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import csv
+import io
 from pathlib import Path
 
 import numpy as np
@@ -127,9 +129,6 @@ def csv_rows(results: list[dict]) -> str:
     """One CSV row per (sequence, estimator, sensor, modality): ATE over runs, tracked fraction,
     runs initialised / failed, FPS, status (ran / not installed ...) and the command that reproduces
     the cell (the same numbers as the Markdown table, for spreadsheets)."""
-    import csv
-    import io
-
     buf = io.StringIO()
     w = csv.writer(buf)
     w.writerow(["sequence", "synthetic", "estimator", "sensor", "modality", "align", "ate_rmse_mean_m",

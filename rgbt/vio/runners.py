@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,6 +25,7 @@ import numpy as np
 
 from rgbt.errors import EvaluationError
 from rgbt.eval.trajectory import Trajectory
+from rgbt.paths import LAUNCH_DIR
 
 
 @dataclass(frozen=True)
@@ -87,8 +89,6 @@ def require_installed(name: str) -> InstallInfo:
 
 def ros_env(base: dict | None = None, profiles_file: str | None = None) -> dict:
     """The environment every ROS 2 process gets: loopback discovery and our Fast DDS profile."""
-    from rgbt.paths import LAUNCH_DIR
-
     env = dict(os.environ if base is None else base)
     env["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
     env["FASTRTPS_DEFAULT_PROFILES_FILE"] = profiles_file or str(LAUNCH_DIR / "fastdds_loopback.xml")
@@ -190,8 +190,6 @@ def capture_command(name: str, out_tum: str | Path, python: str | None = None) -
     """The argv of the odometry capture (``nodes/odometry_capture.py``) for estimator ``name``: its
     odometry topics -> ``out_tum`` (TUM; read back with ``rgbt.eval.trajectory`` / ``rgbt vio ate``).
     Start it with :func:`ros_env` beside :func:`command_line`'s process."""
-    import sys
-
     topics = "[" + ",".join(f"'{t}'" for t in SPECS[name].odometry_topics) + "]"
     return [python or sys.executable, "-m", "rgbt.ros.spin", "--node", "odometry_capture:odometry_capture",
             "--ros-args", "-p", f"out_path:={out_tum}", "-p", f"topics:={topics}"]

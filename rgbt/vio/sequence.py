@@ -13,10 +13,15 @@ from typing import Callable, Iterator
 
 import numpy as np
 
+from rgbt.bag.images import image_to_numpy
+from rgbt.bag.renames import CART_ROS1_NAMES
 from rgbt.errors import EvaluationError
-from rgbt.eval.trajectory import Trajectory
+from rgbt.eval.trajectory import Trajectory, load_trajectory
+from rgbt.stack import load_stack
 from rgbt.stamps import stamp_to_ns
 from rgbt.vio.feed import ImuData
+from rgbt.vio.ground_truth import ground_truth_from_bag
+from rgbt.vio.synthetic import Flight, PlaneScene, TrajectoryFlight, canopy_layer, forward_down_camera, ground_texture
 
 
 @dataclass
@@ -65,8 +70,6 @@ def synthetic_sequence(duration_s: float = 20.0, rate_hz: float = 20.0, imu_rate
 
     ``ffc_at_s``: times at which the frame freezes for 0.4 s (FFC), as the Boson does.
     """
-    from rgbt.vio.synthetic import Flight, forward_down_camera
-
     T_imu_cam = forward_down_camera(pitch_deg)
     flight = Flight(pitch_deg=pitch_deg, T_imu_cam=T_imu_cam, period_s=period_s, altitude_m=altitude_m,
                     phase_s=12.0 * period_s / 60.0)
@@ -86,9 +89,6 @@ def cart_trajectory_sequence(tum_path: str | Path, start_s: float = 0.0, duratio
     frozen frame, then a small offset step) and a slow global drift of ``drift_counts`` (sensor
     self-heating, sun), so per-frame and fixed-range normalizations see realistic changes.
     """
-    from rgbt.eval.trajectory import load_trajectory
-    from rgbt.vio.synthetic import TrajectoryFlight, forward_down_camera
-
     traj = load_trajectory(tum_path, "tum")
     T_imu_cam = forward_down_camera(pitch_deg)
     try:
@@ -112,8 +112,6 @@ def cart_trajectory_sequence(tum_path: str | Path, start_s: float = 0.0, duratio
 def _render_sequence(name: str, flight, duration_s: float, rate_hz: float, imu_rate_hz: float, seed: int,  # type: ignore[no-untyped-def]
                      width: int, height: int, fx: float, T_imu_cam: np.ndarray, ffc_at_s: tuple,
                      metres_per_px: float, centre_xy: np.ndarray | None = None, drift_counts: float = 0.0) -> Sequence:
-    from rgbt.vio.synthetic import PlaneScene, canopy_layer, ground_texture
-
     if centre_xy is not None:  # the texture is centred at the world origin: shift the flight instead
         shift = np.array([centre_xy[0], centre_xy[1], 0.0])
     else:
@@ -181,10 +179,6 @@ def bag_sequence(bag_path: str | Path, stack_path: str | Path | None = None, cam
     frames is an error unless ``camera_topic`` names that topic explicitly (8-bit frames then go to
     the estimator unnormalized).
     """
-    from rgbt.bag.renames import CART_ROS1_NAMES
-    from rgbt.eval.trajectory import load_trajectory
-    from rgbt.stack import load_stack
-
     bag_path = Path(bag_path)
     if not bag_path.exists():
         raise EvaluationError(f"{bag_path}: bag not found")
@@ -204,8 +198,6 @@ def bag_sequence(bag_path: str | Path, stack_path: str | Path | None = None, cam
         imu_name = _pick_topic(bag_path, reader.topics, imu_topic, [stack.imu.topic], "--imu-topic", "IMU",
                                "sensor_msgs/msg/Imu")
         if ground_truth_topic:
-            from rgbt.vio.ground_truth import ground_truth_from_bag
-
             gt = ground_truth_from_bag(bag_path, ground_truth_topic, offset_s=gt_offset_s)
             gt_source = f"{bag_path}:{ground_truth_topic}"
         else:
@@ -242,8 +234,6 @@ def bag_sequence(bag_path: str | Path, stack_path: str | Path | None = None, cam
                       spec.td_s if td_s is None else td_s)
 
     def frames() -> Iterator[tuple[int, np.ndarray, bool]]:
-        from rgbt.bag.images import image_to_numpy
-
         last = None
         with open_bag(bag_path) as r:
             for rec in r.messages(topics=[cam_topic]):

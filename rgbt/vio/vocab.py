@@ -26,6 +26,8 @@ import cv2
 import numpy as np
 
 from rgbt.errors import RgbtError
+from rgbt.paths import cache_dir
+from rgbt.vio.synthetic import PlaneScene, ground_texture
 
 
 @dataclass
@@ -195,8 +197,6 @@ def training_descriptors(frames: Iterable[np.ndarray], features: int = 1000) -> 
 
 def synthetic_training_frames(n: int, seed: int = 0, width: int = 640, height: int = 512) -> Iterable[np.ndarray]:
     """SYNTHETIC uint8 views of procedural thermal and grey ground textures from varied poses."""
-    from rgbt.vio.synthetic import PlaneScene, ground_texture
-
     rng = np.random.default_rng(seed)
     scenes = [PlaneScene(ground_texture(2048, seed + 1, thermal=True), 0.08),
               PlaneScene(ground_texture(2048, seed + 2, thermal=False), 0.08)]
@@ -221,8 +221,6 @@ def synthetic_training_frames(n: int, seed: int = 0, width: int = 640, height: i
 
 def vocabulary_file(opts: VocabOptions) -> Path:
     """Where the vocabulary of ``opts`` is cached (``rgbt.paths.cache_dir()/vocab``)."""
-    from rgbt.paths import cache_dir
-
     d = cache_dir() / "vocab"
     d.mkdir(parents=True, exist_ok=True)
     return d / f"orbvoc_k{opts.k}_L{opts.L}_{opts.key()}.txt"

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import yaml
 
-from rgbt.calib._yaml import parse_yaml
+from rgbt.yamlio import parse_yaml
 from rgbt.calib.kalibr import (KalibrImu, parse_camchain, parse_imu, read_camchain, read_imu, write_camchain,
                                write_imu)
 from rgbt.errors import ConfigError

@@ -394,7 +394,7 @@ def cart_calib(cart_dir: Path) -> Path:
 
 
 def _yaml_test(tmp_path: Path, parser: str, reader: Callable[[Path], Any], paths: list[Path]) -> None:
-    from rgbt.calib._yaml import parse_yaml
+    from rgbt.yamlio import parse_yaml
 
     seeds = _text_seeds(paths)
     trees = [parse_yaml(p.read_text(), str(p)) for p in paths]

@@ -82,7 +82,7 @@ def test_fusion_mode_errors():
 def sim_pairs(tmp_path_factory):
     """Held-out SYNTHETIC simulator pairs: seeds and trajectory segments the models never saw
     (training used seeds 1-4, calibration 5-6, the training script's test 101-102)."""
-    from rgbt.seg.sim_pairs import write_sim_pairs
+    from rgbt.sim.seg_pairs import write_sim_pairs
     from rgbt.sim import SimOptions
 
     opts = [SimOptions(trajectory="circle", seed=201, night=False, duration_s=3.0, start_s=6.0, cameras=["thermal", "color"]),

@@ -31,7 +31,7 @@ RUNS = [("lawnmower", 1, False, 4.0, "train"), ("circle", 2, False, 4.0, "train"
 
 @pytest.fixture(scope="module")
 def sim_data(tmp_path_factory) -> Path:
-    from rgbt.seg.train.simdata import small_sim_dataset
+    from rgbt.sim.small_dataset import small_sim_dataset
 
     return small_sim_dataset(tmp_path_factory.mktemp("train_sim") / "data", RUNS)
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from rgbt.sim import SimOptions, SimStack
-from rgbt.sim.geo import lla_to_enu
+from rgbt.geo import lla_to_enu
 from rgbt.sim.world import LAND_CLASSES, WATER
 
 

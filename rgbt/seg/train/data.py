@@ -23,6 +23,7 @@ from rgbt.seg.preprocess import fit_mode, prepare
 from rgbt.seg.sidecar import InputSpec
 from rgbt.seg.train.augment import augment
 from rgbt.seg.train.options import MODEL_NAMES, SIZE_MULTIPLE, AugmentOptions, TrainOptions
+from rgbt.seg.train.pretrained import resolve_pretrained
 
 IGNORE = 255
 CLASS_NAMES = [c.name for c in CART_CLASSES]
@@ -78,8 +79,6 @@ def check_inputs(opts: TrainOptions, resume: bool = False) -> tuple[SplitScan, S
     if opts.height % m or opts.width % m:
         raise ModelError(f"--size {opts.height}x{opts.width}: height and width must be multiples of {m} for {opts.model}")
     if opts.pretrained and not resume:
-        from rgbt.seg.train.pretrained import resolve_pretrained
-
         resolve_pretrained(opts.pretrained, opts.model)
     train = scan_split(opts.dataset, opts.split, CLASS_NAMES)
     val = scan_split(opts.dataset, opts.val, CLASS_NAMES)

@@ -25,6 +25,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from rgbt.errors import MissingCapability
 from rgbt.seg.classes import CART_CLASSES, IGNORE_IDS, OBJECT_IDS
 from rgbt.seg.metrics import IoUResult, confusion, iou_from_confusion
 from rgbt.seg.preprocess import fit_mode, unfit_ids
@@ -79,8 +80,6 @@ def validate(net: torch.nn.Module, loader, spec: InputSpec, fit_kind: str, devic
 
 def _resolve_device(name: str) -> torch.device:
     if name == "cuda" and not torch.cuda.is_available():
-        from rgbt.errors import MissingCapability
-
         raise MissingCapability("CUDA (torch.cuda.is_available() is False)", hint="train with --device cpu")
     return torch.device(name)
 

@@ -15,7 +15,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from rgbt.seg.sidecar import InputSpec, Sidecar, file_sha256, save_sidecar
+from rgbt.seg.sidecar import InputSpec, Normalization, Sidecar, file_sha256, save_sidecar
 from rgbt.seg.zoo.graph_passes import optimize_file
 from rgbt.seg.zoo_reference import reference_input, sample_index
 
@@ -77,8 +77,6 @@ def export_model(net: nn.Module, sidecar: Sidecar, out_path: str | Path, output_
 def make_sidecar(name: str, arch: str, channels: int, height: int, width: int, weights: str, *,
                  modality: str = "thermal", fit: str = "pad", synthetic: bool = False, paper: dict | None = None,
                  training: dict | None = None) -> Sidecar:
-    from rgbt.seg.sidecar import Normalization
-
     norm = Normalization(method="rgb_unit") if modality == "rgb" else Normalization()
     return Sidecar(name=name, architecture=arch, onnx=f"{name}.onnx",
                    inputs=[InputSpec(name="input", modality=modality, channels=channels, height=height, width=width,

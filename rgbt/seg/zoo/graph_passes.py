@@ -20,6 +20,8 @@ import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
+from rgbt.seg.sidecar import file_sha256, load_sidecar, save_sidecar
+
 
 def expand_channel_softmax(model: onnx.ModelProto) -> int:
     """Rewrite every ``Softmax`` over axis 1 of a 4-D tensor (opset >= 13 semantics: one axis) in
@@ -82,8 +84,6 @@ def optimize_file(path: str | Path) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from rgbt.seg.sidecar import file_sha256, load_sidecar, save_sidecar
-
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("onnx", nargs="+", help="ONNX models (their sidecar NAME.json gets the new sha256)")
     args = ap.parse_args(argv)

@@ -10,6 +10,8 @@ Dev-only: needs torch.
 
 from __future__ import annotations
 
+import math
+
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -268,8 +270,6 @@ class LateFusion(nn.Module):
         self.dark_half, self.dark_min = dark_half, dark_min
 
     def forward(self, thermal: torch.Tensor, rgb: torch.Tensor):  # type: ignore[no-untyped-def]
-        import math
-
         pt = torch.softmax(self.thermal(thermal) / self.t_thermal, 1)
         pr = torch.softmax(self.rgb(rgb) / self.t_rgb, 1)
         k = float(pt.shape[1])

@@ -10,17 +10,17 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Sequence
 
+from rgbt.image.rectify import RgbtRectifier
+from rgbt.seg.dataset import list_items, load_rgb, load_thermal, write_item
 from rgbt.sim import SimOptions
+from rgbt.stack import load_stack
 
 
 def write_sim_pairs(root: str | Path, options: Sequence[SimOptions], splits: Sequence[str], stride: int = 12) -> Path:
     """Simulate each run (one split name each: train/val/test) into ``root/raw`` and write aligned pairs
     to ``root/pairs`` (split files ``SPLIT.txt``, plus ``test_day.txt`` / ``test_night.txt``).
     ``stride``: every stride-th thermal frame. Returns ``root/pairs``."""
-    from rgbt.image.rectify import RgbtRectifier
-    from rgbt.seg.dataset import list_items, load_rgb, load_thermal, write_item
     from rgbt.sim.dataset import write_cart_dataset
-    from rgbt.stack import load_stack
 
     root = Path(root)
     raw = root / "raw"

@@ -15,6 +15,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from rgbt.output import print_table
+
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--inputs", type=int, default=2, help="synthetic loops (seeds 1..N)")
@@ -66,8 +68,6 @@ def run(args: argparse.Namespace) -> dict:
 
 
 def print_result(result: dict) -> None:
-    from rgbt.cli.output import print_table
-
     print_table(f"campaign: {result['campaign']}, {result['jobs']} jobs",
                 ["workers", "wall s", "speed-up", "efficiency", "job wall s", "CPU s/job", "jobs/h",
                  "load before/after"],
