@@ -174,17 +174,3 @@ def check_single_rclpy(path: Sequence[str] | None = None,
              + "; ".join(s.describe() for s in stacks) + "."]
     lines += [f"Keep {keep.describe()}; remove {s.describe()}: {s.removal()}." for s in remove]
     raise RosStackConflict(" ".join(lines))
-
-
-def ros_summary(environ: Mapping[str, str] | None = None) -> dict[str, object]:
-    """What ``rgbt doctor`` reports about ROS: stacks found, distro, RMW, discovery range, Fast DDS profile."""
-    environ = os.environ if environ is None else environ
-    stacks = rclpy_stacks(environ=environ)
-    return {
-        "stacks": [{"kind": s.kind, "path": str(s.path), "source": s.source, "distro": s.distro,
-                    "distributions": list(s.distributions)} for s in stacks],
-        "distro": (stacks[0].distro if stacks else None) or environ.get("ROS_DISTRO"),
-        "rmw": environ.get("RMW_IMPLEMENTATION"),
-        "discovery_range": environ.get("ROS_AUTOMATIC_DISCOVERY_RANGE"),
-        "fastdds_profile": environ.get("FASTRTPS_DEFAULT_PROFILES_FILE"),
-    }

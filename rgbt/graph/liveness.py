@@ -125,10 +125,6 @@ def read_heartbeat(directory: str | Path, pid: int) -> dict[str, Any] | None:
         return None
 
 
-def remove_heartbeat(directory: str | Path, pid: int) -> None:
-    heartbeat_path(directory, pid).unlink(missing_ok=True)
-
-
 @dataclass
 class _Work:
     """What the judge remembers of one ``progress`` entry."""

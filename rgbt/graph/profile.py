@@ -175,15 +175,6 @@ def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
 ROS_PACKAGE = "rgbt_ros"
 
 
-def launch_entries(name_or_path: str | Path) -> list[dict[str, Any]]:
-    """What ``launch/rgbt.launch.py`` starts: one dict per node (package, executable, name, ROS parameters).
-
-    ``rgbt up`` starts the same :func:`node_specs`; both are derived here so they cannot drift.
-    """
-    return [{"package": ROS_PACKAGE, "executable": s.executable, "name": s.name, "process": s.process,
-             "parameters": s.ros_parameters()} for s in node_specs(name_or_path)]
-
-
 def launch_environment(name_or_path: str | Path) -> dict[str, str]:
     """Environment a launch sets: loopback discovery + the shipped Fast DDS profile, then the profile's env."""
     import os

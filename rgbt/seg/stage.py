@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Iterable, Iterator
 
 import cv2
@@ -129,9 +128,3 @@ class SegmentationStage:
                   "postprocess_ms": (t3 - t2) / 1e6, "total_ms": (t3 - t0) / 1e6,
                   **{f"backend_{k}": v for k, v in tiers.items()}}
         return SegResult(ids, color, ov, timing)
-
-
-def default_engine() -> Path:
-    from rgbt.paths import ENGINES_DIR
-
-    return ENGINES_DIR / "sim_thermal_seg.onnx"
