@@ -43,7 +43,8 @@ from rgbt.ros.driver_node import report_devices
 from rgbt.ros.image import image_to_cdr
 from rgbt.ros.messages import frame_info, imu, imu_sync_info, navsatfix, pose_stamped, time_reference
 from rgbt.ros.node import RgbtNode
-from rgbt.graph.options import ARMED_TOPIC, TRIGGER_TOPIC, VirtualStackOptions
+from rgbt.graph.options import VirtualStackOptions
+from rgbt.topics import ARMED_TOPIC, TRIGGER_TOPIC
 from rgbt.ros.qos import topic_qos
 from rgbt.ros.spin import freeze_startup_objects, node_main
 from rgbt.threadname import name_native_thread

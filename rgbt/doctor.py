@@ -348,7 +348,7 @@ def check_clocks(jetson: bool) -> list[Check]:
 def recording_rates(stack: Any, topics: list[str]) -> dict[str, float]:
     """Topic -> bytes/s the recorder writes for ``topics`` of ``stack`` (image size x rate for cameras,
     serialized message size x rate for the small topics)."""
-    from rgbt.graph.options import ARMED_TOPIC, TRIGGER_TOPIC
+    from rgbt.topics import ARMED_TOPIC, RECTIFIED_THERMAL_TOPIC, SEG_CLASS_IDS_TOPIC, TRIGGER_TOPIC
 
     rates: dict[str, float] = {}
     thermal = next((c for c in stack.cameras.values() if c.modality == "thermal"), None)
@@ -364,15 +364,15 @@ def recording_rates(stack: Any, topics: list[str]) -> dict[str, float]:
     for topic, (msgtype, hz) in small.items():
         rates[topic] = SMALL_MESSAGE_BYTES[msgtype] * hz
     if thermal is not None:  # derived thermal-rate image topics the profiles add as extra_topics
-        rates["/rgbt/seg/class_ids"] = (thermal.width * thermal.height + IMAGE_HEADER_BYTES) * thermal.rate_hz
+        rates[SEG_CLASS_IDS_TOPIC] = (thermal.width * thermal.height + IMAGE_HEADER_BYTES) * thermal.rate_hz
         pair = next(iter(stack.pairs.values()), None)
         w, h = (pair.width, pair.height) if pair is not None else (thermal.width, thermal.height)
-        rates["/rgbt/rectified/thermal"] = (w * h * 2 + IMAGE_HEADER_BYTES) * thermal.rate_hz
+        rates[RECTIFIED_THERMAL_TOPIC] = (w * h * 2 + IMAGE_HEADER_BYTES) * thermal.rate_hz
     return {t: rates[t] for t in topics if t in rates}
 
 
 def check_disk(specs: list[Any], bag_dir: str | None = None) -> list[Check]:
-    from rgbt.graph.recording import stack_topic_types
+    from rgbt.topics import stack_topic_types
     from rgbt.stack import load_stack
 
     recorder = next((s for s in specs if s.executable == "recorder"), None)

@@ -41,14 +41,13 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from rgbt.bag.frameindex import COLUMNS, FrameSources, build_index
 from rgbt.bag.images import image_to_numpy
-from rgbt.bag.reader import ROS1_METADATA_TOPIC, BagReader, open_bag
+from rgbt.bag.reader import BagReader, open_bag
 from rgbt.bag.renames import CART_RENAMES, CART_ROS1_NAMES
 from rgbt.bag.tables import TopicTables
 from rgbt.errors import BagError, ConfigError
 from rgbt.stamps import stamp_to_ns
+from rgbt.topics import LABEL_PREFIX, ROS1_METADATA_TOPIC, TRIGGER_TOPIC
 
-TRIGGER_TOPIC = "/rgbt/trigger"  # rgbt.sim.messages.TRIGGER_TOPIC (not imported: it pulls in the simulator)
-LABEL_PREFIX = "/rgbt/sim/labels/"
 MANIFEST = ".extract-manifest.json"
 _PNG = [cv2.IMWRITE_PNG_COMPRESSION, 1]
 _IMAGE_TYPES = {"sensor_msgs/msg/Image", "sensor_msgs/Image"}

@@ -21,12 +21,13 @@ import cv2
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from rgbt.bag.extract import TRIGGER_TOPIC, stack_for
+from rgbt.bag.extract import stack_for
 from rgbt.bag.images import image_to_numpy
 from rgbt.bag.reader import open_bag
 from rgbt.bag.renames import CART_RENAMES, CART_ROS1_NAMES
 from rgbt.errors import BagError
 from rgbt.stamps import stamp_to_ns
+from rgbt.topics import TRIGGER_TOPIC
 
 PANELS = ("color", "thermal", "mono")
 _FONT = cv2.FONT_HERSHEY_SIMPLEX

@@ -61,6 +61,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from rgbt.topics import THERMAL_MONO8_TOPIC
+
 #: after the sources finish, how long (s) to wait at most for a killed group to publish diagnostics again
 BACK_WAIT_S = 20.0
 #: seconds between the sources' first message with the trigger sync locked and the injection
@@ -80,8 +82,6 @@ STEP_S = 5.0
 DEVICE_BUFFER_S = 0.3
 #: the recorder's flight size cap in the disk_full flight (MB; the full stack writes ~110 MB/s)
 CAP_MB = 250.0
-#: the preprocess output recorded in a fault flight (the pipeline group's stream when rectify has no colour)
-PREPROCESS_TOPIC = "/rgbt/thermal/image_mono8"
 #: a kill waits at most this long (s) for its group's warm spare to be ready (imports, DDS participant:
 #: the steady state of a recording), and flights with kills simulate this much longer to leave room
 SPARE_WAIT_S = 8.0
@@ -230,7 +230,7 @@ class Flight:
 
     def _overrides(self) -> dict[str, dict[str, Any]]:
         """Per-node parameters of a fault flight (fast diagnostics: they time a group's return)."""
-        from rgbt.graph.options import RAW_PREFIX
+        from rgbt.topics import RAW_PREFIX
         from rgbt.graph.profile import node_specs
 
         specs = node_specs(self.profile)
@@ -250,7 +250,7 @@ class Flight:
         out["trigger_sync"]["restamper"] = {"min_fit_s": 1.5}
         extra = next(list(s.parameters["extra_topics"]) for s in specs if s.executable == "recorder")
         out[recorder].update({"out_dir": str(self.bags_dir), "start": "always", "min_free_mb": 100,
-                              "extra_topics": extra + [PREPROCESS_TOPIC]})
+                              "extra_topics": extra + [THERMAL_MONO8_TOPIC]})
         if "disk_full" in self.faults:
             out[recorder]["max_total_mb"] = CAP_MB
         if "disk_full_real" in self.faults:

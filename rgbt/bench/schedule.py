@@ -63,7 +63,7 @@ class Match:
 def schedule(cache_dir: str | Path, anchor: dict[str, int], stack: Any, kinds: Iterable[str]) -> dict[str, Stream]:
     """The streams ``kinds`` (camera names, ``imu``) of the cached run in ``cache_dir`` on the
     timeline of ``anchor``; keyed by stack topic."""
-    from rgbt.graph.options import unlocked_topic
+    from rgbt.topics import unlocked_topic
     from rgbt.sim.cache import SimCache
 
     offset = int(anchor["t0_wall_ns"]) - int(anchor["t0_sim_ns"])  # simulated host time -> wall

@@ -17,6 +17,7 @@ import numpy as np
 
 from rgbt.bench.timing import summarize_ms
 from rgbt.demo.scan import Scan
+from rgbt.topics import TRIGGER_TOPIC
 
 #: where the demo writes the labelled frames of a recording (CART layout: PLACE/TRAJ/{thermal16,masks})
 LABELS_DIR = "labels"
@@ -36,7 +37,7 @@ def health(scan: Scan, stack: Any, bag_manifest: dict | None, vs_manifest: dict 
     nominal[stack.imu.topic] = stack.imu.rate_hz
     nominal[stack.gnss.topic] = stack.gnss.rate_hz
     nominal[stack.autopilot.pose_topic] = stack.autopilot.pose_rate_hz
-    nominal["/rgbt/trigger"] = stack.trigger.rate_hz
+    nominal[TRIGGER_TOPIC] = stack.trigger.rate_hz
     rec_topics = (bag_manifest or {}).get("topics", {})
     topics: dict[str, dict] = {}
     for name, info in sorted(scan.topics.items()):

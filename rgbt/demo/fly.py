@@ -72,7 +72,7 @@ def flight_overrides(options: Any, run_dir: Path, engine: Path, trajectory: str)
 
         sim["altitude_m"] = options.altitude_m
         sim["start_s"] = flight_start_s(trajectory, options.sim_duration_s())
-    from rgbt.graph.options import RAW_PREFIX
+    from rgbt.topics import RAW_PREFIX
     from rgbt.stack import load_stack
 
     stack = load_stack()

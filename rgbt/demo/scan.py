@@ -17,10 +17,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+from rgbt.topics import FUSION_CLASS_IDS_TOPIC, LABEL_TOPICS, SEG_CLASS_IDS_TOPIC
 
-SEG_TOPIC = "/rgbt/seg/class_ids"
-FUSION_TOPIC = "/rgbt/fusion/class_ids"  # RGB-T fusion, on the rectified colour canvas
-LABEL_TOPIC = "/rgbt/sim/labels/thermal"
+SEG_TOPIC = SEG_CLASS_IDS_TOPIC
+FUSION_TOPIC = FUSION_CLASS_IDS_TOPIC  # RGB-T fusion, on the rectified colour canvas
+LABEL_TOPIC = LABEL_TOPICS["thermal"]
 
 
 @dataclass

@@ -13,6 +13,9 @@ from typing import TYPE_CHECKING, Any, Callable, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from rgbt.errors import ConfigError
+from rgbt.topics import (ARMED_TOPIC, FUSION_PREFIX, HEALTH_TOPIC, RAW_PREFIX, RECTIFIED_COLOR_TOPIC, RECTIFIED_PREFIX,
+                         RECTIFIED_THERMAL_TOPIC, SEG_CLASS_IDS_TOPIC, SEG_PREFIX, THERMAL_PREFIX,
+                         THERMAL_QUERY_REQUEST_TOPIC, THERMAL_QUERY_RESPONSE_TOPIC, THERMAL_QUERY_SERVICE)
 
 if TYPE_CHECKING:
     from rgbt.hostclock import WallClockOffset
@@ -22,26 +25,9 @@ QosName = Literal["sensor_data", "reliable", "latched"]
 #: the simulated stack's sample kinds (``rgbt.sim.simstack.KINDS``)
 SimKind = Literal["thermal", "color", "mono", "imu", "gnss", "global", "pose", "state", "trigger"]
 
-#: Topics between the (virtual or real) drivers and the trigger sync node: host-stamped frames and
-#: their frame counters. The sync node republishes the frames restamped on the stack topics.
-RAW_PREFIX = "/rgbt/raw"
-ARMED_TOPIC = "/rgbt/armed"  # std_msgs/Bool, latched: the autopilot's armed state
-TRIGGER_TOPIC = "/rgbt/trigger"
 # processing nodes: drop a frame whose work would start more than this many frame periods after the
 # stream's quickest recent arrival (rgbt.lateness.LatenessGate)
 LATE_AFTER_PERIODS = 2.0
-
-
-def time_reference_topic(fix_topic: str) -> str:
-    """The GNSS driver's ``sensor_msgs/TimeReference`` topic (the fix's UTC) beside its fix topic:
-    the sibling ``time_reference`` (``/gps/fix`` -> ``/gps/time_reference``, as nmea_navsat_driver)."""
-    return fix_topic.rsplit("/", 1)[0] + "/time_reference"
-
-
-def unlocked_topic(kind: str, raw_prefix: str = RAW_PREFIX) -> str:
-    """Where the trigger sync node puts a stream's frames (IMU samples) from before its lock,
-    host-stamped: never on the restamped stack topics."""
-    return f"{raw_prefix}/{kind}/unlocked"
 
 
 class NodeOptions(BaseModel):
@@ -199,7 +185,7 @@ class PreprocessOptions(ProcessingOptions):
     """Thermal normalization (percentiles + CLAHE) to 32FC1, mono8 and a colormapped view."""
 
     input_topic: str = ""  # the stack's thermal topic when empty
-    output_prefix: str = "/rgbt/thermal"
+    output_prefix: str = THERMAL_PREFIX
     low: float = 1.0
     high: float = 99.0
     clahe: bool = True
@@ -217,7 +203,7 @@ class RectifyOptions(ProcessingOptions):
     pair: str = "color_thermal"
     cam0_topic: str = ""  # the stack topic of the pair's cam0 when empty
     cam1_topic: str = ""
-    output_prefix: str = "/rgbt/rectified"
+    output_prefix: str = RECTIFIED_PREFIX
     max_pending: int = 8
 
 
@@ -226,7 +212,7 @@ class SegmentationOptions(NodeOptions):
 
     input_depth: int = Field(1, ge=1)  # newest frame only: skip what inference cannot keep up with
     input_topic: str = ""
-    output_prefix: str = "/rgbt/seg"
+    output_prefix: str = SEG_PREFIX
     model: str = "engines/sim_thermal_seg.onnx"
     backend: str = "onnxruntime"
     stage: dict[str, Any] = Field(default_factory=dict)
@@ -240,9 +226,9 @@ class SegmentationOptions(NodeOptions):
 class FusionOptions(ProcessingOptions):
     """RGB-T fusion on rectified pairs (``rgbt.seg.fusion``)."""
 
-    color_topic: str = "/rgbt/rectified/color"
-    thermal_topic: str = "/rgbt/rectified/thermal"
-    output_prefix: str = "/rgbt/fusion"
+    color_topic: str = RECTIFIED_COLOR_TOPIC
+    thermal_topic: str = RECTIFIED_THERMAL_TOPIC
+    output_prefix: str = FUSION_PREFIX
     # rgbt.seg.fusion.FusionOptions fields; default: the tiny two-input late-fusion demo model
     # (trained on synthetic pairs, 192x120 input), each pair resized to it before it is normalized
     # (resize_first: a third less CPU per pair, the same mIoU; rgbt.seg.fusion)
@@ -346,8 +332,8 @@ class VioBridgeOptions(ProcessingOptions):
     camera: Literal["thermal", "color", "mono"] = "thermal"
     input_topic: str = ""  # the stack topic of the camera when empty
     imu_input_topic: str = ""  # the stack's IMU topic when empty
-    output_topic: str = ""  # rgbt.vio.feed.feed_image_topic(camera) when empty
-    imu_output_topic: str = ""  # rgbt.vio.feed.FEED_IMU_TOPIC when empty
+    output_topic: str = ""  # rgbt.topics.vio_feed_image_topic(camera) when empty
+    imu_output_topic: str = ""  # rgbt.topics.VIO_FEED_IMU_TOPIC when empty
     rate_hz: float = Field(0.0, ge=0)  # 0: rgbt.vio.feed.feed_rate_hz of the camera (20 Hz thermal)
     normalization: Literal["percentile", "fixed", "temporal", "temporal_clahe"] = "temporal"
     drop_frozen: bool = True  # drop FFC-frozen frames (the temporal modes detect them)
@@ -370,7 +356,7 @@ class HealthOptions(NodeOptions):
 
     period_s: float = Field(1.0, gt=0)
     disk_path: str = "bags"
-    topic: str = "/rgbt/health"
+    topic: str = HEALTH_TOPIC
     live: ClassVar[frozenset[str]] = NodeOptions.live | {"period_s"}
 
 
@@ -391,10 +377,10 @@ class ThermalQueryOptions(NodeOptions):
     ``std_msgs/String`` request / response topics always (:mod:`rgbt.graph.thermal_query`)."""
 
     thermal_topic: str = ""
-    class_topic: str = "/rgbt/seg/class_ids"
-    service: str = "/rgbt/thermal_query"  # the typed service's name; empty: JSON topics only
-    request_topic: str = "/rgbt/thermal_query/request"
-    response_topic: str = "/rgbt/thermal_query/response"
+    class_topic: str = SEG_CLASS_IDS_TOPIC
+    service: str = THERMAL_QUERY_SERVICE  # the typed service's name; empty: JSON topics only
+    request_topic: str = THERMAL_QUERY_REQUEST_TOPIC
+    response_topic: str = THERMAL_QUERY_RESPONSE_TOPIC
     radiometry: dict[str, Any] = Field(default_factory=dict)
 
 

@@ -39,10 +39,11 @@ from rgbt.bag.loss import (MEMORY_BUDGET, NO_BAG, NOT_RECEIVED, RECORDER_RESTART
                            missing_between)
 from rgbt.graph.diagnostics import TopicStats
 from rgbt.graph.instance_lock import pid_alive
-from rgbt.graph.options import ARMED_TOPIC, TRIGGER_TOPIC, RecorderOptions
+from rgbt.graph.options import RecorderOptions
 from rgbt.stamps import cdr_stamp_ns
 from rgbt.graph.supervisor import FLIGHT_ID_ENV, read_status
 from rgbt.threadname import name_native_thread
+from rgbt.topics import TIME_REFERENCE, stack_topic_types, time_reference_topic, unlocked_topic
 
 MANIFEST = "rgbt_manifest.json"
 #: a file of RESERVE_BYTES kept in an open bag's folder: deleted to make room for its last manifest
@@ -132,34 +133,18 @@ def plan_buffers(options: RecorderOptions, rates: dict[str, float], sizes: dict[
 
 def before_lock_streams(stack: Any) -> dict[str, str]:
     """The trigger sync's before-lock topic -> the stack topic of the same stream (cameras and IMU)."""
-    from rgbt.graph.options import unlocked_topic
-
     out = {unlocked_topic(name): cam.topic for name, cam in stack.cameras.items()}
     out[unlocked_topic("imu")] = stack.imu.topic
     return out
-
-
-def stack_topic_types(stack: Any) -> dict[str, str]:
-    """Topic -> ROS 2 message type of everything the stack publishes (what the recorder records)."""
-    types = {cam.topic: "sensor_msgs/msg/Image" for cam in stack.cameras.values()}
-    types[stack.imu.topic] = "sensor_msgs/msg/Imu"
-    types[stack.gnss.topic] = "sensor_msgs/msg/NavSatFix"
-    types[stack.autopilot.pose_topic] = "geometry_msgs/msg/PoseStamped"
-    types[stack.autopilot.global_topic] = "sensor_msgs/msg/NavSatFix"
-    types[ARMED_TOPIC] = "std_msgs/msg/Bool"
-    types[TRIGGER_TOPIC] = "sensor_msgs/msg/TimeReference"
-    return types
 
 
 def driver_extra_topic_types(stack: Any) -> dict[str, str]:
     """Topic -> type of what the recorder also records by default beside :func:`stack_topic_types`
     (when present): the trigger sync node's before-lock streams (host-stamped) and the GNSS fix's UTC
     time reference."""
-    from rgbt.graph.options import time_reference_topic
-
     stack_types = stack_topic_types(stack)
     types = {t: stack_types[of] for t, of in before_lock_streams(stack).items()}  # their stream's type
-    types[time_reference_topic(stack.gnss.topic)] = "sensor_msgs/msg/TimeReference"
+    types[time_reference_topic(stack.gnss.topic)] = TIME_REFERENCE
     return types
 
 
