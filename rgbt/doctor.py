@@ -163,20 +163,20 @@ def check_ros(environ: Mapping[str, str], needed: bool = True) -> list[Check]:
     status = "ok" if distro in SUPPORTED_DISTROS else "warn"
     checks = [Check("ROS stack", status, f"{stack.kind} {distro} at {stack.path}; executor {executor}",
                     "" if status == "ok" else f"tested on {', '.join(SUPPORTED_DISTROS)}")]
-    rmw = environ.get("RMW_IMPLEMENTATION") or "rmw_fastrtps_cpp (rgbt up default)"
+    from rgbt.paths import FASTDDS_PROFILE
+    from rgbt.ros_env import DEFAULT_DISCOVERY_RANGE, DEFAULT_RMW
+
+    rmw = environ.get("RMW_IMPLEMENTATION") or f"{DEFAULT_RMW} (rgbt up default)"
     checks.append(Check("ROS RMW", "ok", rmw))
     rng = environ.get("ROS_AUTOMATIC_DISCOVERY_RANGE")
-    checks.append(Check("ROS discovery range", "ok", rng or "LOCALHOST (rgbt up default)",
+    checks.append(Check("ROS discovery range", "ok", rng or f"{DEFAULT_DISCOVERY_RANGE} (rgbt up default)",
                         "" if rng else "set ROS_AUTOMATIC_DISCOVERY_RANGE=SUBNET for a ground station"))
     profile_file = environ.get("FASTRTPS_DEFAULT_PROFILES_FILE")
     if profile_file and not Path(profile_file).is_file():
         checks.append(Check("Fast DDS profile", "fail", f"{profile_file} (missing)",
                             "unset FASTRTPS_DEFAULT_PROFILES_FILE or point it at an existing XML"))
     else:
-        from rgbt.paths import LAUNCH_DIR
-
-        checks.append(Check("Fast DDS profile", "ok",
-                            profile_file or f"{LAUNCH_DIR / 'fastdds_loopback.xml'} (rgbt up default)"))
+        checks.append(Check("Fast DDS profile", "ok", profile_file or f"{FASTDDS_PROFILE} (rgbt up default)"))
     return checks
 
 

@@ -133,12 +133,12 @@ def flights(names: list[str], quick: bool) -> list[list[str]]:
 
 def run(args: argparse.Namespace) -> dict:
     from rgbt.errors import ConfigError
-    from rgbt.graph.launcher import ros_environment_defaults
+    from rgbt.ros_env import apply_ros_defaults
     from rgbt.graph.profile import isolate_drivers, node_specs, profile_isolates_drivers
 
     # a private DDS domain unless one is set: other graphs on this machine must not reach the bag
     os.environ.setdefault("ROS_DOMAIN_ID", str(random.randint(100, 180)))
-    ros_environment_defaults()
+    apply_ros_defaults()
     isolate = args.isolate_drivers if args.isolate_drivers is not None else profile_isolates_drivers(args.profile)
     specs = node_specs(args.profile)
     known = fault_names(isolate_drivers(specs) if isolate else specs)

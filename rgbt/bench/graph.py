@@ -86,7 +86,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> dict:
     from rgbt.errors import ConfigError
-    from rgbt.graph.launcher import clean_shm, ros_environment_defaults, shm_files, start_graph
+    from rgbt.graph.launcher import clean_shm, shm_files, start_graph
+    from rgbt.ros_env import apply_ros_defaults
     from rgbt.graph.profile import node_specs, parse_set, profile_env
     from rgbt.graph.recording import ARRIVALS
     from rgbt.stack import load_stack
@@ -95,7 +96,7 @@ def run(args: argparse.Namespace) -> dict:
         raise ConfigError("--load", "load", args.load, "0 to 8 busy processes")
     if args.duration <= 0:
         raise ConfigError("--duration", "duration", args.duration, "a positive number of seconds")
-    ros_environment_defaults()
+    apply_ros_defaults()
     # a private DDS domain (unless one is set): another graph on this host must not join the measurement
     os.environ.setdefault("ROS_DOMAIN_ID", str(random.SystemRandom().randint(30, 200)))
     work = Path(tempfile.mkdtemp(prefix="rgbt_bench_graph_"))

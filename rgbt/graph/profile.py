@@ -176,14 +176,10 @@ ROS_PACKAGE = "rgbt_ros"
 
 
 def launch_environment(name_or_path: str | Path) -> dict[str, str]:
-    """Environment a launch sets: loopback discovery + the shipped Fast DDS profile, then the profile's env."""
-    import os
+    """Environment a launch sets: the ROS 2 defaults (``rgbt.ros_env.ros_defaults``), then the profile's env."""
+    from rgbt.ros_env import ros_defaults
 
-    env = {}
-    if "ROS_AUTOMATIC_DISCOVERY_RANGE" not in os.environ:
-        env["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
-    if "FASTRTPS_DEFAULT_PROFILES_FILE" not in os.environ:
-        env["FASTRTPS_DEFAULT_PROFILES_FILE"] = str(LAUNCH_DIR / "fastdds_loopback.xml")
+    env = ros_defaults()
     env.update(profile_env(name_or_path))
     return env
 

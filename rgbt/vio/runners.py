@@ -86,12 +86,11 @@ def require_installed(name: str) -> InstallInfo:
 
 
 def ros_env(base: dict | None = None, profiles_file: str | None = None) -> dict:
-    """The environment every ROS 2 process gets: loopback discovery and our Fast DDS profile."""
-    from rgbt.paths import LAUNCH_DIR
+    """The environment an estimator process gets: loopback discovery and our Fast DDS profile, always."""
+    from rgbt.ros_env import loopback_environment
 
     env = dict(os.environ if base is None else base)
-    env["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
-    env["FASTRTPS_DEFAULT_PROFILES_FILE"] = profiles_file or str(LAUNCH_DIR / "fastdds_loopback.xml")
+    env.update(loopback_environment(profiles_file))
     return env
 
 
