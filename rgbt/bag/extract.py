@@ -479,12 +479,3 @@ def check_new_or_extraction(out: str | Path) -> None:
                           "extraction to resume")
 
 
-def nearest_within(stamps: np.ndarray, t_ns: int, tolerance_ns: int) -> int | None:
-    """Index of the stamp nearest ``t_ns`` within ``tolerance_ns`` (``stamps`` sorted), or None."""
-    if not len(stamps):
-        return None
-    i = int(np.searchsorted(stamps, t_ns))
-    best = min((j for j in (i - 1, i) if 0 <= j < len(stamps)), key=lambda j: abs(int(stamps[j]) - t_ns))
-    return best if abs(int(stamps[best]) - t_ns) <= tolerance_ns else None
-
-

@@ -19,7 +19,8 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 
-from rgbt.bag.extract import _write_image, nearest_within, read_image
+from rgbt.bag.extract import _write_image, read_image
+from rgbt.timematch import nearest_within
 
 
 def rectifier_for(stack: Any, pair: str = "color_thermal", camchain: str | Path | None = None) -> Any:
