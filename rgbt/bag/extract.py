@@ -47,6 +47,7 @@ from rgbt.bag.tables import TopicTables
 from rgbt.errors import BagError, ConfigError
 from rgbt.stamps import stamp_to_ns
 from rgbt.topics import LABEL_PREFIX, ROS1_METADATA_TOPIC, TRIGGER_TOPIC
+from rgbt.fileio import write_atomic
 
 MANIFEST = ".extract-manifest.json"
 _PNG = [cv2.IMWRITE_PNG_COMPRESSION, 1]
@@ -131,9 +132,7 @@ class _Manifest:
                 return
             text = json.dumps(self.hashes)
             self._dirty = 0
-        tmp = self.path.with_suffix(".tmp")
-        tmp.write_text(text)
-        tmp.replace(self.path)
+        write_atomic(self.path, text)
 
 
 class _Writers:
@@ -427,9 +426,7 @@ def _handle(rec: Any, o: ExtractOptions, names: dict[str, str], src: FrameSource
 
 def _write_bytes(path: Path, data: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_bytes(data)
-    tmp.replace(path)
+    write_atomic(path, data)
 
 
 def _write_image(path: Path, arr: np.ndarray, jpeg_quality: int = 95) -> None:

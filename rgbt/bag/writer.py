@@ -49,6 +49,7 @@ from rosbags.typesys.store import Typestore
 
 from rgbt.errors import BagError
 from rgbt.memory import allocator_tuned, tune_allocator
+from rgbt.fileio import fsync_path
 
 BAG_VERSION = 9  # rosbag2 metadata version written (Jazzy)
 MAXTIME = 2**63 - 1
@@ -98,15 +99,6 @@ class WriterOptions:
         for key, value in self.custom_data.items():
             if not isinstance(key, str) or not isinstance(value, str):
                 raise BagError(f"custom_data {key!r}: {value!r}: keys and values must be strings")
-
-
-def fsync_path(path: str | os.PathLike[str]) -> None:
-    """``fsync`` a file or a directory by its path (a directory: the names in it survive a power loss)."""
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 _tune_allocator = tune_allocator  # BagWriter's keyword argument of the same name shadows it

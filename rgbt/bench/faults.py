@@ -62,6 +62,7 @@ from pathlib import Path
 from typing import Any
 
 from rgbt.topics import THERMAL_MONO8_TOPIC
+from rgbt.fileio import write_atomic, write_json_atomic
 
 #: after the sources finish, how long (s) to wait at most for a killed group to publish diagnostics again
 BACK_WAIT_S = 20.0
@@ -445,9 +446,7 @@ def inject(fault: str, graph: Any, recorder: str, flight: Flight) -> int:
 
         threading.Timer(GONE_S, cont).start()
     elif fault == "unplug_thermal":
-        tmp = flight.device_control.with_suffix(".tmp")
-        tmp.write_text(json.dumps({"thermal": {"gone_until_wall_ns": t + int(GONE_S * 1e9)}}))
-        os.replace(tmp, flight.device_control)
+        write_json_atomic(flight.device_control, {"thermal": {"gone_until_wall_ns": t + int(GONE_S * 1e9)}})
     elif fault == "cpu_starvation":
         top = max((int(s.parameters.get("realtime_priority", 0)) for s in flight.specs), default=0)
         end = time.monotonic() + STARVE_S
@@ -455,9 +454,8 @@ def inject(fault: str, graph: Any, recorder: str, flight: Flight) -> int:
                 for _ in range(2 * (os.cpu_count() or 1))]
         threading.Timer(STARVE_S, lambda: [p.kill() or p.wait() for p in busy]).start()
     elif fault.startswith("clock_step_"):
-        tmp = flight.step_file.with_suffix(".tmp")  # replaced whole: the virtual stack never reads a partial value
-        tmp.write_text(str(int(float(fault[len("clock_step_"):-1]) * 1e9)))
-        os.replace(tmp, flight.step_file)
+        # replaced whole: the virtual stack never reads a partial value
+        write_atomic(flight.step_file, str(int(float(fault[len("clock_step_"):-1]) * 1e9)))
     # disk_full, disk_full_real: the cap / the filesystem ends the recording by itself (judge_flight)
     return t
 

@@ -203,7 +203,7 @@ def _plot(cells: list[dict], kind: str, path: Path) -> Path:
 
 def write_report(root: str | Path, plots: bool = True) -> dict:
     """Write ``report/`` of a campaign folder; returns the ``--json`` summary (``cells``, ``table_md``, ...)."""
-    from rgbt.cli.output import to_json
+    from rgbt.fileio import to_json
 
     root = Path(root)
     kind, records = collect(root)

@@ -18,6 +18,7 @@ import numpy as np
 from rgbt.bench.timing import summarize_ms
 from rgbt.demo.scan import Scan
 from rgbt.topics import TRIGGER_TOPIC
+from rgbt.fileio import to_json
 
 #: where the demo writes the labelled frames of a recording (CART layout: PLACE/TRAJ/{thermal16,masks})
 LABELS_DIR = "labels"
@@ -191,7 +192,7 @@ def vio(bag: Path, runs: int, stack_path: str | None = None, show_progress: bool
         "resets": d["resets"]["mean"], "final_drift_percent": d["final_drift_percent"]["mean"],
         "rpe": rpe, "fps": d["fps"], "feed_frames": d["meta"].get("feed_frames"),
     }
-    return json.loads(json.dumps(summary, default=float)), result, seq
+    return json.loads(to_json(summary, indent=None)), result, seq
 
 
 def fusion(scan: Scan, truth: Any | None, thermal_seq: dict[int, int], stack: Any, model: Path) -> dict:

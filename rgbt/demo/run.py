@@ -18,6 +18,7 @@ from rgbt.demo.report import rel, write_report
 from rgbt.demo.scan import scan_bag
 from rgbt.demo.truth import GT_FILE, SimTruth
 from rgbt.errors import BagError, EvaluationError, RgbtError
+from rgbt.fileio import to_json
 
 PLOTS_DIR = "plots"
 REPORT = "report.md"
@@ -170,7 +171,7 @@ def run_demo(options: DemoOptions, console: Any = None) -> dict:
     }
     report = write_report(summary, run_dir / REPORT)
     summary["report"] = str(report)
-    (run_dir / SUMMARY).write_text(json.dumps(summary, indent=2, default=_json_default))
+    (run_dir / SUMMARY).write_text(to_json(summary))
     return summary
 
 
@@ -184,16 +185,6 @@ def _machine(describe) -> str:  # type: ignore[no-untyped-def]
         keys = ("cpu", "logical_cores", "memory_gib", "gpu")
         return ", ".join(f"{k}={m[k]}" for k in keys if k in m) or json.dumps(m)[:200]
     return str(m)
-
-
-def _json_default(obj: Any) -> Any:
-    if isinstance(obj, np.generic):
-        return obj.item()
-    if isinstance(obj, np.ndarray):
-        return obj.tolist()
-    if isinstance(obj, Path):
-        return str(obj)
-    raise TypeError(type(obj).__name__)
 
 
 def _sample_frame(scan):  # type: ignore[no-untyped-def]

@@ -44,6 +44,7 @@ from rgbt.stamps import cdr_stamp_ns
 from rgbt.graph.supervisor import FLIGHT_ID_ENV, read_status
 from rgbt.threadname import name_native_thread
 from rgbt.topics import TIME_REFERENCE, stack_topic_types, time_reference_topic, unlocked_topic
+from rgbt.fileio import write_json_atomic
 
 MANIFEST = "rgbt_manifest.json"
 #: a file of RESERVE_BYTES kept in an open bag's folder: deleted to make room for its last manifest
@@ -518,7 +519,7 @@ class Recording:
             manifest["not_recorded_after_stop"] = {
                 "hold": self.hold, "lost_total": self.loss_after_stop.count(),
                 "loss_ranges": {t: self.loss_after_stop.to_json(t) for t in self.loss_after_stop.ranges}}
-            write_json_durably(path, manifest)
+            write_json_atomic(path, manifest, indent=2, fsync=True)
 
     # -- bags an earlier recorder left open --------------------------------------------------
     def recover_at_start(self) -> list[dict]:
@@ -589,7 +590,7 @@ class Recording:
         manifest["lost_total"] = sum(int(v.get("lost_total", 0)) for v in manifest.get("topics", {}).values())
         manifest["bytes"] = _bag_bytes(bag)
         (bag / RESERVE).unlink(missing_ok=True)
-        write_json_durably(bag / MANIFEST, manifest)
+        write_json_atomic(bag / MANIFEST, manifest, indent=2, fsync=True)
         entry = {"bag": bag.name, **manifest["recovered"], "duplicates_skipped": manifest["duplicates_skipped"]}
         self.log(f"recovered {bag.name}: {result.get('message_count')} messages in {result['seconds']:.1f} s "
                  f"({manifest['duplicates_skipped']} written again by this recorder left out)")
@@ -756,7 +757,7 @@ class Recording:
                     reserve.write_bytes(bytes(RESERVE_BYTES))  # room for the last manifest on a full disk
                 if state == "closed" and b["arrivals"]:
                     (path / ARRIVALS).write_text(json.dumps(b["arrivals"]))
-                write_json_durably(path / MANIFEST, manifest, fsync=fsync)
+                write_json_atomic(path / MANIFEST, manifest, indent=2, fsync=fsync)
                 if state == "closed":
                     reserve.unlink(missing_ok=True)
                 return
@@ -793,22 +794,6 @@ def boot_id() -> str:
         return Path("/proc/sys/kernel/random/boot_id").read_text().strip()
     except OSError:
         return ""
-
-
-def write_json_durably(path: Path, data: dict, fsync: bool = True) -> None:
-    """Write ``data`` to ``path`` whole (a temporary file renamed over it); with ``fsync`` the file and
-    its directory are on disk when this returns (a power loss keeps the old or the new one)."""
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w") as fh:
-        fh.write(json.dumps(data, indent=2))
-        fh.flush()
-        if fsync:
-            os.fsync(fh.fileno())
-    os.replace(tmp, path)
-    if fsync:
-        from rgbt.bag.writer import fsync_path
-
-        fsync_path(path.parent)
 
 
 def _manifests(out_dir: Path) -> list[tuple[Path, dict]]:

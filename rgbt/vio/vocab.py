@@ -26,6 +26,7 @@ import cv2
 import numpy as np
 
 from rgbt.errors import RgbtError
+from rgbt.fileio import write_atomic
 
 
 @dataclass
@@ -110,9 +111,7 @@ class Vocabulary:
 
     def save(self, path: str | Path) -> Path:
         path = Path(path)
-        tmp = path.with_suffix(path.suffix + ".part")
-        tmp.write_text(self.to_text())
-        tmp.replace(path)
+        write_atomic(path, self.to_text())
         return path
 
 
