@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from sensor_msgs.msg import Image
 
-from rgbt.ros.image import cdr_to_image, image_to_cdr
+from rgbt.image.codec import cdr_to_image, image_to_cdr
 from rgbt.ros.node import RgbtNode
 from rgbt.graph.options import SegmentationOptions
 from rgbt.ros.spin import node_main

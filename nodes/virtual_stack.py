@@ -38,7 +38,7 @@ from std_msgs.msg import Bool
 from rgbt.geometry import matrix_to_quat
 from rgbt.graph.devicecontrol import DeviceControl, SimulatedDevices
 from rgbt.ros.driver_node import report_devices
-from rgbt.ros.image import image_to_cdr
+from rgbt.image.codec import image_to_cdr
 from rgbt.ros.messages import frame_info, imu, imu_sync_info, navsatfix, pose_stamped, time_reference
 from rgbt.ros.node import RgbtNode
 from rgbt.graph.options import VirtualStackOptions

@@ -40,7 +40,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from rgbt.bag.frameindex import COLUMNS, FrameSources, build_index
-from rgbt.bag.images import image_to_numpy
+from rgbt.image.codec import image_to_numpy
 from rgbt.bag.reader import BagReader, open_bag
 from rgbt.bag.renames import CART_RENAMES, CART_ROS1_NAMES
 from rgbt.bag.tables import TopicTables
@@ -387,7 +387,7 @@ def _handle(rec: Any, o: ExtractOptions, names: dict[str, str], src: FrameSource
                                then=lambda: manifest.put(rel, digest))
                 result = 1
         else:
-            arr = image_to_numpy(msg)
+            arr = image_to_numpy(msg, rgb=True)
             colour = arr.ndim == 3
             ext = o.color_format if colour else "png"
             rel = f"images/{camera}/{stamp}.{ext}"

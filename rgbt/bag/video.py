@@ -22,7 +22,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from rgbt.bag.extract import stack_for
-from rgbt.bag.images import image_to_numpy
+from rgbt.image.codec import image_to_numpy
 from rgbt.bag.reader import open_bag
 from rgbt.bag.renames import CART_RENAMES, CART_ROS1_NAMES
 from rgbt.errors import BagError
@@ -83,7 +83,7 @@ class _Panels:
             _text(img, [f"{name}: no frame"])
             return img
         msg = rec.msg
-        arr = image_to_numpy(msg)
+        arr = image_to_numpy(msg, rgb=True)
         stamp = stamp_to_ns(msg.header.stamp)
         if name == "thermal" and arr.dtype == np.uint16:
             from rgbt.image.colormap import apply_colormap

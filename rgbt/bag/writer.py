@@ -841,7 +841,8 @@ def measure_write_rate(duration_s: float = 2.0, out_dir: str | os.PathLike[str] 
     """
     import numpy as np
 
-    from rgbt.bag.images import image_to_numpy, numpy_to_image_msg
+    from rgbt.bag.images import numpy_to_image_msg
+    from rgbt.image.codec import image_to_numpy
     from rgbt.bag.reader import open_bag
     from rgbt.bag.types import ros2_typestore
 
@@ -906,7 +907,7 @@ def measure_write_rate(duration_s: float = 2.0, out_dir: str | os.PathLike[str] 
         with open_bag(tmp / "bag") as bag:  # read back: every image to numpy (zero-copy views)
             for rec in bag.messages():
                 if rec.msgtype == "sensor_msgs/msg/Image":
-                    image_to_numpy(rec.msg)
+                    image_to_numpy(rec.msg, rgb=True)
         read_s = time.perf_counter() - t0
         return total, seconds, file_bytes, read_s, cpu_s
 

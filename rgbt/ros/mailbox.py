@@ -229,9 +229,9 @@ class LatestFrameNode:
 
     def publish_image(self, pub: Any, arr: Any, t_ns: int, frame_id: str, encoding: str,
                       box: LatestMailbox | None = None) -> None:
-        """Serialize ``arr`` (``rgbt.ros.image.image_to_cdr``) and publish it, timing both steps into
+        """Serialize ``arr`` (``rgbt.image.codec.image_to_cdr``) and publish it, timing both steps into
         ``box`` (default: the node's first mailbox)."""
-        from rgbt.ros.image import image_to_cdr
+        from rgbt.image.codec import image_to_cdr
 
         box = box or next(iter(self.__dict__["_mailboxes"].values()))
         t0 = time.monotonic_ns()

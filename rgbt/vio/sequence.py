@@ -242,7 +242,7 @@ def bag_sequence(bag_path: str | Path, stack_path: str | Path | None = None, cam
                       spec.td_s if td_s is None else td_s)
 
     def frames() -> Iterator[tuple[int, np.ndarray, bool]]:
-        from rgbt.bag.images import image_to_numpy
+        from rgbt.image.codec import image_to_numpy
 
         last = None
         with open_bag(bag_path) as r:
@@ -254,7 +254,7 @@ def bag_sequence(bag_path: str | Path, stack_path: str | Path | None = None, cam
                                           f"{'repeats' if stamp == last else 'goes back from'} {last} ns: "
                                           "expected strictly increasing frame stamps")
                 last = stamp
-                yield stamp, image_to_numpy(m), False
+                yield stamp, image_to_numpy(m, rgb=True), False
 
     n = stack.imu.vio_noise_or_noise()  # tuned VIO values (datasheet ones make ORB-SLAM3's IMU init collapse)
     return Sequence(bag_path.name, cam, frames, imu, gt, synthetic=synthetic,

@@ -192,7 +192,8 @@ def _imu_msg(t_ns: int):  # type: ignore[no-untyped-def]
 def test_vio_bridge_node(ros_env: dict) -> None:
     from rclpy.qos import ReliabilityPolicy
 
-    from rgbt.ros.image import image_to_numpy, numpy_to_image
+    from rgbt.image.codec import image_to_numpy
+    from rgbt.ros.image import numpy_to_image
     from rgbt.stamps import stamp_to_ns
 
     env = dict(os.environ, PYTHONPATH=str(REPO_ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
