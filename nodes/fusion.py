@@ -14,12 +14,12 @@ from sensor_msgs.msg import Image
 from rgbt.image.codec import cdr_to_image
 from rgbt.ros.mailbox import LatestFrameNode
 from rgbt.ros.node import RgbtNode
-from rgbt.graph.options import FusionOptions
+from rgbt.graph.options import FusionNodeOptions
 from rgbt.ros.spin import node_main
 
 
 class FusionNode(LatestFrameNode, RgbtNode):
-    options_model = FusionOptions
+    options_model = FusionNodeOptions
     default_name = "fusion"
     prewarm_modules = ("rgbt.graph.seg_adapter", "onnxruntime")
 

@@ -245,10 +245,10 @@ def _fly_with_progress(con, options: DemoOptions, overrides: dict, run_dir: Path
 def _fusion_model(profile: str) -> Path:
     """The ONNX the profile's fusion node runs (its default when the profile has none)."""
     from rgbt.paths import REPO_ROOT
-    from rgbt.graph.options import FusionOptions
+    from rgbt.graph.options import FusionNodeOptions
     from rgbt.graph.profile import node_specs
 
     fusion = next((s.parameters["fusion"] for s in node_specs(profile) if s.executable == "fusion"),
-                  FusionOptions().fusion)
-    model = Path(fusion.get("model") or fusion.get("thermal") or FusionOptions().fusion["model"])
+                  FusionNodeOptions().fusion)
+    model = Path(fusion.get("model") or fusion.get("thermal") or FusionNodeOptions().fusion["model"])
     return model if model.is_absolute() else REPO_ROOT / model

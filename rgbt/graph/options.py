@@ -3,14 +3,22 @@
 A node's ROS parameters (from a profile's ``parameters`` or a ``--params-file``) are validated by
 its model at start-up and the result is printed, so every run says exactly what it did. Nested
 dicts (``sim``, ``stage``, ...) arrive as dotted ROS parameter names (``sim.seed``) and are
-folded back by :func:`unflatten`.
+folded back by :func:`unflatten`. Each nested dict holds fields of a core options class
+(:data:`NodeOptions.nested`: ``rgbt.sim.SimOptions``, ``rgbt.seg.stage.SegStageOptions``, ...): it
+is validated field by field against that class (so ``rgbt doctor`` and ``rgbt up`` report a bad
+nested value with its path, ``segmentation.parameters.stage.prep_priority``) and kept as given (the
+node builds the core options from it and what it sets itself).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, ClassVar, Literal
+import dataclasses
+import functools
+import importlib
+import typing
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Literal, NamedTuple
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, model_validator
 
 from rgbt.errors import ConfigError
 from rgbt.topics import (ARMED_TOPIC, FUSION_PREFIX, HEALTH_TOPIC, RAW_PREFIX, RECTIFIED_COLOR_TOPIC, RECTIFIED_PREFIX,
@@ -30,6 +38,32 @@ SimKind = Literal["thermal", "color", "mono", "imu", "gnss", "global", "pose", "
 LATE_AFTER_PERIODS = 2.0
 
 
+class CoreOptions(NamedTuple):
+    """The core options class a node's nested options dict holds fields of: ``target``
+    (``"module:Class"``, a dataclass or a pydantic model; imported when first validated) and the
+    fields the node sets itself (``set_by_node``: not allowed in the dict)."""
+
+    target: str
+    set_by_node: tuple[str, ...] = ()
+
+
+@functools.cache
+def core_fields_model(core: CoreOptions) -> type[BaseModel]:
+    """A pydantic model of what a nested options dict may hold: the fields of ``core.target`` less
+    ``core.set_by_node``, each optional (the node fills what is not given), no others."""
+    module, name = core.target.split(":")
+    cls = getattr(importlib.import_module(module), name)
+    fields: dict[str, Any]
+    if isinstance(cls, type) and issubclass(cls, BaseModel):  # with its constraints (ge, le, ...)
+        fields = {n: (f.annotation, f) for n, f in cls.model_fields.items()}
+    else:  # a dataclass: its field types (a default is not validated: None stands for "not given")
+        hints = typing.get_type_hints(cls)
+        fields = {f.name: (hints[f.name], None) for f in dataclasses.fields(cls)}
+    fields = {n: v for n, v in fields.items() if n not in core.set_by_node}
+    return create_model(f"{name}Fields", __config__=ConfigDict(extra="forbid", arbitrary_types_allowed=True),
+                        **fields)  # type: ignore[call-overload]
+
+
 class NodeOptions(BaseModel):
     """Options every node takes.
 
@@ -40,6 +74,8 @@ class NodeOptions(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     live: ClassVar[frozenset[str]] = frozenset({"diagnostics_period_s"})
+    #: nested options dict field -> the core options class it holds fields of (validated, kept as given)
+    nested: ClassVar[dict[str, CoreOptions]] = {}
     input_qos: QosName = "sensor_data"
     output_qos: QosName = "sensor_data"
     input_depth: int = Field(5, ge=1)  # subscription queue (keep last N)
@@ -60,6 +96,20 @@ class NodeOptions(BaseModel):
     # out. < 0 protects (the recorder: the bag is what a flight cannot redo; needs CAP_SYS_RESOURCE, else
     # logged and kept), > 0 offers (heavy processing stages). Applied by rgbt.ros.spin at process start.
     oom_score_adj: int = Field(0, ge=-1000, le=1000)
+
+    @model_validator(mode="after")
+    def _check_nested(self) -> "NodeOptions":
+        """Each nested dict of :data:`nested` against its core options class; errors keep their path."""
+        errors: list[Any] = []
+        for name, core in self.nested.items():
+            try:
+                core_fields_model(core).model_validate(getattr(self, name))
+            except ValidationError as exc:
+                errors += [{**{k: e[k] for k in ("type", "input", "ctx") if k in e}, "loc": (name, *e["loc"])}
+                           for e in exc.errors()]
+        if errors:
+            raise ValidationError.from_exception_data(type(self).__name__, errors)
+        return self
 
 
 class ProcessingOptions(NodeOptions):
@@ -136,6 +186,7 @@ class VirtualStackOptions(NodeOptions, HostClockOptions, ReconnectOptions):
     options (``ReconnectOptions``) drive the simulated unplug of a device (``rgbt.graph.devicecontrol``)."""
 
     sim: dict[str, Any] = Field(default_factory=dict)  # rgbt.sim.SimOptions fields
+    nested: ClassVar[dict[str, CoreOptions]] = {"sim": CoreOptions("rgbt.sim.options:SimOptions")}
     realtime: bool = True  # False: as fast as possible
     preload_s: float = Field(0.0, ge=0)  # simulate this much before playing (kept in memory: ~110 MB/s)
     sim_cache: str = ""  # folder of the run pre-rendered (rgbt.sim.cache) to play; rendered live when it is not for `sim`
@@ -175,6 +226,9 @@ class TriggerSyncOptions(NodeOptions):
     raw_prefix: str = RAW_PREFIX
     cameras: list[str] = Field(default_factory=lambda: ["thermal", "color", "mono"])
     restamper: dict[str, Any] = Field(default_factory=dict)  # rgbt.sync.RestamperOptions fields
+    # the trigger rate and the cameras' dividers come from the stack (RestamperOptions.from_stack)
+    nested: ClassVar[dict[str, CoreOptions]] = {
+        "restamper": CoreOptions("rgbt.sync:RestamperOptions", ("trigger_rate_hz", "cameras"))}
     camera_latency_ms: dict[str, float] = Field(default_factory=dict)  # nominal host-arrival latency per camera
     # before lock (no trigger time yet): "separate" publishes host-stamped on unlocked_topic(kind),
     # "drop" does not publish; both are counted (``unlocked``). Never on the restamped stack topics.
@@ -197,7 +251,7 @@ class PreprocessOptions(ProcessingOptions):
                                                                "publish_mono8", "publish_colormap"}
 
 
-class RectifyOptions(ProcessingOptions):
+class RectifyNodeOptions(ProcessingOptions):
     """Stereo-rectifies a stack pair's images (same restamped trigger time) onto its canvas."""
 
     pair: str = "color_thermal"
@@ -215,7 +269,9 @@ class SegmentationOptions(NodeOptions):
     output_prefix: str = SEG_PREFIX
     model: str = "engines/sim_thermal_seg.onnx"
     backend: str = "onnxruntime"
-    stage: dict[str, Any] = Field(default_factory=dict)
+    stage: dict[str, Any] = Field(default_factory=dict)  # rgbt.seg.stage.SegStageOptions fields
+    nested: ClassVar[dict[str, CoreOptions]] = {
+        "stage": CoreOptions("rgbt.seg.stage:SegStageOptions", ("engine", "backend"))}  # model, backend
     publish_color: bool = True
     # a frame whose inference would start more than this many thermal periods after the stream's
     # quickest recent arrival is dropped (pipeline.dropped_late; rgbt.lateness; 0: off)
@@ -223,7 +279,7 @@ class SegmentationOptions(NodeOptions):
     live: ClassVar[frozenset[str]] = NodeOptions.live | {"late_after_periods"}
 
 
-class FusionOptions(ProcessingOptions):
+class FusionNodeOptions(ProcessingOptions):
     """RGB-T fusion on rectified pairs (``rgbt.seg.fusion``)."""
 
     color_topic: str = RECTIFIED_COLOR_TOPIC
@@ -234,6 +290,7 @@ class FusionOptions(ProcessingOptions):
     # (resize_first: a third less CPU per pair, the same mIoU; rgbt.seg.fusion)
     fusion: dict[str, Any] = Field(default_factory=lambda: {"mode": "graph", "resize_first": True,
                                                             "model": "engines/fusion_late_tiny.onnx"})
+    nested: ClassVar[dict[str, CoreOptions]] = {"fusion": CoreOptions("rgbt.seg.fusion:FusionOptions")}
     publish_color: bool = True
 
 
@@ -400,9 +457,9 @@ OPTIONS: dict[str, type[NodeOptions]] = {
     "virtual_stack": VirtualStackOptions,
     "trigger_sync": TriggerSyncOptions,
     "thermal_preprocess": PreprocessOptions,
-    "rectify": RectifyOptions,
+    "rectify": RectifyNodeOptions,
     "segmentation": SegmentationOptions,
-    "fusion": FusionOptions,
+    "fusion": FusionNodeOptions,
     "recorder": RecorderOptions,
     "replay": ReplayOptions,
     "health": HealthOptions,
