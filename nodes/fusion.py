@@ -11,16 +11,16 @@ from __future__ import annotations
 
 from sensor_msgs.msg import Image
 
-from rgbt.ros.image import cdr_to_image
+from rgbt.image.codec import cdr_to_image
 from rgbt.ros.mailbox import LatestFrameNode
 from rgbt.ros.node import RgbtNode
-from rgbt.graph.options import FusionOptions
 from rgbt.graph.seg_adapter import make_fusion
+from rgbt.graph.options import FusionNodeOptions
 from rgbt.ros.spin import node_main
 
 
 class FusionNode(LatestFrameNode, RgbtNode):
-    options_model = FusionOptions
+    options_model = FusionNodeOptions
     default_name = "fusion"
     prewarm_modules = ("rgbt.graph.seg_adapter", "onnxruntime")
 

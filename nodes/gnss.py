@@ -1,7 +1,7 @@
 """u-blox GNSS driver node: UBX NAV-PVT over serial (pyubx2 framing, ``rgbt.sensors.ubx`` decoding)
 -> ``sensor_msgs/NavSatFix`` on the stack's GNSS topic, host-stamped when the message is parsed
 (through the driver's monotonic -> wall offset, ``rgbt.hostclock``), and beside it
-``sensor_msgs/TimeReference`` on ``rgbt.graph.options.time_reference_topic`` (``/gps/fix`` ->
+``sensor_msgs/TimeReference`` on ``rgbt.topics.time_reference_topic`` (``/gps/fix`` ->
 ``/gps/time_reference``, as ``nmea_navsat_driver`` names it): the same header stamp, ``time_ref`` =
 the fix's UTC time from the receiver, ``source`` = ``"ubx:NAV-PVT"``. A fix without a valid UTC
 date and time gets no TimeReference (counted as ``no_utc``). A port missing at start or gone (a serial
@@ -16,7 +16,8 @@ from sensor_msgs.msg import NavSatFix, NavSatStatus, TimeReference
 
 from rgbt.ros.driver_node import DriverNode
 from rgbt.ros.messages import navsatfix, time_reference
-from rgbt.graph.options import DriverOptions, time_reference_topic
+from rgbt.graph.options import DriverOptions
+from rgbt.topics import time_reference_topic
 from rgbt.ros.spin import node_main
 from rgbt.sensors.ubx import fix_from_nav_pvt
 

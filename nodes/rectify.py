@@ -13,15 +13,15 @@ from __future__ import annotations
 
 from sensor_msgs.msg import Image
 
-from rgbt.ros.image import cdr_to_image
+from rgbt.image.codec import cdr_to_image
 from rgbt.ros.mailbox import LatestFrameNode
 from rgbt.ros.node import RgbtNode
-from rgbt.graph.options import RectifyOptions
+from rgbt.graph.options import RectifyNodeOptions
 from rgbt.ros.spin import node_main
 
 
 class RectifyNode(LatestFrameNode, RgbtNode):
-    options_model = RectifyOptions
+    options_model = RectifyNodeOptions
     default_name = "rectify"
     prewarm_modules = ("rgbt.image.rectify",)
 

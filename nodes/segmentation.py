@@ -13,7 +13,7 @@ from __future__ import annotations
 from sensor_msgs.msg import Image
 
 from rgbt.graph.liveness import WORKER_STALL_S
-from rgbt.ros.image import cdr_to_image, image_to_cdr
+from rgbt.image.codec import cdr_to_image, image_to_cdr
 from rgbt.ros.node import RgbtNode
 from rgbt.graph.options import SegmentationOptions
 from rgbt.graph.seg_adapter import make_stage

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from sensor_msgs.msg import Image
 
-from rgbt.ros.image import cdr_to_image
+from rgbt.image.codec import cdr_to_image
 from rgbt.ros.mailbox import LatestFrameNode
 from rgbt.ros.node import RgbtNode
 from rgbt.errors import ConfigError

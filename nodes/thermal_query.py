@@ -22,7 +22,7 @@ from typing import Any
 from sensor_msgs.msg import Image
 from std_msgs.msg import String
 
-from rgbt.ros.image import image_to_numpy
+from rgbt.image.codec import image_to_numpy
 from rgbt.ros.node import RgbtNode
 from rgbt.graph.options import ThermalQueryOptions
 from rgbt.ros.qos import qos_profile

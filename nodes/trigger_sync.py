@@ -24,8 +24,9 @@ import threading
 from sensor_msgs.msg import Image, Imu, TimeReference
 
 from rgbt.ros.node import RgbtNode
-from rgbt.graph.options import TriggerSyncOptions, unlocked_topic
+from rgbt.graph.options import TriggerSyncOptions
 from rgbt.graph.sync_adapter import StampPairer, make_restamper
+from rgbt.topics import unlocked_topic
 from rgbt.ros.spin import node_main
 from rgbt.stamps import cdr_stamp_ns, cdr_with_stamp, stamp_to_ns
 from rgbt.timeref import decode_frame, decode_imu

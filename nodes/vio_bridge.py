@@ -21,13 +21,13 @@ from __future__ import annotations
 
 from sensor_msgs.msg import Image, Imu
 
-from rgbt.ros.image import cdr_to_image
+from rgbt.image.codec import cdr_to_image
 from rgbt.ros.mailbox import LatestFrameNode
 from rgbt.ros.node import RgbtNode
 from rgbt.graph.options import VioBridgeOptions
 from rgbt.ros.spin import node_main
 from rgbt.stamps import cdr_stamp_ns
-from rgbt.vio.feed import FEED_IMU_TOPIC, ImuRelay, StreamFeed, feed_image_topic, feed_rate_hz, grid_step
+from rgbt.vio.feed import ImuRelay, StreamFeed, feed_rate_hz, grid_step
 
 
 class VioBridgeNode(LatestFrameNode, RgbtNode):
@@ -37,6 +37,7 @@ class VioBridgeNode(LatestFrameNode, RgbtNode):
 
     def __init__(self, name: str | None = None, **kwargs) -> None:  # type: ignore[no-untyped-def]
         super().__init__(name, **kwargs)
+        from rgbt.topics import VIO_FEED_IMU_TOPIC, vio_feed_image_topic
 
         o = self.options
         stack = self.stack()
@@ -47,7 +48,7 @@ class VioBridgeNode(LatestFrameNode, RgbtNode):
                                drop_frozen=o.drop_frozen)
         self.relay = ImuRelay()
         self.input_topic = o.input_topic or cam.topic
-        self.output_topic = o.output_topic or feed_image_topic(o.camera)
+        self.output_topic = o.output_topic or vio_feed_image_topic(o.camera)
         self.frame_id = cam.frame_id
         self.pub_image = self.create_publisher(Image, self.output_topic, self.out_qos)
         self.mailbox = self.latest(self.on_image, self.input_topic)
@@ -55,7 +56,7 @@ class VioBridgeNode(LatestFrameNode, RgbtNode):
                                                                 self.input_topic), self.in_qos, raw=True)
         if o.relay_imu:
             self.imu_input_topic = o.imu_input_topic or stack.imu.topic
-            self.imu_output_topic = o.imu_output_topic or FEED_IMU_TOPIC
+            self.imu_output_topic = o.imu_output_topic or VIO_FEED_IMU_TOPIC
             self.pub_imu = self.create_publisher(Imu, self.imu_output_topic, self.out_qos)
             self.create_subscription(Imu, self.imu_input_topic, self.guard(self.on_imu, self.imu_input_topic),
                                      self.small_qos, raw=True)

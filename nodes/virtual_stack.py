@@ -27,8 +27,6 @@ diagnostics ``unplugged.*``, ``device.<kind>.*`` and the node's level while one 
 
 from __future__ import annotations
 
-import json
-import os
 import threading
 import time
 import zlib
@@ -40,15 +38,17 @@ from std_msgs.msg import Bool
 from rgbt.geometry import matrix_to_quat
 from rgbt.graph.devicecontrol import DeviceControl, SimulatedDevices
 from rgbt.ros.driver_node import report_devices
-from rgbt.ros.image import image_to_cdr
+from rgbt.image.codec import image_to_cdr
 from rgbt.ros.messages import frame_info, imu, imu_sync_info, navsatfix, pose_stamped, time_reference
 from rgbt.ros.node import RgbtNode
-from rgbt.graph.options import ARMED_TOPIC, TRIGGER_TOPIC, VirtualStackOptions
+from rgbt.graph.options import VirtualStackOptions
+from rgbt.topics import ARMED_TOPIC, TRIGGER_TOPIC
 from rgbt.ros.qos import topic_qos
 from rgbt.ros.spin import freeze_startup_objects, node_main
 from rgbt.threadname import name_native_thread
 from rgbt.graph.wallstep import WallStep
 from rgbt.sim.cache import open_cache
+from rgbt.fileio import write_json_atomic
 
 
 class VirtualStackNode(RgbtNode):
@@ -213,10 +213,7 @@ class VirtualStackNode(RgbtNode):
             return
         self.manifest["clock"] = self.clock.counters()  # host-clock steps seen (and held or followed)
         self.manifest["devices"] = self.devices.counters()  # simulated unplugs (state, reopens, time gone)
-        tmp = self.options.manifest_path + ".tmp"
-        with open(tmp, "w") as fh:
-            json.dump(self.manifest, fh)
-        os.replace(tmp, self.options.manifest_path)
+        write_json_atomic(self.options.manifest_path, self.manifest)
 
     def _publish(self, s, t_host: int, t_true: int) -> None:  # type: ignore[no-untyped-def]
         kind = s.kind

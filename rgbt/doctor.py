@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from rgbt.errors import RgbtError
-from rgbt.paths import ENGINES_DIR, LAUNCH_DIR, REPO_ROOT
+from rgbt.paths import ENGINES_DIR, REPO_ROOT
 from rgbt.ros_env import SUPPORTED_DISTROS, RosStackConflict, check_single_rclpy
 
 STATUSES = ("ok", "warn", "fail")
@@ -164,18 +164,20 @@ def check_ros(environ: Mapping[str, str], needed: bool = True) -> list[Check]:
     status = "ok" if distro in SUPPORTED_DISTROS else "warn"
     checks = [Check("ROS stack", status, f"{stack.kind} {distro} at {stack.path}; executor {executor}",
                     "" if status == "ok" else f"tested on {', '.join(SUPPORTED_DISTROS)}")]
-    rmw = environ.get("RMW_IMPLEMENTATION") or "rmw_fastrtps_cpp (rgbt up default)"
+    from rgbt.paths import FASTDDS_PROFILE
+    from rgbt.ros_env import DEFAULT_DISCOVERY_RANGE, DEFAULT_RMW
+
+    rmw = environ.get("RMW_IMPLEMENTATION") or f"{DEFAULT_RMW} (rgbt up default)"
     checks.append(Check("ROS RMW", "ok", rmw))
     rng = environ.get("ROS_AUTOMATIC_DISCOVERY_RANGE")
-    checks.append(Check("ROS discovery range", "ok", rng or "LOCALHOST (rgbt up default)",
+    checks.append(Check("ROS discovery range", "ok", rng or f"{DEFAULT_DISCOVERY_RANGE} (rgbt up default)",
                         "" if rng else "set ROS_AUTOMATIC_DISCOVERY_RANGE=SUBNET for a ground station"))
     profile_file = environ.get("FASTRTPS_DEFAULT_PROFILES_FILE")
     if profile_file and not Path(profile_file).is_file():
         checks.append(Check("Fast DDS profile", "fail", f"{profile_file} (missing)",
                             "unset FASTRTPS_DEFAULT_PROFILES_FILE or point it at an existing XML"))
     else:
-        checks.append(Check("Fast DDS profile", "ok",
-                            profile_file or f"{LAUNCH_DIR / 'fastdds_loopback.xml'} (rgbt up default)"))
+        checks.append(Check("Fast DDS profile", "ok", profile_file or f"{FASTDDS_PROFILE} (rgbt up default)"))
     return checks
 
 
@@ -345,7 +347,7 @@ def check_clocks(jetson: bool) -> list[Check]:
 def recording_rates(stack: Any, topics: list[str]) -> dict[str, float]:
     """Topic -> bytes/s the recorder writes for ``topics`` of ``stack`` (image size x rate for cameras,
     serialized message size x rate for the small topics)."""
-    from rgbt.graph.options import ARMED_TOPIC, TRIGGER_TOPIC
+    from rgbt.topics import ARMED_TOPIC, RECTIFIED_THERMAL_TOPIC, SEG_CLASS_IDS_TOPIC, TRIGGER_TOPIC
 
     rates: dict[str, float] = {}
     thermal = next((c for c in stack.cameras.values() if c.modality == "thermal"), None)
@@ -361,15 +363,15 @@ def recording_rates(stack: Any, topics: list[str]) -> dict[str, float]:
     for topic, (msgtype, hz) in small.items():
         rates[topic] = SMALL_MESSAGE_BYTES[msgtype] * hz
     if thermal is not None:  # derived thermal-rate image topics the profiles add as extra_topics
-        rates["/rgbt/seg/class_ids"] = (thermal.width * thermal.height + IMAGE_HEADER_BYTES) * thermal.rate_hz
+        rates[SEG_CLASS_IDS_TOPIC] = (thermal.width * thermal.height + IMAGE_HEADER_BYTES) * thermal.rate_hz
         pair = next(iter(stack.pairs.values()), None)
         w, h = (pair.width, pair.height) if pair is not None else (thermal.width, thermal.height)
-        rates["/rgbt/rectified/thermal"] = (w * h * 2 + IMAGE_HEADER_BYTES) * thermal.rate_hz
+        rates[RECTIFIED_THERMAL_TOPIC] = (w * h * 2 + IMAGE_HEADER_BYTES) * thermal.rate_hz
     return {t: rates[t] for t in topics if t in rates}
 
 
 def check_disk(specs: list[Any], bag_dir: str | None = None) -> list[Check]:
-    from rgbt.graph.recording import stack_topic_types
+    from rgbt.topics import stack_topic_types
     from rgbt.stack import load_stack
 
     recorder = next((s for s in specs if s.executable == "recorder"), None)

@@ -2,27 +2,10 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from typing import Any, Iterable, Sequence
 
-import numpy as np
-
-
-def _default(obj: Any) -> Any:
-    if isinstance(obj, np.generic):
-        return obj.item()
-    if isinstance(obj, np.ndarray):
-        return obj.tolist()
-    if hasattr(obj, "model_dump"):
-        return obj.model_dump()
-    if hasattr(obj, "__fspath__"):
-        return str(obj)
-    raise TypeError(f"not JSON serializable: {type(obj).__name__}")
-
-
-def to_json(data: Any) -> str:
-    return json.dumps(data, indent=2, default=_default)
+from rgbt.fileio import to_json
 
 
 def print_json(data: Any) -> None:

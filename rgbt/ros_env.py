@@ -1,4 +1,9 @@
-"""Which ROS 2 Python stack this interpreter would load, without importing ``rclpy``.
+"""The ROS 2 environment rgbt's processes get, and which ROS 2 Python stack this interpreter
+would load, without importing ``rclpy``.
+
+Every ROS 2 process rgbt starts stays on loopback unless the environment says otherwise
+(:func:`ros_defaults`: ``ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST``, the shipped Fast DDS profile,
+Fast DDS as the RMW): ``rgbt up``, the launch file, the benchmarks, ``rgbt replay``, the tests.
 
 Two ways to get rclpy: the PyPI wheels (``ros-jazzy-rclpy`` and friends, the ``ros-wheels`` extra)
 inside the venv, or a system ROS 2 (``source /opt/ros/<distro>/setup.bash`` puts its
@@ -18,6 +23,31 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rgbt.errors import RgbtError
+from rgbt.paths import FASTDDS_PROFILE
+
+#: the RMW rgbt's processes use unless ``RMW_IMPLEMENTATION`` says otherwise
+DEFAULT_RMW = "rmw_fastrtps_cpp"
+#: the discovery range unless ``ROS_AUTOMATIC_DISCOVERY_RANGE`` says otherwise: this machine only
+DEFAULT_DISCOVERY_RANGE = "LOCALHOST"
+
+
+def loopback_environment(profiles_file: str | None = None) -> dict[str, str]:
+    """Loopback discovery and the Fast DDS profile (default: the shipped ``launch/fastdds_loopback.xml``)."""
+    return {"ROS_AUTOMATIC_DISCOVERY_RANGE": DEFAULT_DISCOVERY_RANGE,
+            "FASTRTPS_DEFAULT_PROFILES_FILE": profiles_file or str(FASTDDS_PROFILE)}
+
+
+def ros_defaults(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The ROS 2 defaults (:func:`loopback_environment`, :data:`DEFAULT_RMW`) that ``environ``
+    (default ``os.environ``) does not set already: what a process rgbt starts gets added."""
+    environ = os.environ if environ is None else environ
+    defaults = {**loopback_environment(), "RMW_IMPLEMENTATION": DEFAULT_RMW}
+    return {key: value for key, value in defaults.items() if key not in environ}
+
+
+def apply_ros_defaults() -> None:
+    """Add :func:`ros_defaults` to this process's environment (before rclpy is initialized)."""
+    os.environ.update(ros_defaults())
 
 #: ROS 2 distributions whose rclpy rgbt's nodes support (Humble lacks EventsExecutor: see rgbt.ros.spin)
 SUPPORTED_DISTROS = ("humble", "jazzy")
@@ -174,17 +204,3 @@ def check_single_rclpy(path: Sequence[str] | None = None,
              + "; ".join(s.describe() for s in stacks) + "."]
     lines += [f"Keep {keep.describe()}; remove {s.describe()}: {s.removal()}." for s in remove]
     raise RosStackConflict(" ".join(lines))
-
-
-def ros_summary(environ: Mapping[str, str] | None = None) -> dict[str, object]:
-    """What ``rgbt doctor`` reports about ROS: stacks found, distro, RMW, discovery range, Fast DDS profile."""
-    environ = os.environ if environ is None else environ
-    stacks = rclpy_stacks(environ=environ)
-    return {
-        "stacks": [{"kind": s.kind, "path": str(s.path), "source": s.source, "distro": s.distro,
-                    "distributions": list(s.distributions)} for s in stacks],
-        "distro": (stacks[0].distro if stacks else None) or environ.get("ROS_DISTRO"),
-        "rmw": environ.get("RMW_IMPLEMENTATION"),
-        "discovery_range": environ.get("ROS_AUTOMATIC_DISCOVERY_RANGE"),
-        "fastdds_profile": environ.get("FASTRTPS_DEFAULT_PROFILES_FILE"),
-    }

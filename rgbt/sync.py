@@ -236,12 +236,6 @@ class TriggerRestamper:
                     self.pulses.popitem(last=False)
                 self._refit_grid()
 
-    def add_imu_sample(self, sample) -> None:  # noqa: ANN001 - rgbt.sensors.vn100.ImuSample
-        """:meth:`add_imu` from a VN-100 driver sample (needs SyncInCnt and TimeSyncIn configured)."""
-        if sample.syncin_count is None or sample.t_since_sync_ns is None:
-            raise ValueError("VN-100 sample without SyncInCnt/TimeSyncIn: configure the binary output with both")
-        self.add_imu(sample.syncin_count, sample.t_host_ns, sample.t_since_sync_ns, sample.t_sensor_ns)
-
     def _refit_grid(self) -> None:
         if len(self.pulses) >= 2:
             ks = list(self.pulses.keys())[-64:]

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-from typing import Callable
 
 import numpy as np
 
@@ -21,15 +19,3 @@ def summarize_ms(samples_ns: list[int] | np.ndarray) -> dict:
         "mean_ms": float(a.mean()),
         "max_ms": float(a.max()),
     }
-
-
-def time_calls(fn: Callable[[], object], n: int, warmup: int = 5) -> dict:
-    """Call ``fn`` ``warmup`` + ``n`` times; return :func:`summarize_ms` of the timed calls."""
-    for _ in range(warmup):
-        fn()
-    samples = []
-    for _ in range(n):
-        t0 = time.perf_counter_ns()
-        fn()
-        samples.append(time.perf_counter_ns() - t0)
-    return summarize_ms(samples)

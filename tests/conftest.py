@@ -3,17 +3,16 @@
 from __future__ import annotations
 
 import functools
-import os
 from pathlib import Path
 
 import pytest
 
 from helpers import loopback_ros_env, run_rgbt
-from rgbt.paths import REPO_ROOT, data_dir as _data_dir
+from rgbt.paths import data_dir as _data_dir
+from rgbt.ros_env import apply_ros_defaults
 
 # Every ROS 2 process the tests start stays on loopback (the project's Fast DDS profile).
-os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
-os.environ.setdefault("FASTRTPS_DEFAULT_PROFILES_FILE", str(REPO_ROOT / "launch" / "fastdds_loopback.xml"))
+apply_ros_defaults()
 
 #: fixtures that start real rclpy + Fast DDS processes: a test using one must be marked ``ros``
 ROS_FIXTURES = ("ros_env", "demo_env", "demo_run")

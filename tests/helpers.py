@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 from rgbt.paths import REPO_ROOT
+from rgbt.ros_env import DEFAULT_RMW, loopback_environment
 
 
 def checkout_env(extra: dict[str, str] | None = None) -> dict[str, str]:
@@ -43,12 +44,11 @@ def loopback_ros_env(home: Path) -> dict[str, str]:
     the same profile running side by side on one machine are not one instance)."""
     return {
         "RGBT_LOCK_DIR": str(home / "locks"),
-        "ROS_AUTOMATIC_DISCOVERY_RANGE": "LOCALHOST",
-        "FASTRTPS_DEFAULT_PROFILES_FILE": str(REPO_ROOT / "launch" / "fastdds_loopback.xml"),
+        **loopback_environment(),
         "ROS_DOMAIN_ID": str(10 + uuid.uuid4().int % 90),
         "ROS_HOME": str(home / "ros_home"),
         "ROS_LOG_DIR": str(home / "ros_log"),
-        "RMW_IMPLEMENTATION": "rmw_fastrtps_cpp",
+        "RMW_IMPLEMENTATION": DEFAULT_RMW,
     }
 
 

@@ -5,13 +5,21 @@ from __future__ import annotations
 import numpy as np
 
 from rgbt.bench.graph import since_host
-from rgbt.timematch import nearest_index
+from rgbt.timematch import nearest_index, nearest_within
 
 
 def test_nearest_index_ties_go_to_the_earlier_stamp_and_ends_clamp() -> None:
     stamps = np.array([10, 20, 30])
     assert nearest_index(stamps, np.array([0, 14, 15, 16, 29, 99])).tolist() == [0, 0, 0, 1, 2, 2]
     assert nearest_index(np.array([5]), np.array([0, 7])).tolist() == [0, 0]
+
+
+def test_nearest_within_a_tolerance() -> None:
+    t0 = 1_700_000_000_000_000_000  # a real epoch in ns: no float rounding
+    stamps = np.array([t0 + 10, t0 + 20, t0 + 30], dtype=np.int64)
+    assert [nearest_within(stamps, t0 + q, 5) for q in (4, 15, 16, 26, 35, 36)] == [None, 0, 1, 2, 2, None]
+    assert nearest_within(np.array([], dtype=np.int64), t0, 10**9) is None
+    assert nearest_within(stamps[:1], t0, 10) == 0
 
 
 def test_host_latency_joins_recorded_stamps_to_the_frames_host_arrival() -> None:

@@ -16,7 +16,8 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 
-from rgbt.bag.extract import nearest_within, read_image
+from rgbt.bag.extract import read_image
+from rgbt.timematch import nearest_within
 from rgbt.bag.sampling import sample_cart, sample_every
 from rgbt.seg.dataset import temporal_split, write_item, write_splits
 

@@ -25,11 +25,12 @@ from rosbags.rosbag1 import Writer as Writer1
 from rosbags.typesys import Stores, get_types_from_msg, get_typestore
 import yaml
 
-from rgbt.bag.reader import ROS1_METADATA_TOPIC, BagReader, open_bag
+from rgbt.bag.reader import BagReader, open_bag
 from rgbt.bag.renames import clip_window
 from rgbt.bag.types import new_ros2_typestore
 from rgbt.bag.writer import BagWriter
 from rgbt.errors import BagError
+from rgbt.topics import ROS1_METADATA_TOPIC
 
 #: output compression per format (MCAP chunks: zstd; ROS 1 chunks: lz4 or bz2)
 COMPRESSIONS = {"ros2": ("none", "zstd"), "ros1": ("none", "lz4", "bz2")}

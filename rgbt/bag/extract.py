@@ -41,10 +41,10 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from rgbt.bag.frameindex import COLUMNS, FrameSources, build_index
-from rgbt.bag.images import image_to_numpy
 from rgbt.bag.mcapscan import scan_mcap
-from rgbt.bag.reader import ROS1_METADATA_TOPIC, BagReader, open_bag
+from rgbt.bag.reader import BagReader, open_bag
 from rgbt.bag.recover import recover_bag
+from rgbt.image.codec import image_to_numpy
 from rgbt.bag.renames import CART_RENAMES, CART_ROS1_NAMES
 from rgbt.bag.ros1scan import reindex_ros1
 from rgbt.bag.tables import TopicTables
@@ -52,9 +52,9 @@ from rgbt.errors import BagError, ConfigError
 from rgbt.image.normalize import NormalizeOptions, Normalizer, TemporalNormalizer, to_uint8
 from rgbt.stack import load_stack
 from rgbt.stamps import stamp_to_ns
+from rgbt.topics import LABEL_PREFIX, ROS1_METADATA_TOPIC, TRIGGER_TOPIC
+from rgbt.fileio import write_atomic
 
-TRIGGER_TOPIC = "/rgbt/trigger"  # rgbt.sim.messages.TRIGGER_TOPIC (not imported: it pulls in the simulator)
-LABEL_PREFIX = "/rgbt/sim/labels/"
 MANIFEST = ".extract-manifest.json"
 _PNG = [cv2.IMWRITE_PNG_COMPRESSION, 1]
 _IMAGE_TYPES = {"sensor_msgs/msg/Image", "sensor_msgs/Image"}
@@ -136,9 +136,7 @@ class _Manifest:
                 return
             text = json.dumps(self.hashes)
             self._dirty = 0
-        tmp = self.path.with_suffix(".tmp")
-        tmp.write_text(text)
-        tmp.replace(self.path)
+        write_atomic(self.path, text)
 
 
 class _Writers:
@@ -383,7 +381,7 @@ def _handle(rec: Any, o: ExtractOptions, names: dict[str, str], src: FrameSource
                                then=lambda: manifest.put(rel, digest))
                 result = 1
         else:
-            arr = image_to_numpy(msg)
+            arr = image_to_numpy(msg, rgb=True)
             colour = arr.ndim == 3
             ext = o.color_format if colour else "png"
             rel = f"images/{camera}/{stamp}.{ext}"
@@ -422,9 +420,7 @@ def _handle(rec: Any, o: ExtractOptions, names: dict[str, str], src: FrameSource
 
 def _write_bytes(path: Path, data: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_bytes(data)
-    tmp.replace(path)
+    write_atomic(path, data)
 
 
 def _write_image(path: Path, arr: np.ndarray, jpeg_quality: int = 95) -> None:
@@ -472,14 +468,5 @@ def check_new_or_extraction(out: str | Path) -> None:
     if out.is_dir() and any(out.iterdir()) and not (out / MANIFEST).exists() and not (out / "frames.csv").exists():
         raise ConfigError(str(out), "--out", "a non-empty directory", "a new or empty directory, or an earlier "
                           "extraction to resume")
-
-
-def nearest_within(stamps: np.ndarray, t_ns: int, tolerance_ns: int) -> int | None:
-    """Index of the stamp nearest ``t_ns`` within ``tolerance_ns`` (``stamps`` sorted), or None."""
-    if not len(stamps):
-        return None
-    i = int(np.searchsorted(stamps, t_ns))
-    best = min((j for j in (i - 1, i) if 0 <= j < len(stamps)), key=lambda j: abs(int(stamps[j]) - t_ns))
-    return best if abs(int(stamps[best]) - t_ns) <= tolerance_ns else None
 
 

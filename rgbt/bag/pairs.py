@@ -19,9 +19,10 @@ from typing import Any, Callable, Optional
 
 import numpy as np
 
-from rgbt.bag.extract import _write_image, nearest_within, read_image
+from rgbt.bag.extract import _write_image, read_image
 from rgbt.calib.build import stack_from_kalibr
 from rgbt.image.rectify import RgbtRectifier
+from rgbt.timematch import nearest_within
 
 
 def rectifier_for(stack: Any, pair: str = "color_thermal", camchain: str | Path | None = None) -> Any:

@@ -37,11 +37,11 @@ from rgbt.bag.mcapscan import MAGIC, scan_mcap
 from rgbt.bag.ros1scan import header_fields
 from rgbt.bag.types import ros1_typestore, ros2_typestore
 from rgbt.errors import BagError
+from rgbt.topics import ROS1_METADATA_TOPIC
 
 _OFFSET_RE = re.compile(r"offset (\d+)")
 #: ROS 1 bags have no rosbag2 ``custom_data``; rgbt writes it as one YAML ``std_msgs/String`` here
 #: (:func:`rgbt.bag.convert.convert_bag` with ``to="ros1"``) and reads it back into ``metadata``.
-ROS1_METADATA_TOPIC = "/rgbt/bag_metadata"
 # Typestores built from a bag's definitions, keyed by those definitions (read-only once built).
 _STORES: OrderedDict[tuple, tuple[Typestore, frozenset[str]]] = OrderedDict()
 

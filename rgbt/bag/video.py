@@ -21,8 +21,8 @@ import cv2
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
-from rgbt.bag.extract import TRIGGER_TOPIC, stack_for
-from rgbt.bag.images import image_to_numpy
+from rgbt.bag.extract import stack_for
+from rgbt.image.codec import image_to_numpy
 from rgbt.bag.reader import open_bag
 from rgbt.bag.renames import CART_RENAMES, CART_ROS1_NAMES
 from rgbt.errors import BagError
@@ -31,6 +31,7 @@ from rgbt.image.normalize import TemporalNormalizer
 from rgbt.seg.classes import overlay
 from rgbt.seg.stage import SegStageOptions, SegmentationStage
 from rgbt.stamps import stamp_to_ns
+from rgbt.topics import TRIGGER_TOPIC
 
 PANELS = ("color", "thermal", "mono")
 _FONT = cv2.FONT_HERSHEY_SIMPLEX
@@ -82,7 +83,7 @@ class _Panels:
             _text(img, [f"{name}: no frame"])
             return img
         msg = rec.msg
-        arr = image_to_numpy(msg)
+        arr = image_to_numpy(msg, rgb=True)
         stamp = stamp_to_ns(msg.header.stamp)
         if name == "thermal" and arr.dtype == np.uint16:
             if self._last_thermal_t != stamp:

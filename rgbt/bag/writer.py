@@ -49,11 +49,12 @@ from rosbags.rosbag2.metadata import dump_qos_v9, parse_qos
 from rosbags.rosbag2.storage_mcap import McapWriter, PendingChunk
 from rosbags.typesys.store import Typestore
 
-from rgbt.bag.images import image_to_numpy, numpy_to_image_msg
+from rgbt.bag.images import numpy_to_image_msg
 from rgbt.bag.reader import open_bag
 from rgbt.bag.types import ros2_typestore
 from rgbt.errors import BagError
 from rgbt.memory import allocator_tuned, tune_allocator
+from rgbt.fileio import fsync_path
 
 BAG_VERSION = 9  # rosbag2 metadata version written (Jazzy)
 MAXTIME = 2**63 - 1
@@ -103,15 +104,6 @@ class WriterOptions:
         for key, value in self.custom_data.items():
             if not isinstance(key, str) or not isinstance(value, str):
                 raise BagError(f"custom_data {key!r}: {value!r}: keys and values must be strings")
-
-
-def fsync_path(path: str | os.PathLike[str]) -> None:
-    """``fsync`` a file or a directory by its path (a directory: the names in it survive a power loss)."""
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 _tune_allocator = tune_allocator  # BagWriter's keyword argument of the same name shadows it
@@ -848,6 +840,10 @@ def measure_write_rate(duration_s: float = 2.0, out_dir: str | os.PathLike[str] 
     ``cpu_ms_per_mb`` (CPU time of this process, user + kernel, per MB written: what writing costs
     a recorder beside the rest of the graph).
     """
+
+    from rgbt.image.codec import image_to_numpy
+    from rgbt.bag.types import ros2_typestore
+
     store = ros2_typestore()
     rng = np.random.default_rng(seed)
     frames = {}
@@ -909,7 +905,7 @@ def measure_write_rate(duration_s: float = 2.0, out_dir: str | os.PathLike[str] 
         with open_bag(tmp / "bag") as bag:  # read back: every image to numpy (zero-copy views)
             for rec in bag.messages():
                 if rec.msgtype == "sensor_msgs/msg/Image":
-                    image_to_numpy(rec.msg)
+                    image_to_numpy(rec.msg, rgb=True)
         read_s = time.perf_counter() - t0
         return total, seconds, file_bytes, read_s, cpu_s
 

@@ -64,6 +64,8 @@ from typing import Any
 from rgbt.bench.graph import _Probe, read_sources
 from rgbt.errors import ConfigError
 from rgbt.output import print_table
+from rgbt.topics import THERMAL_MONO8_TOPIC
+from rgbt.fileio import write_atomic, write_json_atomic
 
 #: after the sources finish, how long (s) to wait at most for a killed group to publish diagnostics again
 BACK_WAIT_S = 20.0
@@ -84,8 +86,6 @@ STEP_S = 5.0
 DEVICE_BUFFER_S = 0.3
 #: the recorder's flight size cap in the disk_full flight (MB; the full stack writes ~110 MB/s)
 CAP_MB = 250.0
-#: the preprocess output recorded in a fault flight (the pipeline group's stream when rectify has no colour)
-PREPROCESS_TOPIC = "/rgbt/thermal/image_mono8"
 #: a kill waits at most this long (s) for its group's warm spare to be ready (imports, DDS participant:
 #: the steady state of a recording), and flights with kills simulate this much longer to leave room
 SPARE_WAIT_S = 8.0
@@ -136,12 +136,12 @@ def flights(names: list[str], quick: bool) -> list[list[str]]:
 
 
 def run(args: argparse.Namespace) -> dict:
-    from rgbt.graph.launcher import ros_environment_defaults
+    from rgbt.ros_env import apply_ros_defaults
     from rgbt.graph.profile import isolate_drivers, node_specs, profile_isolates_drivers
 
     # a private DDS domain unless one is set: other graphs on this machine must not reach the bag
     os.environ.setdefault("ROS_DOMAIN_ID", str(random.randint(100, 180)))
-    ros_environment_defaults()
+    apply_ros_defaults()
     isolate = args.isolate_drivers if args.isolate_drivers is not None else profile_isolates_drivers(args.profile)
     specs = node_specs(args.profile)
     known = fault_names(isolate_drivers(specs) if isolate else specs)
@@ -233,7 +233,7 @@ class Flight:
 
     def _overrides(self) -> dict[str, dict[str, Any]]:
         """Per-node parameters of a fault flight (fast diagnostics: they time a group's return)."""
-        from rgbt.graph.options import RAW_PREFIX
+        from rgbt.topics import RAW_PREFIX
         from rgbt.graph.profile import node_specs
 
         specs = node_specs(self.profile)
@@ -253,7 +253,7 @@ class Flight:
         out["trigger_sync"]["restamper"] = {"min_fit_s": 1.5}
         extra = next(list(s.parameters["extra_topics"]) for s in specs if s.executable == "recorder")
         out[recorder].update({"out_dir": str(self.bags_dir), "start": "always", "min_free_mb": 100,
-                              "extra_topics": extra + [PREPROCESS_TOPIC]})
+                              "extra_topics": extra + [THERMAL_MONO8_TOPIC]})
         if "disk_full" in self.faults:
             out[recorder]["max_total_mb"] = CAP_MB
         if "disk_full_real" in self.faults:
@@ -445,9 +445,7 @@ def inject(fault: str, graph: Any, recorder: str, flight: Flight) -> int:
 
         threading.Timer(GONE_S, cont).start()
     elif fault == "unplug_thermal":
-        tmp = flight.device_control.with_suffix(".tmp")
-        tmp.write_text(json.dumps({"thermal": {"gone_until_wall_ns": t + int(GONE_S * 1e9)}}))
-        os.replace(tmp, flight.device_control)
+        write_json_atomic(flight.device_control, {"thermal": {"gone_until_wall_ns": t + int(GONE_S * 1e9)}})
     elif fault == "cpu_starvation":
         top = max((int(s.parameters.get("realtime_priority", 0)) for s in flight.specs), default=0)
         end = time.monotonic() + STARVE_S
@@ -455,9 +453,8 @@ def inject(fault: str, graph: Any, recorder: str, flight: Flight) -> int:
                 for _ in range(2 * (os.cpu_count() or 1))]
         threading.Timer(STARVE_S, lambda: [p.kill() or p.wait() for p in busy]).start()
     elif fault.startswith("clock_step_"):
-        tmp = flight.step_file.with_suffix(".tmp")  # replaced whole: the virtual stack never reads a partial value
-        tmp.write_text(str(int(float(fault[len("clock_step_"):-1]) * 1e9)))
-        os.replace(tmp, flight.step_file)
+        # replaced whole: the virtual stack never reads a partial value
+        write_atomic(flight.step_file, str(int(float(fault[len("clock_step_"):-1]) * 1e9)))
     # disk_full, disk_full_real: the cap / the filesystem ends the recording by itself (judge_flight)
     return t
 

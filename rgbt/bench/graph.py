@@ -57,15 +57,19 @@ from pathlib import Path
 from rgbt.errors import ConfigError
 from rgbt.output import print_table
 import numpy as np
+from rgbt.topics import (FUSION_CLASS_IDS_TOPIC, FUSION_PREFIX, RAW_PREFIX, RECTIFIED_PREFIX, SEG_CLASS_IDS_TOPIC, SEG_PREFIX,
+                         THERMAL_PREFIX)
 
 #: stages of a processing node's latest-frame mailbox (``rgbt.ros.mailbox``) in the breakdown
 STAGES = ("arrival", "wait", "work", "serialize", "publish")
 #: pipeline output topic prefix -> (node, diagnostics key of the messages it published)
-OUTPUTS = {"/rgbt/seg/": ("segmentation", "pipeline.processed"), "/rgbt/rectified/": ("rectify", "pairs.processed"),
-           "/rgbt/fusion/": ("fusion", "pairs.processed"), "/rgbt/thermal/": ("thermal_preprocess", "latest.processed")}
+OUTPUTS = {f"{SEG_PREFIX}/": ("segmentation", "pipeline.processed"),
+           f"{RECTIFIED_PREFIX}/": ("rectify", "pairs.processed"),
+           f"{FUSION_PREFIX}/": ("fusion", "pairs.processed"),
+           f"{THERMAL_PREFIX}/": ("thermal_preprocess", "latest.processed")}
 #: pipeline output topic prefix -> the cameras its input needs (its frame period is the slowest one's)
-OUTPUT_INPUTS = {"/rgbt/seg/": ("thermal",), "/rgbt/thermal/": ("thermal",), "/rgbt/rectified/": ("thermal", "color"),
-                 "/rgbt/fusion/": ("thermal", "color")}
+OUTPUT_INPUTS = {f"{SEG_PREFIX}/": ("thermal",), f"{THERMAL_PREFIX}/": ("thermal",),
+                 f"{RECTIFIED_PREFIX}/": ("thermal", "color"), f"{FUSION_PREFIX}/": ("thermal", "color")}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -84,7 +88,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> dict:
-    from rgbt.graph.launcher import clean_shm, ros_environment_defaults, shm_files, start_graph
+    from rgbt.graph.launcher import clean_shm, shm_files, start_graph
+    from rgbt.ros_env import apply_ros_defaults
     from rgbt.graph.profile import node_specs, parse_set, profile_env
     from rgbt.graph.recording import ARRIVALS
     from rgbt.stack import load_stack
@@ -93,7 +98,7 @@ def run(args: argparse.Namespace) -> dict:
         raise ConfigError("--load", "load", args.load, "0 to 8 busy processes")
     if args.duration <= 0:
         raise ConfigError("--duration", "duration", args.duration, "a positive number of seconds")
-    ros_environment_defaults()
+    apply_ros_defaults()
     # a private DDS domain (unless one is set): another graph on this host must not join the measurement
     os.environ.setdefault("ROS_DOMAIN_ID", str(random.SystemRandom().randint(30, 200)))
     work = Path(tempfile.mkdtemp(prefix="rgbt_bench_graph_"))
@@ -159,7 +164,7 @@ def run(args: argparse.Namespace) -> dict:
         arrivals_file = bag_manifests[-1].parent / ARRIVALS if bag_manifests else None
         arrivals = json.loads(arrivals_file.read_text()) if arrivals_file and arrivals_file.exists() else {}
         stack = load_stack(next((s.parameters["stack_path"] for s in specs if s.parameters.get("stack_path")), None))
-        prefix = next((s.parameters["raw_prefix"] for s in specs if s.executable == "virtual_stack"), "/rgbt/raw")
+        prefix = next((s.parameters["raw_prefix"] for s in specs if s.executable == "virtual_stack"), RAW_PREFIX)
         raw_to_stack = {f"{prefix}/{name}/image": cam.topic for name, cam in stack.cameras.items()}
         raw_to_stack[f"{prefix}/imu"] = stack.imu.topic
         result = summarize(sources, recorded, status, raw_to_stack, arrivals,
@@ -479,8 +484,8 @@ def summarize(sources: dict, recorded: dict, status: dict[str, dict[str, str]], 
                 rec_received += received
                 rec_dropped += max(0, int(pub - received))
             continue
-        since_trigger = topic in restamped or topic.startswith(("/rgbt/seg", "/rgbt/rectified", "/rgbt/thermal",
-                                                                 "/rgbt/fusion"))
+        since_trigger = topic in restamped or topic.startswith((SEG_PREFIX, RECTIFIED_PREFIX, THERMAL_PREFIX,
+                                                                 FUSION_PREFIX))
         topics[topic] = {"published": pub, "received": received,
                          "dropped": None if pub is None else max(0, int(pub - received)),
                          "p50_ms": rec.get("latency_p50_ms"), "p99_ms": rec.get("latency_p99_ms"),
@@ -511,8 +516,8 @@ def summarize(sources: dict, recorded: dict, status: dict[str, dict[str, str]], 
             if 0 < limit < hz:  # a node limited to fewer frames a second: its own period, too
                 entry.update({"max_rate_hz": limit, "p99_own_periods": round(lat["p99_ms"] * limit / 1e3, 2)})
             processing[topic] = entry
-    seg = recorded.get("topics", {}).get("/rgbt/seg/class_ids")
-    fused = recorded.get("topics", {}).get("/rgbt/fusion/class_ids")
+    seg = recorded.get("topics", {}).get(SEG_CLASS_IDS_TOPIC)
+    fused = recorded.get("topics", {}).get(FUSION_CLASS_IDS_TOPIC)
     recorder_diag = next((v for k, v in status.items() if k.startswith("recorder")), {})
     return {"topics": topics,
             "recorder": {"received": rec_received, "dropped": rec_dropped, "lost_in_middleware": lost,

@@ -24,7 +24,6 @@ from typing import Any, Iterable
 import numpy as np
 
 from rgbt.bag.reader import open_bag
-from rgbt.graph.options import unlocked_topic
 from rgbt.graph.recording import STAMPED_TYPES
 from rgbt.sim.cache import SimCache
 from rgbt.stamps import cdr_stamp_ns
@@ -69,6 +68,8 @@ class Match:
 def schedule(cache_dir: str | Path, anchor: dict[str, int], stack: Any, kinds: Iterable[str]) -> dict[str, Stream]:
     """The streams ``kinds`` (camera names, ``imu``) of the cached run in ``cache_dir`` on the
     timeline of ``anchor``; keyed by stack topic."""
+    from rgbt.topics import unlocked_topic
+
     offset = int(anchor["t0_wall_ns"]) - int(anchor["t0_sim_ns"])  # simulated host time -> wall
     kinds = list(kinds)
     rows: dict[str, dict[str, list]] = {k: {"due": [], "stamp": [], "crc": []} for k in kinds}

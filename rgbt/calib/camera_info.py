@@ -19,7 +19,6 @@ from pathlib import Path
 import numpy as np
 
 from rgbt.yamlio import Fields, read_yaml, write_yaml
-from rgbt.errors import ConfigError
 from rgbt.stack import CameraSpec, Distortion, Intrinsics
 
 MODELS = {"plumb_bob": (5,), "rational_polynomial": (8,), "equidistant": (4,)}
@@ -143,12 +142,3 @@ def camera_info_from_calibration(width: int, height: int, intrinsics: Intrinsics
 def camera_info_from_spec(camera: CameraSpec, camera_name: str | None = None) -> CameraInfo:
     return camera_info_from_calibration(camera.width, camera.height, camera.intrinsics, camera.distortion,
                                         camera_name or camera.name or "camera")
-
-
-def apply_camera_info(camera: CameraSpec, info: CameraInfo, source: str = "<camera_info>") -> CameraSpec:
-    """A copy of ``camera`` with resolution, intrinsics and distortion taken from ``info``."""
-    if not np.allclose(info.R(), np.eye(3)):
-        raise ConfigError(source, "rectification_matrix", info.rectification_matrix,
-                          "identity (a monocular calibration; stereo-rectified camera_info is not a CameraSpec)")
-    return camera.model_copy(update={"width": info.image_width, "height": info.image_height,
-                                     "intrinsics": info.intrinsics(), "distortion": info.distortion()})

@@ -18,7 +18,6 @@ import numpy as np
 
 from rgbt.campaign.worker import FAILED, RESULT
 from rgbt.errors import RgbtError
-from rgbt.output import to_json
 from rgbt.vio.eval import VioEvalResult
 from rgbt.vio.report import csv_rows, markdown_table
 
@@ -204,6 +203,8 @@ def _plot(cells: list[dict], kind: str, path: Path) -> Path:
 
 def write_report(root: str | Path, plots: bool = True) -> dict:
     """Write ``report/`` of a campaign folder; returns the ``--json`` summary (``cells``, ``table_md``, ...)."""
+    from rgbt.fileio import to_json
+
     root = Path(root)
     kind, records = collect(root)
     out = root / "report"

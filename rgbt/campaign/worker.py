@@ -25,6 +25,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from rgbt.errors import EvaluationError
+from rgbt.fileio import to_json, write_atomic
 
 RESULT, FAILED = "result.json", "failed.json"
 
@@ -39,11 +40,8 @@ def attempts_started(root: str | Path, key: str) -> int:
 
 
 def write_json_atomic(path: Path, data: dict) -> None:
-    from rgbt.output import to_json
-
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(to_json(data) + "\n")
-    os.replace(tmp, path)
+    """A job's JSON record, written whole (workers and the executor may write it at once)."""
+    write_atomic(path, to_json(data) + "\n", unique=True)
 
 
 def _now() -> str:

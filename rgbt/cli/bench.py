@@ -10,7 +10,8 @@ from __future__ import annotations
 import argparse
 
 from rgbt.cli import import_optional, unavailable
-from rgbt.output import print_json, to_json
+from rgbt.output import print_json
+from rgbt.fileio import to_json
 from rgbt.errors import MissingCapability
 
 BENCHES: dict[str, str] = {

@@ -40,9 +40,10 @@ def run(args: argparse.Namespace) -> int:
                             clock=not args.no_clock, loop=args.loop, output_qos=args.qos,
                             start_delay_s=args.delay, wait_for=args.wait_for,
                             exit_when_done=True)
-    from rgbt.graph.launcher import clean_shm, ros_environment_defaults, shm_files
+    from rgbt.graph.launcher import clean_shm, shm_files
+    from rgbt.ros_env import apply_ros_defaults
 
-    ros_environment_defaults()
+    apply_ros_defaults()
     shm_before = shm_files()
     from rclpy.parameter import Parameter
 

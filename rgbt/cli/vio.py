@@ -264,7 +264,7 @@ def _cmd_vocab(args: argparse.Namespace) -> int:
 
 
 def _write_outputs(out_dir: str, data: dict, table: str, plots: list | None = None) -> None:
-    from rgbt.output import to_json
+    from rgbt.fileio import to_json
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)

@@ -26,6 +26,8 @@ from rgbt.seg.stage import SegStageOptions, SegmentationStage
 from rgbt.vio.eval import EvalOptions, evaluate_sequence
 from rgbt.vio.sequence import bag_sequence
 from rgbt.vio.vocab import VocabOptions, ensure_vocabulary, vocabulary_file
+from rgbt.topics import TRIGGER_TOPIC
+from rgbt.fileio import to_json
 
 #: where the demo writes the labelled frames of a recording (CART layout: PLACE/TRAJ/{thermal16,masks})
 LABELS_DIR = "labels"
@@ -45,7 +47,7 @@ def health(scan: Scan, stack: Any, bag_manifest: dict | None, vs_manifest: dict 
     nominal[stack.imu.topic] = stack.imu.rate_hz
     nominal[stack.gnss.topic] = stack.gnss.rate_hz
     nominal[stack.autopilot.pose_topic] = stack.autopilot.pose_rate_hz
-    nominal["/rgbt/trigger"] = stack.trigger.rate_hz
+    nominal[TRIGGER_TOPIC] = stack.trigger.rate_hz
     rec_topics = (bag_manifest or {}).get("topics", {})
     topics: dict[str, dict] = {}
     for name, info in sorted(scan.topics.items()):
@@ -187,7 +189,7 @@ def vio(bag: Path, runs: int, stack_path: str | None = None, show_progress: bool
         "resets": d["resets"]["mean"], "final_drift_percent": d["final_drift_percent"]["mean"],
         "rpe": rpe, "fps": d["fps"], "feed_frames": d["meta"].get("feed_frames"),
     }
-    return json.loads(json.dumps(summary, default=float)), result, seq
+    return json.loads(to_json(summary, indent=None)), result, seq
 
 
 def fusion(scan: Scan, truth: Any | None, thermal_seq: dict[int, int], stack: Any, model: Path) -> dict:

@@ -19,7 +19,6 @@ from typing import Any, Callable
 from rgbt.demo.options import flight_start_s
 from rgbt.errors import RgbtError
 from rgbt.graph.launcher import start_graph, supervise
-from rgbt.graph.options import RAW_PREFIX
 from rgbt.graph.profile import node_specs, profile_env
 from rgbt.graph.recording import bag_is_closed
 from rgbt.stack import load_stack
@@ -76,6 +75,7 @@ def flight_overrides(options: Any, run_dir: Path, engine: Path, trajectory: str)
     if Path(trajectory).is_file():
         sim["altitude_m"] = options.altitude_m
         sim["start_s"] = flight_start_s(trajectory, options.sim_duration_s())
+    from rgbt.topics import RAW_PREFIX
 
     stack = load_stack()
     # start once the sync node and the recorder listen to the streams this flight produces

@@ -19,11 +19,11 @@ from rgbt.demo.report import rel, write_report
 from rgbt.demo.scan import scan_bag
 from rgbt.demo.truth import GT_FILE, SimTruth
 from rgbt.errors import BagError, EvaluationError, RgbtError
-from rgbt.graph.options import FusionOptions
 from rgbt.graph.profile import node_specs
 from rgbt.paths import REPO_ROOT
 from rgbt.sim.cache import render_for_virtual_stack
 from rgbt.stack import load_stack
+from rgbt.fileio import to_json
 
 PLOTS_DIR = "plots"
 REPORT = "report.md"
@@ -174,7 +174,7 @@ def run_demo(options: DemoOptions, console: Any = None) -> dict:
     }
     report = write_report(summary, run_dir / REPORT)
     summary["report"] = str(report)
-    (run_dir / SUMMARY).write_text(json.dumps(summary, indent=2, default=_json_default))
+    (run_dir / SUMMARY).write_text(to_json(summary))
     return summary
 
 
@@ -188,16 +188,6 @@ def _machine(describe) -> str:  # type: ignore[no-untyped-def]
         keys = ("cpu", "logical_cores", "memory_gib", "gpu")
         return ", ".join(f"{k}={m[k]}" for k in keys if k in m) or json.dumps(m)[:200]
     return str(m)
-
-
-def _json_default(obj: Any) -> Any:
-    if isinstance(obj, np.generic):
-        return obj.item()
-    if isinstance(obj, np.ndarray):
-        return obj.tolist()
-    if isinstance(obj, Path):
-        return str(obj)
-    raise TypeError(type(obj).__name__)
 
 
 def _sample_frame(scan):  # type: ignore[no-untyped-def]
@@ -254,7 +244,10 @@ def _fly_with_progress(con, options: DemoOptions, overrides: dict, run_dir: Path
 
 def _fusion_model(profile: str) -> Path:
     """The ONNX the profile's fusion node runs (its default when the profile has none)."""
+    from rgbt.graph.options import FusionNodeOptions
+    from rgbt.graph.profile import node_specs
+
     fusion = next((s.parameters["fusion"] for s in node_specs(profile) if s.executable == "fusion"),
-                  FusionOptions().fusion)
-    model = Path(fusion.get("model") or fusion.get("thermal") or FusionOptions().fusion["model"])
+                  FusionNodeOptions().fusion)
+    model = Path(fusion.get("model") or fusion.get("thermal") or FusionNodeOptions().fusion["model"])
     return model if model.is_absolute() else REPO_ROOT / model

@@ -17,14 +17,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+from rgbt.topics import FUSION_CLASS_IDS_TOPIC, LABEL_TOPICS, SEG_CLASS_IDS_TOPIC
 
-from rgbt.bag.images import image_to_numpy
 from rgbt.bag.reader import open_bag
 from rgbt.bag.renames import CART_RENAMES
 
-SEG_TOPIC = "/rgbt/seg/class_ids"
-FUSION_TOPIC = "/rgbt/fusion/class_ids"  # RGB-T fusion, on the rectified colour canvas
-LABEL_TOPIC = "/rgbt/sim/labels/thermal"
+SEG_TOPIC = SEG_CLASS_IDS_TOPIC
+FUSION_TOPIC = FUSION_CLASS_IDS_TOPIC  # RGB-T fusion, on the rectified colour canvas
+LABEL_TOPIC = LABEL_TOPICS["thermal"]
 
 
 @dataclass
@@ -75,6 +75,8 @@ class Scan:
 def scan_bag(path: str | Path, thermal_topic: str, max_pairs: int = 150) -> Scan:
     """Read ``path`` once (see module doc). Evaluation frames: every k-th recorded mask when the
     bag has masks, else every k-th labelled frame, else every k-th thermal frame."""
+    from rgbt.image.codec import image_to_numpy
+
     path = Path(path)
     with open_bag(path) as reader:
         # CART's ROS 1 topic names (e.g. /flir_boson/image) are read under the stack's names
@@ -102,7 +104,7 @@ def scan_bag(path: str | Path, thermal_topic: str, max_pairs: int = 150) -> Scan
                 th_stamp.append(stamp)
                 th_log.append(rec.t_ns)
                 th_crc.append(zlib.crc32(msg.data))
-                img = image_to_numpy(msg)
+                img = image_to_numpy(msg, rgb=True)
                 recent[stamp] = img
                 if len(recent) > 240:
                     recent.pop(next(iter(recent)))
@@ -111,7 +113,7 @@ def scan_bag(path: str | Path, thermal_topic: str, max_pairs: int = 150) -> Scan
                 m_log.append(rec.t_ns)
             elif rec.topic == FUSION_TOPIC:
                 if fused_stride and len(f_stamp) % fused_stride == 0:
-                    scan.fusion_masks[stamp] = image_to_numpy(msg).copy()
+                    scan.fusion_masks[stamp] = image_to_numpy(msg, rgb=True).copy()
                 f_stamp.append(stamp)
                 f_log.append(rec.t_ns)
                 continue
@@ -124,9 +126,9 @@ def scan_bag(path: str | Path, thermal_topic: str, max_pairs: int = 150) -> Scan
                 if rec.topic == thermal_topic:
                     p["thermal"] = img.copy()
                 elif rec.topic == SEG_TOPIC:
-                    p["mask"] = image_to_numpy(msg).copy()
+                    p["mask"] = image_to_numpy(msg, rgb=True).copy()
                 else:
-                    p["label"] = image_to_numpy(msg).copy()
+                    p["label"] = image_to_numpy(msg, rgb=True).copy()
                 if "thermal" not in p and stamp in recent:
                     p["thermal"] = recent[stamp].copy()
     scan.thermal_stamp = np.array(th_stamp, np.int64)

@@ -41,12 +41,13 @@ from pathlib import Path
 
 import yaml
 
-from rgbt.paths import LAUNCH_DIR, REPO_ROOT
+from rgbt.paths import REPO_ROOT
 from rgbt.graph.console import LOG_FILE, Console
 from rgbt.graph.instance_lock import InstanceLock
 from rgbt.graph.parent_death import LAUNCHER_PID_ENV
 from rgbt.graph.profile import NodeSpec, group_oom_score_adj, params_file_data, processes
 from rgbt.graph.sdnotify import NOTIFY_ENV, Notifier
+from rgbt.ros_env import ros_defaults
 from rgbt.graph.supervisor import FLIGHT_ID_ENV, HEARTBEAT_ENV, STATUS_ENV, STATUS_FILE, Supervisor, SupervisorOptions
 
 SHM_DIR = Path("/dev/shm")
@@ -59,9 +60,7 @@ STOP_GRACE_S, SPARE_GRACE_S, STOP_SETTLE_S = 15.0, 5.0, 0.3
 def ros_environment(base: dict[str, str] | None = None, extra: dict[str, str] | None = None) -> dict[str, str]:
     """The environment for node processes: loopback discovery + the shipped Fast DDS profile by default."""
     env = dict(os.environ if base is None else base)
-    env.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
-    env.setdefault("FASTRTPS_DEFAULT_PROFILES_FILE", str(LAUNCH_DIR / "fastdds_loopback.xml"))
-    env.setdefault("RMW_IMPLEMENTATION", "rmw_fastrtps_cpp")
+    env.update(ros_defaults(env))
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), env.get("PYTHONPATH", "")) if p)
     for key in NOTIFY_ENV:  # systemd's notifications are the launcher's alone
         env.pop(key, None)
@@ -391,8 +390,3 @@ def graph_status(graph: Graph, sup: Supervisor) -> str:
     return f"{len(graph.alive())}/{len(graph.procs)} process groups running; restarts: {restarts}; left down: {down}"
 
 
-def ros_environment_defaults() -> None:
-    """Apply the loopback defaults to this process's environment (before rclpy is initialized)."""
-    for key, value in ros_environment({}).items():
-        if key != "PYTHONPATH":
-            os.environ.setdefault(key, value)

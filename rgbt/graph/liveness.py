@@ -51,6 +51,8 @@ from typing import Any, Callable
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from rgbt.fileio import write_json_atomic
+
 #: a process writes its heartbeat at most this often (s)
 BEAT_PERIOD_S = 0.25
 #: a worker thread that took no new item for this long while items came is stuck (s; processing nodes)
@@ -108,10 +110,8 @@ class HeartbeatWriter:
             return False
         self._last_ns = now
         data = {"pid": os.getpid(), "mono_ns": now, "loops": self.loops, "finished": finished, "nodes": nodes()}
-        tmp = self.path.with_name(self.path.name + ".tmp")
         try:
-            tmp.write_text(json.dumps(data))
-            os.replace(tmp, self.path)
+            write_json_atomic(self.path, data)
         except OSError:  # a full or read-only disk must not stop the node; the supervisor sees it as stale
             return False
         return True
@@ -123,10 +123,6 @@ def read_heartbeat(directory: str | Path, pid: int) -> dict[str, Any] | None:
         return json.loads(heartbeat_path(directory, pid).read_text())
     except (OSError, ValueError):
         return None
-
-
-def remove_heartbeat(directory: str | Path, pid: int) -> None:
-    heartbeat_path(directory, pid).unlink(missing_ok=True)
 
 
 @dataclass

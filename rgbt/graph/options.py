@@ -3,16 +3,27 @@
 A node's ROS parameters (from a profile's ``parameters`` or a ``--params-file``) are validated by
 its model at start-up and the result is printed, so every run says exactly what it did. Nested
 dicts (``sim``, ``stage``, ...) arrive as dotted ROS parameter names (``sim.seed``) and are
-folded back by :func:`unflatten`.
+folded back by :func:`unflatten`. Each nested dict holds fields of a core options class
+(:data:`NodeOptions.nested`: ``rgbt.sim.SimOptions``, ``rgbt.seg.stage.SegStageOptions``, ...): it
+is validated field by field against that class (so ``rgbt doctor`` and ``rgbt up`` report a bad
+nested value with its path, ``segmentation.parameters.stage.prep_priority``) and kept as given (the
+node builds the core options from it and what it sets itself).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, ClassVar, Literal
+import dataclasses
+import functools
+import importlib
+import typing
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Literal, NamedTuple
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, model_validator
 
 from rgbt.errors import ConfigError
+from rgbt.topics import (ARMED_TOPIC, FUSION_PREFIX, HEALTH_TOPIC, RAW_PREFIX, RECTIFIED_COLOR_TOPIC, RECTIFIED_PREFIX,
+                         RECTIFIED_THERMAL_TOPIC, SEG_CLASS_IDS_TOPIC, SEG_PREFIX, THERMAL_PREFIX,
+                         THERMAL_QUERY_REQUEST_TOPIC, THERMAL_QUERY_RESPONSE_TOPIC, THERMAL_QUERY_SERVICE)
 
 if TYPE_CHECKING:
     from rgbt.hostclock import WallClockOffset
@@ -22,26 +33,35 @@ QosName = Literal["sensor_data", "reliable", "latched"]
 #: the simulated stack's sample kinds (``rgbt.sim.simstack.KINDS``)
 SimKind = Literal["thermal", "color", "mono", "imu", "gnss", "global", "pose", "state", "trigger"]
 
-#: Topics between the (virtual or real) drivers and the trigger sync node: host-stamped frames and
-#: their frame counters. The sync node republishes the frames restamped on the stack topics.
-RAW_PREFIX = "/rgbt/raw"
-ARMED_TOPIC = "/rgbt/armed"  # std_msgs/Bool, latched: the autopilot's armed state
-TRIGGER_TOPIC = "/rgbt/trigger"
 # processing nodes: drop a frame whose work would start more than this many frame periods after the
 # stream's quickest recent arrival (rgbt.lateness.LatenessGate)
 LATE_AFTER_PERIODS = 2.0
 
 
-def time_reference_topic(fix_topic: str) -> str:
-    """The GNSS driver's ``sensor_msgs/TimeReference`` topic (the fix's UTC) beside its fix topic:
-    the sibling ``time_reference`` (``/gps/fix`` -> ``/gps/time_reference``, as nmea_navsat_driver)."""
-    return fix_topic.rsplit("/", 1)[0] + "/time_reference"
+class CoreOptions(NamedTuple):
+    """The core options class a node's nested options dict holds fields of: ``target``
+    (``"module:Class"``, a dataclass or a pydantic model; imported when first validated) and the
+    fields the node sets itself (``set_by_node``: not allowed in the dict)."""
+
+    target: str
+    set_by_node: tuple[str, ...] = ()
 
 
-def unlocked_topic(kind: str, raw_prefix: str = RAW_PREFIX) -> str:
-    """Where the trigger sync node puts a stream's frames (IMU samples) from before its lock,
-    host-stamped: never on the restamped stack topics."""
-    return f"{raw_prefix}/{kind}/unlocked"
+@functools.cache
+def core_fields_model(core: CoreOptions) -> type[BaseModel]:
+    """A pydantic model of what a nested options dict may hold: the fields of ``core.target`` less
+    ``core.set_by_node``, each optional (the node fills what is not given), no others."""
+    module, name = core.target.split(":")
+    cls = getattr(importlib.import_module(module), name)
+    fields: dict[str, Any]
+    if isinstance(cls, type) and issubclass(cls, BaseModel):  # with its constraints (ge, le, ...)
+        fields = {n: (f.annotation, f) for n, f in cls.model_fields.items()}
+    else:  # a dataclass: its field types (a default is not validated: None stands for "not given")
+        hints = typing.get_type_hints(cls)
+        fields = {f.name: (hints[f.name], None) for f in dataclasses.fields(cls)}
+    fields = {n: v for n, v in fields.items() if n not in core.set_by_node}
+    return create_model(f"{name}Fields", __config__=ConfigDict(extra="forbid", arbitrary_types_allowed=True),
+                        **fields)  # type: ignore[call-overload]
 
 
 class NodeOptions(BaseModel):
@@ -54,6 +74,8 @@ class NodeOptions(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     live: ClassVar[frozenset[str]] = frozenset({"diagnostics_period_s"})
+    #: nested options dict field -> the core options class it holds fields of (validated, kept as given)
+    nested: ClassVar[dict[str, CoreOptions]] = {}
     input_qos: QosName = "sensor_data"
     output_qos: QosName = "sensor_data"
     input_depth: int = Field(5, ge=1)  # subscription queue (keep last N)
@@ -74,6 +96,20 @@ class NodeOptions(BaseModel):
     # out. < 0 protects (the recorder: the bag is what a flight cannot redo; needs CAP_SYS_RESOURCE, else
     # logged and kept), > 0 offers (heavy processing stages). Applied by rgbt.ros.spin at process start.
     oom_score_adj: int = Field(0, ge=-1000, le=1000)
+
+    @model_validator(mode="after")
+    def _check_nested(self) -> "NodeOptions":
+        """Each nested dict of :data:`nested` against its core options class; errors keep their path."""
+        errors: list[Any] = []
+        for name, core in self.nested.items():
+            try:
+                core_fields_model(core).model_validate(getattr(self, name))
+            except ValidationError as exc:
+                errors += [{**{k: e[k] for k in ("type", "input", "ctx") if k in e}, "loc": (name, *e["loc"])}
+                           for e in exc.errors()]
+        if errors:
+            raise ValidationError.from_exception_data(type(self).__name__, errors)
+        return self
 
 
 class ProcessingOptions(NodeOptions):
@@ -146,6 +182,7 @@ class VirtualStackOptions(NodeOptions, HostClockOptions, ReconnectOptions):
     options (``ReconnectOptions``) drive the simulated unplug of a device (``rgbt.graph.devicecontrol``)."""
 
     sim: dict[str, Any] = Field(default_factory=dict)  # rgbt.sim.SimOptions fields
+    nested: ClassVar[dict[str, CoreOptions]] = {"sim": CoreOptions("rgbt.sim.options:SimOptions")}
     realtime: bool = True  # False: as fast as possible
     preload_s: float = Field(0.0, ge=0)  # simulate this much before playing (kept in memory: ~110 MB/s)
     sim_cache: str = ""  # folder of the run pre-rendered (rgbt.sim.cache) to play; rendered live when it is not for `sim`
@@ -185,6 +222,9 @@ class TriggerSyncOptions(NodeOptions):
     raw_prefix: str = RAW_PREFIX
     cameras: list[str] = Field(default_factory=lambda: ["thermal", "color", "mono"])
     restamper: dict[str, Any] = Field(default_factory=dict)  # rgbt.sync.RestamperOptions fields
+    # the trigger rate and the cameras' dividers come from the stack (RestamperOptions.from_stack)
+    nested: ClassVar[dict[str, CoreOptions]] = {
+        "restamper": CoreOptions("rgbt.sync:RestamperOptions", ("trigger_rate_hz", "cameras"))}
     camera_latency_ms: dict[str, float] = Field(default_factory=dict)  # nominal host-arrival latency per camera
     # before lock (no trigger time yet): "separate" publishes host-stamped on unlocked_topic(kind),
     # "drop" does not publish; both are counted (``unlocked``). Never on the restamped stack topics.
@@ -195,7 +235,7 @@ class PreprocessOptions(ProcessingOptions):
     """Thermal normalization (percentiles + CLAHE) to 32FC1, mono8 and a colormapped view."""
 
     input_topic: str = ""  # the stack's thermal topic when empty
-    output_prefix: str = "/rgbt/thermal"
+    output_prefix: str = THERMAL_PREFIX
     low: float = 1.0
     high: float = 99.0
     clahe: bool = True
@@ -207,13 +247,13 @@ class PreprocessOptions(ProcessingOptions):
                                                                "publish_mono8", "publish_colormap"}
 
 
-class RectifyOptions(ProcessingOptions):
+class RectifyNodeOptions(ProcessingOptions):
     """Stereo-rectifies a stack pair's images (same restamped trigger time) onto its canvas."""
 
     pair: str = "color_thermal"
     cam0_topic: str = ""  # the stack topic of the pair's cam0 when empty
     cam1_topic: str = ""
-    output_prefix: str = "/rgbt/rectified"
+    output_prefix: str = RECTIFIED_PREFIX
     max_pending: int = 8
 
 
@@ -222,10 +262,12 @@ class SegmentationOptions(NodeOptions):
 
     input_depth: int = Field(1, ge=1)  # newest frame only: skip what inference cannot keep up with
     input_topic: str = ""
-    output_prefix: str = "/rgbt/seg"
+    output_prefix: str = SEG_PREFIX
     model: str = "engines/sim_thermal_seg.onnx"
     backend: str = "onnxruntime"
-    stage: dict[str, Any] = Field(default_factory=dict)
+    stage: dict[str, Any] = Field(default_factory=dict)  # rgbt.seg.stage.SegStageOptions fields
+    nested: ClassVar[dict[str, CoreOptions]] = {
+        "stage": CoreOptions("rgbt.seg.stage:SegStageOptions", ("engine", "backend"))}  # model, backend
     publish_color: bool = True
     # a frame whose inference would start more than this many thermal periods after the stream's
     # quickest recent arrival is dropped (pipeline.dropped_late; rgbt.lateness; 0: off)
@@ -233,17 +275,18 @@ class SegmentationOptions(NodeOptions):
     live: ClassVar[frozenset[str]] = NodeOptions.live | {"late_after_periods"}
 
 
-class FusionOptions(ProcessingOptions):
+class FusionNodeOptions(ProcessingOptions):
     """RGB-T fusion on rectified pairs (``rgbt.seg.fusion``)."""
 
-    color_topic: str = "/rgbt/rectified/color"
-    thermal_topic: str = "/rgbt/rectified/thermal"
-    output_prefix: str = "/rgbt/fusion"
+    color_topic: str = RECTIFIED_COLOR_TOPIC
+    thermal_topic: str = RECTIFIED_THERMAL_TOPIC
+    output_prefix: str = FUSION_PREFIX
     # rgbt.seg.fusion.FusionOptions fields; default: the tiny two-input late-fusion demo model
     # (trained on synthetic pairs, 192x120 input), each pair resized to it before it is normalized
     # (resize_first: a third less CPU per pair, the same mIoU; rgbt.seg.fusion)
     fusion: dict[str, Any] = Field(default_factory=lambda: {"mode": "graph", "resize_first": True,
                                                             "model": "engines/fusion_late_tiny.onnx"})
+    nested: ClassVar[dict[str, CoreOptions]] = {"fusion": CoreOptions("rgbt.seg.fusion:FusionOptions")}
     publish_color: bool = True
 
 
@@ -342,8 +385,8 @@ class VioBridgeOptions(ProcessingOptions):
     camera: Literal["thermal", "color", "mono"] = "thermal"
     input_topic: str = ""  # the stack topic of the camera when empty
     imu_input_topic: str = ""  # the stack's IMU topic when empty
-    output_topic: str = ""  # rgbt.vio.feed.feed_image_topic(camera) when empty
-    imu_output_topic: str = ""  # rgbt.vio.feed.FEED_IMU_TOPIC when empty
+    output_topic: str = ""  # rgbt.topics.vio_feed_image_topic(camera) when empty
+    imu_output_topic: str = ""  # rgbt.topics.VIO_FEED_IMU_TOPIC when empty
     rate_hz: float = Field(0.0, ge=0)  # 0: rgbt.vio.feed.feed_rate_hz of the camera (20 Hz thermal)
     normalization: Literal["percentile", "fixed", "temporal", "temporal_clahe"] = "temporal"
     drop_frozen: bool = True  # drop FFC-frozen frames (the temporal modes detect them)
@@ -366,7 +409,7 @@ class HealthOptions(NodeOptions):
 
     period_s: float = Field(1.0, gt=0)
     disk_path: str = "bags"
-    topic: str = "/rgbt/health"
+    topic: str = HEALTH_TOPIC
     live: ClassVar[frozenset[str]] = NodeOptions.live | {"period_s"}
 
 
@@ -387,10 +430,10 @@ class ThermalQueryOptions(NodeOptions):
     ``std_msgs/String`` request / response topics always (:mod:`rgbt.graph.thermal_query`)."""
 
     thermal_topic: str = ""
-    class_topic: str = "/rgbt/seg/class_ids"
-    service: str = "/rgbt/thermal_query"  # the typed service's name; empty: JSON topics only
-    request_topic: str = "/rgbt/thermal_query/request"
-    response_topic: str = "/rgbt/thermal_query/response"
+    class_topic: str = SEG_CLASS_IDS_TOPIC
+    service: str = THERMAL_QUERY_SERVICE  # the typed service's name; empty: JSON topics only
+    request_topic: str = THERMAL_QUERY_REQUEST_TOPIC
+    response_topic: str = THERMAL_QUERY_RESPONSE_TOPIC
     radiometry: dict[str, Any] = Field(default_factory=dict)
 
 
@@ -410,9 +453,9 @@ OPTIONS: dict[str, type[NodeOptions]] = {
     "virtual_stack": VirtualStackOptions,
     "trigger_sync": TriggerSyncOptions,
     "thermal_preprocess": PreprocessOptions,
-    "rectify": RectifyOptions,
+    "rectify": RectifyNodeOptions,
     "segmentation": SegmentationOptions,
-    "fusion": FusionOptions,
+    "fusion": FusionNodeOptions,
     "recorder": RecorderOptions,
     "replay": ReplayOptions,
     "health": HealthOptions,

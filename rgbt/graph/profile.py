@@ -18,7 +18,6 @@ Profile YAML::
 from __future__ import annotations
 
 import copy
-import os
 import tempfile
 import uuid
 from dataclasses import dataclass, field, replace
@@ -180,22 +179,11 @@ def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
 ROS_PACKAGE = "rgbt_ros"
 
 
-def launch_entries(name_or_path: str | Path) -> list[dict[str, Any]]:
-    """What ``launch/rgbt.launch.py`` starts: one dict per node (package, executable, name, ROS parameters).
-
-    ``rgbt up`` starts the same :func:`node_specs`; both are derived here so they cannot drift.
-    """
-    return [{"package": ROS_PACKAGE, "executable": s.executable, "name": s.name, "process": s.process,
-             "parameters": s.ros_parameters()} for s in node_specs(name_or_path)]
-
-
 def launch_environment(name_or_path: str | Path) -> dict[str, str]:
-    """Environment a launch sets: loopback discovery + the shipped Fast DDS profile, then the profile's env."""
-    env = {}
-    if "ROS_AUTOMATIC_DISCOVERY_RANGE" not in os.environ:
-        env["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
-    if "FASTRTPS_DEFAULT_PROFILES_FILE" not in os.environ:
-        env["FASTRTPS_DEFAULT_PROFILES_FILE"] = str(LAUNCH_DIR / "fastdds_loopback.xml")
+    """Environment a launch sets: the ROS 2 defaults (``rgbt.ros_env.ros_defaults``), then the profile's env."""
+    from rgbt.ros_env import ros_defaults
+
+    env = ros_defaults()
     env.update(profile_env(name_or_path))
     return env
 

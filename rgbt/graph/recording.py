@@ -42,15 +42,17 @@ from rgbt.bag.loss import (MEMORY_BUDGET, NO_BAG, NOT_RECEIVED, RECORDER_RESTART
                            missing_between)
 from rgbt.bag.recover import recover_bag
 from rgbt.bag.types import ros2_typestore
-from rgbt.bag.writer import BagWriter, fsync_path
+from rgbt.bag.writer import BagWriter
 from rgbt.errors import BagError
 from rgbt.graph.diagnostics import TopicStats
 from rgbt.graph.instance_lock import pid_alive
 from rgbt.graph.launcher import new_flight_id
-from rgbt.graph.options import ARMED_TOPIC, TRIGGER_TOPIC, RecorderOptions, time_reference_topic, unlocked_topic
+from rgbt.graph.options import RecorderOptions
 from rgbt.stamps import cdr_stamp_ns
 from rgbt.graph.supervisor import FLIGHT_ID_ENV, read_status
 from rgbt.threadname import name_native_thread
+from rgbt.topics import TIME_REFERENCE, stack_topic_types, time_reference_topic, unlocked_topic
+from rgbt.fileio import write_json_atomic
 
 MANIFEST = "rgbt_manifest.json"
 #: a file of RESERVE_BYTES kept in an open bag's folder: deleted to make room for its last manifest
@@ -145,25 +147,13 @@ def before_lock_streams(stack: Any) -> dict[str, str]:
     return out
 
 
-def stack_topic_types(stack: Any) -> dict[str, str]:
-    """Topic -> ROS 2 message type of everything the stack publishes (what the recorder records)."""
-    types = {cam.topic: "sensor_msgs/msg/Image" for cam in stack.cameras.values()}
-    types[stack.imu.topic] = "sensor_msgs/msg/Imu"
-    types[stack.gnss.topic] = "sensor_msgs/msg/NavSatFix"
-    types[stack.autopilot.pose_topic] = "geometry_msgs/msg/PoseStamped"
-    types[stack.autopilot.global_topic] = "sensor_msgs/msg/NavSatFix"
-    types[ARMED_TOPIC] = "std_msgs/msg/Bool"
-    types[TRIGGER_TOPIC] = "sensor_msgs/msg/TimeReference"
-    return types
-
-
 def driver_extra_topic_types(stack: Any) -> dict[str, str]:
     """Topic -> type of what the recorder also records by default beside :func:`stack_topic_types`
     (when present): the trigger sync node's before-lock streams (host-stamped) and the GNSS fix's UTC
     time reference."""
     stack_types = stack_topic_types(stack)
     types = {t: stack_types[of] for t, of in before_lock_streams(stack).items()}  # their stream's type
-    types[time_reference_topic(stack.gnss.topic)] = "sensor_msgs/msg/TimeReference"
+    types[time_reference_topic(stack.gnss.topic)] = TIME_REFERENCE
     return types
 
 
@@ -536,7 +526,7 @@ class Recording:
             manifest["not_recorded_after_stop"] = {
                 "hold": self.hold, "lost_total": self.loss_after_stop.count(),
                 "loss_ranges": {t: self.loss_after_stop.to_json(t) for t in self.loss_after_stop.ranges}}
-            write_json_durably(path, manifest)
+            write_json_atomic(path, manifest, indent=2, fsync=True)
 
     # -- bags an earlier recorder left open --------------------------------------------------
     def recover_at_start(self) -> list[dict]:
@@ -604,7 +594,7 @@ class Recording:
         manifest["lost_total"] = sum(int(v.get("lost_total", 0)) for v in manifest.get("topics", {}).values())
         manifest["bytes"] = _bag_bytes(bag)
         (bag / RESERVE).unlink(missing_ok=True)
-        write_json_durably(bag / MANIFEST, manifest)
+        write_json_atomic(bag / MANIFEST, manifest, indent=2, fsync=True)
         entry = {"bag": bag.name, **manifest["recovered"], "duplicates_skipped": manifest["duplicates_skipped"]}
         self.log(f"recovered {bag.name}: {result.get('message_count')} messages in {result['seconds']:.1f} s "
                  f"({manifest['duplicates_skipped']} written again by this recorder left out)")
@@ -771,7 +761,7 @@ class Recording:
                     reserve.write_bytes(bytes(RESERVE_BYTES))  # room for the last manifest on a full disk
                 if state == "closed" and b["arrivals"]:
                     (path / ARRIVALS).write_text(json.dumps(b["arrivals"]))
-                write_json_durably(path / MANIFEST, manifest, fsync=fsync)
+                write_json_atomic(path / MANIFEST, manifest, indent=2, fsync=fsync)
                 if state == "closed":
                     reserve.unlink(missing_ok=True)
                 return
@@ -804,20 +794,6 @@ def boot_id() -> str:
         return Path("/proc/sys/kernel/random/boot_id").read_text().strip()
     except OSError:
         return ""
-
-
-def write_json_durably(path: Path, data: dict, fsync: bool = True) -> None:
-    """Write ``data`` to ``path`` whole (a temporary file renamed over it); with ``fsync`` the file and
-    its directory are on disk when this returns (a power loss keeps the old or the new one)."""
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w") as fh:
-        fh.write(json.dumps(data, indent=2))
-        fh.flush()
-        if fsync:
-            os.fsync(fh.fileno())
-    os.replace(tmp, path)
-    if fsync:
-        fsync_path(path.parent)
 
 
 def _manifests(out_dir: Path) -> list[tuple[Path, dict]]:

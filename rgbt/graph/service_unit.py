@@ -30,6 +30,7 @@ from rgbt.graph.instance_lock import instance_name
 from rgbt.graph.launcher import stop_time_s
 from rgbt.graph.profile import node_specs, processes, profile_path
 from rgbt.paths import LAUNCH_DIR, REPO_ROOT
+from rgbt.ros_env import DEFAULT_DISCOVERY_RANGE
 
 SYSTEM_UNIT_DIR = Path("/etc/systemd/system")
 #: placeholders of the template under launch/
@@ -122,7 +123,7 @@ def unit_text(profile: str | Path = "flight", executable: str | None = None, wor
               "WatchdogSec=10",
               f"ExecStart={_exec_arg(executable)} up {_exec_arg(arg)}",
               f"WorkingDirectory={_escape(workdir)}",
-              "Environment=ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST",
+              f"Environment=ROS_AUTOMATIC_DISCOVERY_RANGE={DEFAULT_DISCOVERY_RANGE}",
               "Environment=ROS_HOME=%S/rgbt/ros",
               "StateDirectory=rgbt",
               "Restart=always",

@@ -44,6 +44,7 @@ from typing import Any, Callable, Iterable
 from pydantic import BaseModel, ConfigDict, Field
 
 from rgbt.graph.liveness import BEAT_PERIOD_S, LivenessJudge, LivenessOptions
+from rgbt.fileio import write_json_atomic
 
 #: environment variable naming the supervisor's status file (set for every node process)
 STATUS_ENV = "RGBT_SUPERVISOR_STATUS"
@@ -158,9 +159,7 @@ class RestartLog:
         """Write the status file atomically (read by the recorder)."""
         if self.status_path is None:
             return
-        tmp = self.status_path.with_name(self.status_path.name + ".tmp")
-        tmp.write_text(json.dumps(self.status()))
-        os.replace(tmp, self.status_path)
+        write_json_atomic(self.status_path, self.status())
 
 
 @dataclass

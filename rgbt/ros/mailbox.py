@@ -31,7 +31,6 @@ from rgbt.lateness import LatenessGate
 from rgbt.graph.diagnostics import p50_p99_ms
 from rgbt.graph.liveness import WORKER_STALL_S
 from rgbt.graph.sync_adapter import StampPairer
-from rgbt.ros.image import image_to_cdr
 from rgbt.stamps import cdr_stamp_ns
 from rgbt.threadname import name_native_thread
 
@@ -229,8 +228,10 @@ class LatestFrameNode:
 
     def publish_image(self, pub: Any, arr: Any, t_ns: int, frame_id: str, encoding: str,
                       box: LatestMailbox | None = None) -> None:
-        """Serialize ``arr`` (``rgbt.ros.image.image_to_cdr``) and publish it, timing both steps into
+        """Serialize ``arr`` (``rgbt.image.codec.image_to_cdr``) and publish it, timing both steps into
         ``box`` (default: the node's first mailbox)."""
+        from rgbt.image.codec import image_to_cdr
+
         box = box or next(iter(self.__dict__["_mailboxes"].values()))
         t0 = time.monotonic_ns()
         raw = image_to_cdr(arr, t_ns, frame_id, encoding)

@@ -13,9 +13,3 @@ def get_message(msgtype: str) -> type:
     if len(parts) != 3 or parts[1] != "msg":
         raise ValueError(f"message type {msgtype!r}, expected 'package/msg/Name'")
     return getattr(importlib.import_module(f"{parts[0]}.msg"), parts[2])
-
-
-def type_name(cls: type) -> str:
-    """``sensor_msgs/msg/Image`` for the rclpy class."""
-    module = cls.__module__.split(".")[0]
-    return f"{module}/msg/{cls.__name__}"

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 
-from rgbt.graph.options import ARMED_TOPIC
+from rgbt.topics import ARMED_TOPIC
 
 QOS_NAMES = ("sensor_data", "reliable", "latched")
 

@@ -75,15 +75,3 @@ def overlay(base_rgb: np.ndarray, color: np.ndarray, alpha: float = 0.5) -> np.n
         base_rgb = np.repeat(base_rgb[:, :, None], 3, axis=2)
     out = base_rgb.astype(np.float32) * (1.0 - alpha) + color.astype(np.float32) * alpha
     return np.clip(out + 0.5, 0, 255).astype(np.uint8)
-
-
-def read_class_csv(path: str) -> list[SegClass]:
-    """Read CART's ``class_color_mapping.csv`` (``id,name,#hex`` lines, no header)."""
-    out = []
-    with open(path) as fh:
-        for line in fh:
-            line = line.strip()
-            if line:
-                i, name, color = line.split(",")
-                out.append(SegClass(int(i), name, color.upper()))
-    return out

@@ -107,11 +107,3 @@ def unfit_ids(ids: np.ndarray, fit: Fit) -> np.ndarray:
     if fit.mode == "pad":
         return np.ascontiguousarray(ids[: fit.src[0], : fit.src[1]])
     return cv2.resize(ids, (fit.src[1], fit.src[0]), interpolation=cv2.INTER_NEAREST)
-
-
-def unfit_planes(p: np.ndarray, fit: Fit) -> np.ndarray:
-    """Model-size KxHxW float planes -> KxHxW at input resolution (crop or bilinear resize)."""
-    if fit.mode == "pad":
-        return p[:, : fit.src[0], : fit.src[1]]
-    r = cv2.resize(np.moveaxis(p, 0, 2), (fit.src[1], fit.src[0]), interpolation=cv2.INTER_LINEAR)
-    return np.moveaxis(r.reshape(fit.src[0], fit.src[1], -1), 2, 0)

@@ -13,14 +13,12 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Iterable, Iterator
 
 import cv2
 import numpy as np
 
 from rgbt.errors import ModelError
-from rgbt.paths import ENGINES_DIR
 from rgbt.seg.classes import overlay as blend
 from rgbt.seg.model import SegModel
 from rgbt.seg.preprocess import Fit, prepare, unfit_ids
@@ -130,7 +128,3 @@ class SegmentationStage:
                   "postprocess_ms": (t3 - t2) / 1e6, "total_ms": (t3 - t0) / 1e6,
                   **{f"backend_{k}": v for k, v in tiers.items()}}
         return SegResult(ids, color, ov, timing)
-
-
-def default_engine() -> Path:
-    return ENGINES_DIR / "sim_thermal_seg.onnx"

@@ -24,6 +24,7 @@ from rgbt.paths import cache_dir as _cache
 from rgbt.seg.backend import Backend, TensorInfo
 from rgbt.seg.engine_cache import EngineKey, engine_paths, resolve, write_meta
 from rgbt.seg.sidecar import file_sha256
+from rgbt.fileio import write_atomic
 
 
 @dataclass
@@ -118,9 +119,7 @@ def build_engine(onnx_path: Path, engine_path: Path, key: EngineKey, options: Tr
     serialized = builder.build_serialized_network(network, config)
     if serialized is None:
         raise ModelError(f"{onnx_path}: TensorRT failed to build an engine (see the TensorRT log)")
-    tmp = engine_path.with_suffix(".engine.tmp")
-    tmp.write_bytes(bytes(serialized))
-    tmp.replace(engine_path)
+    write_atomic(engine_path, bytes(serialized))
     timing_path.write_bytes(bytes(config.get_timing_cache().serialize()))
     write_meta(engine_paths(cache_dir, Path(onnx_path).stem, key)[1], key,
                {"onnx": Path(onnx_path).name})

@@ -145,15 +145,6 @@ def _struct(fmt: str) -> struct.Struct:
     return s
 
 
-def field_size(group_bit: int, field_bit: int) -> int:
-    """Payload size in bytes of one field; raises :class:`DecodeError` if unknown/variable."""
-    table = GROUPS.get(group_bit, (None, []))[1]
-    entry = table[field_bit] if field_bit < len(table) else None
-    if entry is None:
-        raise DecodeError(f"VN-100 binary: group bit {group_bit} field bit {field_bit}: unknown or variable size")
-    return _struct(entry[1]).size
-
-
 @dataclass(frozen=True)
 class OutputLayout:
     """A binary output configuration: group byte + field masks, with its packet length."""

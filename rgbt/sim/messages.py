@@ -9,12 +9,6 @@ from rgbt.bag.images import numpy_to_image_msg
 from rgbt.bag.types import ros2_typestore
 from rgbt.sim.simstack import GnssData, ImuData, SimSample, StateData
 
-GT_TOPIC = "/rgbt/sim/ground_truth/imu_pose"
-LABEL_TOPICS = {"thermal": "/rgbt/sim/labels/thermal", "color": "/rgbt/sim/labels/color"}
-TRIGGER_TOPIC = "/rgbt/trigger"
-#: per IMU sample: header.stamp = the IMU sample's stamp, time_ref = the last trigger pulse (so
-#: header.stamp - time_ref = VN-100 "time since SyncIn"), source = SyncIn count (decimal)
-IMU_SYNC_TOPIC = "/rgbt/sim/imu_syncin"
 WORLD_FRAME = "map"
 
 def typestore():  # noqa: ANN201
@@ -98,21 +92,3 @@ class MessageFactory:
     def trigger(self, s: SimSample):  # noqa: ANN201
         return self.TimeReference(header=self.header(s.t_host_ns, ""), time_ref=self.stamp(s.t_ns),
                                   source=str(s.seq))
-
-
-def topics_for(stack, cameras: list[str], labels: bool = True) -> dict[str, str]:  # noqa: ANN001
-    """Topic -> message type of a simulated bag."""
-    topics = {stack.camera(c).topic: "sensor_msgs/msg/Image" for c in cameras}
-    topics[stack.imu.topic] = "sensor_msgs/msg/Imu"
-    topics[stack.gnss.topic] = "sensor_msgs/msg/NavSatFix"
-    topics[stack.autopilot.global_topic] = "sensor_msgs/msg/NavSatFix"
-    topics[stack.autopilot.pose_topic] = "geometry_msgs/msg/PoseStamped"
-    topics[stack.autopilot.state_topic] = "mavros_msgs/msg/State"
-    topics[GT_TOPIC] = "geometry_msgs/msg/PoseStamped"
-    topics[TRIGGER_TOPIC] = "sensor_msgs/msg/TimeReference"
-    topics[IMU_SYNC_TOPIC] = "sensor_msgs/msg/TimeReference"
-    if labels:
-        for cam, topic in LABEL_TOPICS.items():
-            if cam in cameras:
-                topics[topic] = "sensor_msgs/msg/Image"
-    return topics

@@ -20,8 +20,8 @@ from scipy.spatial.transform import Rotation
 from rgbt.bag.writer import BagWriter
 from rgbt.errors import BagError
 from rgbt.sim.dataset import sequence_writer, write_split_files
-from rgbt.sim.messages import (GT_TOPIC, IMU_SYNC_TOPIC, LABEL_TOPICS, TRIGGER_TOPIC, MessageFactory, topics_for,
-                               typestore)
+from rgbt.sim.messages import MessageFactory, typestore
+from rgbt.topics import GT_TOPIC, IMU_SYNC_TOPIC, LABEL_TOPICS, TRIGGER_TOPIC, sim_topic_types
 from rgbt.sim.simstack import SimStack
 
 
@@ -69,7 +69,7 @@ def write_sim_bag(sim: SimStack, out: str | Path, *, label_stride: int = 1, comp
     factory = MessageFactory(store, sim.stack)
     stack = sim.stack
     cams = list(sim.options.cameras)
-    topics = topics_for(stack, cams, labels=label_stride > 0)
+    topics = sim_topic_types(stack, cams, labels=label_stride > 0)
     writer = open_writer(out, compression=compression, custom_data=custom_data_for(sim), store=store)
     for name, msgtype in topics.items():
         writer.add_topic(name, msgtype)

@@ -55,11 +55,6 @@ class CameraRays:
         border[:, [0, -1]] = True
         self._border = np.stack([self.x_n[border], self.y_n[border], np.ones(border.sum(), np.float32)], -1)
 
-    def rays_camera(self) -> np.ndarray:
-        """H x W x 3 float64 ray directions in the camera frame (z = 1)."""
-        return np.dstack([self.x_n, self.y_n, np.ones_like(self.x_n)]).astype(np.float64)
-
-
 def ground_homography(T_world_cam: np.ndarray, world: World) -> np.ndarray:
     """3x3 homography from camera normalized coordinates (x_n, y_n, 1) to world raster (col, row, 1)."""
     R, c = T_world_cam[:3, :3], T_world_cam[:3, 3]

@@ -19,7 +19,8 @@ import numpy as np
 
 from rgbt.errors import ConfigError
 from rgbt.stack import CameraSpec, Stack
-from rgbt.vio.feed import FEED_IMU_TOPIC, feed_image_topic, feed_rate_hz
+from rgbt.topics import VIO_FEED_IMU_TOPIC, vio_feed_image_topic
+from rgbt.vio.feed import feed_rate_hz
 
 ESTIMATORS = ("vins", "openvins", "orbslam3")
 
@@ -29,8 +30,8 @@ class ExportOptions:
     """What the exported configs assume about the feed (the VIO bridge publishes accordingly).
 
     ``image_topic``: the mono8 feed topic (default ``/rgbt/vio/<camera>/image_mono8``, what the VIO
-    bridge node publishes: ``rgbt.vio.feed.feed_image_topic``); ``imu_topic``: the IMU the
-    estimator reads (default the bridge's reliable relay ``rgbt.vio.feed.FEED_IMU_TOPIC``);
+    bridge node publishes: ``rgbt.topics.vio_feed_image_topic``); ``imu_topic``: the IMU the
+    estimator reads (default the bridge's reliable relay ``rgbt.topics.VIO_FEED_IMU_TOPIC``);
     ``rate_hz``: frame rate of the feed (default: ``rgbt.vio.feed.feed_rate_hz`` of the camera, as the
     bridge; must lie on the camera's trigger grid) (estimators must process every frame: VINS ``freq: 0``,
     OpenVINS ``track_frequency`` = rate); ``imu_noise``: "vio" (the stack's tuned VIO values, as CART
@@ -50,10 +51,10 @@ class ExportOptions:
     orb_features: int = 1500
 
     def topic(self) -> str:
-        return self.image_topic or feed_image_topic(self.camera)
+        return self.image_topic or vio_feed_image_topic(self.camera)
 
     def imu(self) -> str:
-        return self.imu_topic or FEED_IMU_TOPIC
+        return self.imu_topic or VIO_FEED_IMU_TOPIC
 
     def rate(self, stack: Stack) -> float:
         """Feed rate in Hz (the bridge's default for this camera when ``rate_hz`` is None)."""

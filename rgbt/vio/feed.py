@@ -229,15 +229,8 @@ def prepare_feed(frames: Iterator[tuple[int, np.ndarray, bool]], mode: str = "te
 
 # --- the ROS 2 bridge's streaming core (``nodes/vio_bridge.py``) -----------------------------
 
-#: where the VIO bridge publishes and what ``rgbt vio export`` writes into the estimator configs:
-#: one place for both (the bridge's options default to these, the exporters read them)
-FEED_IMU_TOPIC = "/rgbt/vio/imu"
+#: the feed rate the bridge and ``rgbt vio export`` share (its topics: ``rgbt.topics``)
 FEED_RATE_HZ = 20.0
-
-
-def feed_image_topic(camera: str) -> str:
-    """The mono8 feed topic of ``camera`` (``/rgbt/vio/<camera>/image_mono8``)."""
-    return f"/rgbt/vio/{camera}/image_mono8"
 
 
 def grid_step(trigger_rate_hz: float, divider: int, rate_hz: float) -> int:

@@ -25,6 +25,7 @@ from rgbt.vio.config import orbslam3_settings
 from rgbt.vio.feed import FeedFrame, ImuWindow
 from rgbt.vio.sequence import Sequence
 from rgbt.vio.vocab import ensure_vocabulary
+from rgbt.pacing import Pacer
 
 TRACKED_STATES = ("OK", "OK_KLT")
 
@@ -139,8 +140,7 @@ def run_orbslam3(seq: Sequence, feed: Iterable[FeedFrame], opts: OrbSlam3Options
     t_start = time.perf_counter()
     t0_ns: int | None = None
     map_index, was_initialized, imu_was_ready = 0, False, False
-    wall0: float | None = None
-    stamp0 = 0.0
+    pacer = Pacer(opts.pace, clock=time.perf_counter_ns) if opts.pace > 0 else None
     with native_stdout_to(log_path):
         slam = pyorbslam3.Slam(vocab, str(settings), sensor)
         try:
@@ -160,12 +160,8 @@ def run_orbslam3(seq: Sequence, feed: Iterable[FeedFrame], opts: OrbSlam3Options
                     run.stopped = f"no IMU samples before the frame at {frame.t_ns} ns (IMU ended or has a gap)"
                     break  # frames so far are kept
                 t_s = (frame.t_ns + td_ns - t0_ns) / 1e9
-                if opts.pace > 0:
-                    if wall0 is None:
-                        wall0, stamp0 = time.perf_counter(), t_s
-                    wait = wall0 + (t_s - stamp0) / opts.pace - time.perf_counter()
-                    if wait > 0:
-                        time.sleep(wait)
+                if pacer is not None:
+                    pacer.wait(frame.t_ns)
                 t_a = time.perf_counter_ns()
                 result = slam.track_monocular(frame.image, t_s, imu=imu)
                 latency = time.perf_counter_ns() - t_a

@@ -25,7 +25,6 @@ import numpy as np
 
 from rgbt.errors import EvaluationError
 from rgbt.eval.trajectory import Trajectory
-from rgbt.paths import LAUNCH_DIR
 
 
 @dataclass(frozen=True)
@@ -88,10 +87,11 @@ def require_installed(name: str) -> InstallInfo:
 
 
 def ros_env(base: dict | None = None, profiles_file: str | None = None) -> dict:
-    """The environment every ROS 2 process gets: loopback discovery and our Fast DDS profile."""
+    """The environment an estimator process gets: loopback discovery and our Fast DDS profile, always."""
+    from rgbt.ros_env import loopback_environment
+
     env = dict(os.environ if base is None else base)
-    env["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
-    env["FASTRTPS_DEFAULT_PROFILES_FILE"] = profiles_file or str(LAUNCH_DIR / "fastdds_loopback.xml")
+    env.update(loopback_environment(profiles_file))
     return env
 
 

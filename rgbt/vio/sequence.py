@@ -13,7 +13,6 @@ from typing import Callable, Iterator
 
 import numpy as np
 
-from rgbt.bag.images import image_to_numpy
 from rgbt.bag.renames import CART_ROS1_NAMES
 from rgbt.errors import EvaluationError
 from rgbt.eval.trajectory import Trajectory, load_trajectory
@@ -234,6 +233,8 @@ def bag_sequence(bag_path: str | Path, stack_path: str | Path | None = None, cam
                       spec.td_s if td_s is None else td_s)
 
     def frames() -> Iterator[tuple[int, np.ndarray, bool]]:
+        from rgbt.image.codec import image_to_numpy
+
         last = None
         with open_bag(bag_path) as r:
             for rec in r.messages(topics=[cam_topic]):
@@ -244,7 +245,7 @@ def bag_sequence(bag_path: str | Path, stack_path: str | Path | None = None, cam
                                           f"{'repeats' if stamp == last else 'goes back from'} {last} ns: "
                                           "expected strictly increasing frame stamps")
                 last = stamp
-                yield stamp, image_to_numpy(m), False
+                yield stamp, image_to_numpy(m, rgb=True), False
 
     n = stack.imu.vio_noise_or_noise()  # tuned VIO values (datasheet ones make ORB-SLAM3's IMU init collapse)
     return Sequence(bag_path.name, cam, frames, imu, gt, synthetic=synthetic,

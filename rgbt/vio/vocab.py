@@ -28,6 +28,7 @@ import numpy as np
 from rgbt.errors import RgbtError
 from rgbt.paths import cache_dir
 from rgbt.vio.synthetic import PlaneScene, ground_texture
+from rgbt.fileio import write_atomic
 
 
 @dataclass
@@ -112,9 +113,7 @@ class Vocabulary:
 
     def save(self, path: str | Path) -> Path:
         path = Path(path)
-        tmp = path.with_suffix(path.suffix + ".part")
-        tmp.write_text(self.to_text())
-        tmp.replace(path)
+        write_atomic(path, self.to_text())
         return path
 
 

@@ -86,7 +86,8 @@ def test_cli_convert_ros2_sqlite3_to_mcap(bags_dir: Path, tmp_path: Path) -> Non
 
 def test_cli_cart_renames_images(tmp_path: Path) -> None:
     """A bag with CART's older topic names comes out with the stack's names and identical pixels."""
-    from rgbt.bag import BagWriter, image_to_numpy, numpy_to_image_msg
+    from rgbt.bag import BagWriter, numpy_to_image_msg
+    from rgbt.image.codec import image_to_numpy
     from rgbt.bag.renames import CART_DROP_TOPICS
 
     rng = np.random.default_rng(5)

@@ -10,9 +10,10 @@ import numpy as np
 import pytest
 
 from helpers import run_rgbt
-from rgbt.bag import BagWriter, image_to_numpy, numpy_to_image_msg, open_bag
+from rgbt.bag import BagWriter, numpy_to_image_msg, open_bag
+from rgbt.image.codec import image_to_numpy
 from rgbt.bag.convert import ConvertOptions, convert_bag
-from rgbt.bag.reader import ROS1_METADATA_TOPIC
+from rgbt.topics import ROS1_METADATA_TOPIC
 from rgbt.bag.types import ros2_typestore
 from rgbt.errors import BagError
 

@@ -76,7 +76,7 @@ def flight(tmp_path_factory: pytest.TempPathFactory):
 
 def _bag_images(path: Path) -> dict[str, dict[int, np.ndarray]]:
     """camera -> stamp -> pixels, read with rosbags directly (not through rgbt's reader)."""
-    from rgbt.bag.images import image_to_numpy
+    from rgbt.image.codec import image_to_numpy
     from rgbt.bag.renames import CART_ROS1_NAMES
 
     back = {v: k for k, v in CART_ROS1_NAMES.items()}

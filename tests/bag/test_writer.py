@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 import yaml
 
-from rgbt.bag import BagWriter, image_to_numpy, numpy_to_image_msg, open_bag
+from rgbt.bag import BagWriter, numpy_to_image_msg, open_bag
+from rgbt.image.codec import image_to_numpy
 from rgbt.bag.mcapscan import scan_mcap
 from rgbt.bag.types import ros2_typestore
 from rgbt.errors import BagError

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import yaml
 
-from rgbt.calib.camera_info import (apply_camera_info, camera_info_from_spec, parse_camera_info, read_camera_info,
+from rgbt.calib.camera_info import (camera_info_from_spec, parse_camera_info, read_camera_info,
                                     write_camera_info)
 from rgbt.errors import ConfigError
 from rgbt.stack import load_stack
@@ -41,8 +41,6 @@ def test_camera_info_matches_stack_and_converts_back(cart_calib_dir: Path, name:
     np.testing.assert_array_equal(info.distortion().as_array(), cam.dist_coeffs())
     back = camera_info_from_spec(cam, camera_name=info.camera_name)
     assert back == info  # plumb_bob 5 coefficients, R = I, P = [K | 0]
-    updated = apply_camera_info(cam.model_copy(update={"width": 1, "height": 1}), info)
-    assert (updated.width, updated.height) == (info.image_width, info.image_height)
 
 
 def test_equidistant_and_radtan4_conversions():

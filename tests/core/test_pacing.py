@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from rgbt.pacing import pace
+from rgbt.pacing import Pacer, pace
 
 
 def test_due_times_follow_item_times_at_speed_and_late_items_are_not_skipped() -> None:
@@ -41,3 +41,17 @@ def test_the_start_may_depend_on_the_first_item() -> None:
 
     out = [due for _, due in pace([100, 300], int, clock=lambda: now[0], sleep=lambda s: None, start_ns=start)]
     assert seen == [100] and out == [7_100, 7_300]
+
+
+def test_a_pacer_waits_where_its_caller_is_ready() -> None:
+    """The ORB-SLAM3 feed paces only the frames it tracks (frozen ones are skipped before it waits)."""
+    now = [5_000]
+    slept: list[float] = []
+
+    def sleep(s: float) -> None:
+        slept.append(s)
+        now[0] += int(round(s * 1e9))
+
+    pacer = Pacer(0.5, clock=lambda: now[0], sleep=sleep)
+    assert [pacer.wait(t) for t in (1_000, 2_000, 2_500)] == [5_000, 7_000, 8_000]
+    assert slept == [pytest.approx(2e-6), pytest.approx(1e-6)]

@@ -218,3 +218,21 @@ def test_realtime_check_names_the_levels_how_to_allow_them_and_the_throttling(mo
     assert check_realtime(specs, status_text="CapEff:\t0000000000800000\n", rt_runtime=throttle)[1].status == "warn"
     for shipped in ("replay", "flight", "bench-sim"):
         assert check_realtime(node_specs(shipped))[0].value == "none in this profile (nice values only)"
+
+
+@pytest.mark.parametrize("node,nested,key,value", [
+    ("segmentation", "stage", "prep_priority", 3),  # rgbt.seg.stage.SegStageOptions: a string
+    ("fusion", "fusion", "resize_frist", True),  # rgbt.seg.fusion.FusionOptions: no such field
+    ("virtual_stack", "sim", "seed", -1),  # rgbt.sim.SimOptions: >= 0
+])
+def test_a_bad_nested_option_is_reported_with_its_path(tmp_path: Path, node: str, nested: str, key: str,
+                                                       value: object) -> None:
+    from rgbt.paths import LAUNCH_DIR
+
+    profile = yaml.safe_load((LAUNCH_DIR / "bench-sim.yaml").read_text())
+    params = next(n for n in profile["nodes"] if n["name"] == node).setdefault("parameters", {})
+    params.setdefault(nested, {})[key] = value
+    path = tmp_path / "bad.yaml"
+    path.write_text(yaml.safe_dump(profile))
+    check = _by_item(run_checks(profile=str(path)))["profile"]
+    assert check.status == "fail" and f"{node}.parameters.{nested}.{key}" in check.value

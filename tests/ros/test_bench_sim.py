@@ -71,7 +71,7 @@ def test_bench_sim_records_everything_bit_exact(ros_env: dict, tmp_path: Path, r
 
     # every frame / IMU sample the sources published is in the bag: restamped on its stack topic, or
     # host-stamped on the trigger sync's before-lock topic (never mixed into the stack topic)
-    from rgbt.graph.options import unlocked_topic
+    from rgbt.topics import unlocked_topic
     from rgbt.stack import load_stack
 
     stack = load_stack()

@@ -12,7 +12,8 @@ from rclpy.serialization import deserialize_message, serialize_message  # noqa: 
 from sensor_msgs.msg import Image, Imu  # noqa: E402
 
 from rgbt.errors import ImageError  # noqa: E402
-from rgbt.ros.image import image_to_numpy, numpy_to_image  # noqa: E402
+from rgbt.image.codec import image_to_numpy  # noqa: E402
+from rgbt.ros.image import numpy_to_image  # noqa: E402
 from rgbt.stamps import cdr_stamp_ns, cdr_with_stamp, ns_to_stamp, stamp_to_ns  # noqa: E402
 
 RNG = np.random.default_rng(7)

@@ -94,7 +94,7 @@ def test_fusion_takes_the_rectified_pairs_of_its_process_in_process(ros_env: dic
     from sensor_msgs.msg import Image
 
     from helpers import spawn_nodes, stop_nodes, watch_diagnostics
-    from rgbt.ros.image import cdr_to_image, image_to_cdr
+    from rgbt.image.codec import cdr_to_image, image_to_cdr
     from rgbt.ros.qos import qos_profile
     from rgbt.ros.spin import BackgroundNode
 

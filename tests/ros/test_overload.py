@@ -211,7 +211,7 @@ def test_slow_preprocess_drops_stale_frames_and_counts_them(ros_env: dict) -> No
     from sensor_msgs.msg import Image
 
     from helpers import spawn_nodes, stop_nodes, watch_diagnostics
-    from rgbt.ros.image import cdr_to_image, image_to_cdr
+    from rgbt.image.codec import cdr_to_image, image_to_cdr
     from rgbt.ros.qos import qos_profile
     from rgbt.ros.spin import BackgroundNode
 

@@ -68,7 +68,8 @@ def test_parameter_service_applies_live_changes_and_refuses_the_rest(ros_env: di
     from sensor_msgs.msg import Image
 
     from rgbt.image.normalize import NormalizeOptions, Normalizer, to_uint8
-    from rgbt.ros.image import image_to_numpy, numpy_to_image
+    from rgbt.image.codec import image_to_numpy
+    from rgbt.ros.image import numpy_to_image
     from rgbt.ros.qos import qos_profile
     from rgbt.ros.spin import BackgroundNode
 

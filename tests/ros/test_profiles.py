@@ -13,7 +13,7 @@ import yaml
 from rgbt.errors import ConfigError
 from rgbt.paths import LAUNCH_DIR
 from rgbt.graph.options import OPTIONS
-from rgbt.graph.profile import launch_entries, node_specs, params_file_data, parse_set, processes
+from rgbt.graph.profile import node_specs, parse_set, processes
 
 PROFILES = ["bench-sim", "flight", "replay"]
 
@@ -26,13 +26,6 @@ def test_profiles_validate_and_nodes_exist(profile: str) -> None:
     for spec in specs:
         assert (repo / "nodes" / f"{spec.executable}.py").is_file(), spec.executable
         OPTIONS[spec.executable].model_validate(spec.parameters)  # defaults filled, still valid
-
-
-@pytest.mark.parametrize("profile", PROFILES)
-def test_rgbt_up_parameters_are_the_launch_entries(profile: str) -> None:
-    # the process layout of launch/rgbt.launch.py vs rgbt up: tests/ros/test_launch_file.py
-    assert params_file_data(node_specs(profile)) == {n["name"]: {"ros__parameters": n["parameters"]}
-                                                     for n in launch_entries(profile)}
 
 
 def test_launch_sets_loopback_unless_told_otherwise(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -110,14 +110,14 @@ def test_export_uses_the_bridge_topics_and_rate(tmp_path: Path) -> None:
 
     from rgbt.stack import load_stack
     from rgbt.vio.config import ExportOptions, export
-    from rgbt.vio.feed import FEED_IMU_TOPIC, feed_image_topic
+    from rgbt.topics import VIO_FEED_IMU_TOPIC, vio_feed_image_topic
 
     stack = load_stack()
     for camera, rate in (("thermal", 20.0), ("mono", 15.0)):
         (main, _) = export(stack, "vins", tmp_path / camera, ExportOptions(camera=camera))
         fs = cv2.FileStorage(str(main), cv2.FILE_STORAGE_READ)
-        assert fs.getNode("image0_topic").string() == feed_image_topic(camera)
-        assert fs.getNode("imu_topic").string() == FEED_IMU_TOPIC
+        assert fs.getNode("image0_topic").string() == vio_feed_image_topic(camera)
+        assert fs.getNode("imu_topic").string() == VIO_FEED_IMU_TOPIC
         ov = export(stack, "openvins", tmp_path / f"ov_{camera}", ExportOptions(camera=camera))
         est = cv2.FileStorage(str(ov[0]), cv2.FILE_STORAGE_READ)
         assert est.getNode("track_frequency").real() == rate
@@ -134,11 +134,11 @@ class _Side:
 
         from rgbt.ros.qos import qos_profile
         from rgbt.ros.spin import BackgroundNode
-        from rgbt.vio.feed import FEED_IMU_TOPIC, feed_image_topic
+        from rgbt.topics import VIO_FEED_IMU_TOPIC, vio_feed_image_topic
 
         self._bg = BackgroundNode("rgbt_test_vio_side", period_s=0.05)
         self.node = self._bg.node
-        self.out_image, self.out_imu = feed_image_topic("thermal"), FEED_IMU_TOPIC
+        self.out_image, self.out_imu = vio_feed_image_topic("thermal"), VIO_FEED_IMU_TOPIC
         self.images: list = []
         self.imus: list = []
         self.diag: dict[str, str] = {}
@@ -192,7 +192,8 @@ def _imu_msg(t_ns: int):  # type: ignore[no-untyped-def]
 def test_vio_bridge_node(ros_env: dict) -> None:
     from rclpy.qos import ReliabilityPolicy
 
-    from rgbt.ros.image import image_to_numpy, numpy_to_image
+    from rgbt.image.codec import image_to_numpy
+    from rgbt.ros.image import numpy_to_image
     from rgbt.stamps import stamp_to_ns
 
     env = dict(os.environ, PYTHONPATH=str(REPO_ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))

@@ -8,13 +8,16 @@ import pytest
 
 from helpers import independent_miou
 from rgbt.paths import ENGINES_DIR
-from rgbt.seg.classes import CART_CLASSES, colorize, palette_array, read_class_csv
+from rgbt.seg.classes import CART_CLASSES, SegClass, colorize, palette_array
 from rgbt.seg.stage import SegmentationStage, SegStageOptions
 from rgbt.seg.synthetic import scene
 
 
 def test_palette_matches_cart_csv(cart_dir):
-    assert read_class_csv(str(cart_dir / "class_color_mapping.csv")) == list(CART_CLASSES)
+    # CART's class_color_mapping.csv: ``id,name,#hex`` lines, no header
+    lines = [line.strip() for line in (cart_dir / "class_color_mapping.csv").read_text().splitlines()]
+    rows = [line.split(",") for line in lines if line]
+    assert [SegClass(int(i), name, color.upper()) for i, name, color in rows] == list(CART_CLASSES)
 
 
 def test_oracle_stage_pad_and_crop(oracle, oracle_frames):

@@ -14,7 +14,8 @@ import pytest
 from rosbags.highlevel import AnyReader
 
 from rgbt.sim import SimOptions, SimStack
-from rgbt.sim.messages import GT_TOPIC, IMU_SYNC_TOPIC, LABEL_TOPICS, TRIGGER_TOPIC, typestore
+from rgbt.sim.messages import typestore
+from rgbt.topics import GT_TOPIC, IMU_SYNC_TOPIC, LABEL_TOPICS, TRIGGER_TOPIC
 from rgbt.sim.record import write_sim_bag
 
 pytestmark = pytest.mark.slow  # the acceptance run: 20 s of the full stack at full rate

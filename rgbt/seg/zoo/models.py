@@ -282,7 +282,3 @@ class LateFusion(nn.Module):
         z = (wt * torch.log(pt.clamp_min(1e-8)) + wr * torch.log(pr.clamp_min(1e-8))) / (wt + wr + 1e-6)
         p = torch.softmax(z, 1)
         return p, torch.argmax(p, dim=1).to(torch.uint8)
-
-
-def count_params(net: nn.Module) -> int:
-    return int(sum(p.numel() for p in net.parameters()))

@@ -15,7 +15,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from rgbt.seg.dataset import list_items, load_rgb, load_thermal
+from rgbt.seg.dataset import load_rgb, load_thermal
 from rgbt.seg.preprocess import prepare
 from rgbt.seg.sidecar import InputSpec
 from rgbt.seg.train.data import IGNORE
@@ -80,7 +80,3 @@ def train(net: torch.nn.Module, x: np.ndarray, y: np.ndarray, *, epochs: int, ba
     net.eval()
     return {"epochs": epochs, "batch": batch, "lr": lr, "seed": seed, "n_train": int(len(x)),
             "final_loss": round(losses[-1], 4), "seconds": round(time.time() - t0, 1)}
-
-
-def train_items(root: str | Path, split: str | None) -> list[str]:
-    return list_items(root, split)
