@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from rgbt.image import radiometry
+from helpers import need
 
 
 class Graph:
@@ -246,9 +247,7 @@ def test_mavlink_bridge_on_the_real_tlog_locks_to_the_vehicle(ros_env: dict, fix
     from rgbt.ros.qos import qos_profile, topic_qos
     from rgbt.sensors.mavlink import is_vehicle_heartbeat
 
-    tlog = fixtures_dir / "mavlink" / "ardusub_small.tlog"
-    if not tlog.is_file():
-        pytest.skip(f"{tlog} missing")
+    tlog = need(fixtures_dir / "mavlink" / "ardusub_small.tlog", "ArduSub tlog")
     conn = mavutil.mavlink_connection(str(tlog))
     window = []
     while (m := conn.recv_match()) is not None:
