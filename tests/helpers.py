@@ -177,10 +177,11 @@ def need(path: Path, what: str = "reference data") -> Path:
     return path
 
 
-def wait_until(cond: Callable[[], object], timeout_s: float = 10.0, period_s: float = 0.02,
-               what: str = "condition") -> object:
-    """Poll ``cond()`` every ``period_s`` until it returns something truthy (returned); fail after
-    ``timeout_s`` (s), naming ``what``."""
+def wait_until(cond: Callable[[], object], timeout_s: float = 10.0, what: str = "condition", *,
+               period_s: float = 0.02) -> object:
+    """Poll ``cond()`` every ``period_s`` (s) until it returns something truthy (returned); fail after
+    ``timeout_s`` (s), naming ``what``. The one polling loop of the tests: wait for a condition, never
+    for a fixed time."""
     deadline = time.monotonic() + timeout_s
     while True:
         value = cond()
