@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import loopback_ros_env, run_rgbt
+from helpers import loopback_ros_env, need, run_rgbt
 from rgbt.paths import data_dir as _data_dir
 from rgbt.ros_env import apply_ros_defaults
 
@@ -46,10 +46,7 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 @pytest.fixture(scope="session")
 def data_dir() -> Path:
     """``../shared/data`` (or ``RGBT_DATA``); tests needing it skip with the reason when absent."""
-    path = _data_dir()
-    if not path.is_dir():
-        pytest.skip(f"reference data not found at {path} (set RGBT_DATA)")
-    return path
+    return need(_data_dir(), "reference data folder")
 
 
 @pytest.fixture(scope="session")

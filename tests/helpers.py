@@ -10,6 +10,7 @@ import threading
 import time
 import tty
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -166,11 +167,29 @@ def watch_diagnostics(node, status: str) -> dict[str, str]:  # type: ignore[no-u
     return values
 
 
-def need(path: Path, what: str) -> Path:
-    """``path`` when it exists; otherwise skip the test, naming what is missing and where."""
+def need(path: Path, what: str = "reference data") -> Path:
+    """``path`` of the reference data when it exists; otherwise skip the test with the reason: what is
+    missing, where, and the variable that points the tests at the data (``RGBT_DATA``, see
+    ``scripts/fetch_data.py``)."""
     if not path.exists():
-        pytest.skip(f"{what} not found at {path}")
+        pytest.skip(f"{what} not found at {path} (set RGBT_DATA to the reference data folder; "
+                    "scripts/fetch_data.py downloads it)")
     return path
+
+
+def wait_until(cond: Callable[[], object], timeout_s: float = 10.0, what: str = "condition", *,
+               period_s: float = 0.02) -> object:
+    """Poll ``cond()`` every ``period_s`` (s) until it returns something truthy (returned); fail after
+    ``timeout_s`` (s), naming ``what``. The one polling loop of the tests: wait for a condition, never
+    for a fixed time."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        value = cond()
+        if value:
+            return value
+        if time.monotonic() >= deadline:
+            raise AssertionError(f"{what} not met within {timeout_s} s")
+        time.sleep(period_s)
 
 
 def read_lines(dev, buf: bytes) -> tuple[list[bytes], bytes]:  # type: ignore[no-untyped-def]

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from helpers import run_rgbt, tiny_seg_dataset
+from helpers import need, run_rgbt, tiny_seg_dataset
 from rgbt.paths import DEFAULT_STACK, ENGINES_DIR, REPO_ROOT, data_dir
 
 DATA = data_dir()
@@ -65,15 +65,12 @@ KINDS = ("empty", "truncated", "random", "directory")
 
 
 def _thermal_png(tmp_path: Path) -> Path:
-    """A real 16-bit thermal PNG (the FLIR fixture's counts), for verbs that read PNG only."""
+    """SYNTHETIC: a 16-bit thermal PNG (a 512x640 gradient of raw counts), for verbs that read PNG only."""
     import cv2
 
-    from rgbt.image.io import read_thermal
-
     path = tmp_path / "frame16.png"
-    fff = FIX / "thermal/flir_duo_pro_r_frame_000000.fff"
-    if fff.is_file():
-        cv2.imwrite(str(path), read_thermal(fff).frame)
+    counts = (20000 + np.add.outer(np.arange(512) * 4, np.arange(640) * 3)).astype(np.uint16)
+    assert cv2.imwrite(str(path), counts)
     return path
 
 
@@ -101,8 +98,7 @@ def test_bad_file_exits_2_with_one_line_naming_it(case, kind: str, tmp_path: Pat
     frame = _thermal_png(tmp_path)
     if str(real) == "{FRAME}":
         real = frame
-    if not real.is_file():
-        pytest.skip(f"reference file not found at {real} (set RGBT_DATA)")
+    need(real, "reference file")
     bad = _bad_input(kind, tmp_path, real, keep)
     out = tmp_path / "out"
     args = [a.replace("{F}", str(bad)).replace("{OUT}", str(out)).replace("{FRAME}", str(frame)) for a in argv]
@@ -120,9 +116,7 @@ def test_bad_file_exits_2_with_one_line_naming_it(case, kind: str, tmp_path: Pat
 @pytest.mark.parametrize("argv", [["image", "normalize", "{IN}", "/nonexistent-folder/x.npy"],
                                   ["image", "normalize", "{IN}", "{TMP}/x.unknown-suffix"]])
 def test_unusable_output_path_exits_2_naming_it(argv: list[str], tmp_path: Path) -> None:
-    frame = FIX / "thermal/flir_duo_pro_r_frame_000000.fff"
-    if not frame.is_file():
-        pytest.skip(f"reference file not found at {frame}")
+    frame = _thermal_png(tmp_path)
     args = [a.replace("{IN}", str(frame)).replace("{TMP}", str(tmp_path)) for a in argv]
     proc = run_rgbt(*args, check=False)
     assert "Traceback" not in proc.stderr and proc.returncode == 2, proc.stderr

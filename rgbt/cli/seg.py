@@ -212,9 +212,10 @@ def _run(args: argparse.Namespace) -> int:
     from rgbt.seg.dataset import read_png
     from rgbt.seg.stage import SegmentationStage, SegStageOptions
 
-    frame = read_png(Path(args.input), __import__("numpy").uint16)
+    # The model first: a bad --engine is named even when the frame is bad or missing too.
     stage = SegmentationStage(SegStageOptions(args.engine, args.backend, color=bool(args.color),
                                               overlay=bool(args.overlay)))
+    frame = read_png(Path(args.input), __import__("numpy").uint16)
     res = stage.process(frame)
     from rgbt.image.io import write_image
 

@@ -11,6 +11,7 @@ import pytest
 from rgbt.bag import open_bag
 from rgbt.bag.info import bag_info
 from rgbt.bag.renames import CART_RENAMES, cart_sequences, clip_window
+from helpers import need
 
 
 def test_talker_strings_exact(talker_bag: Path) -> None:
@@ -118,9 +119,7 @@ def test_clip_window_like_rosbag_play(ros1_bag: Path) -> None:
 
 
 def test_cart_sequence_table(cart_dir: Path) -> None:
-    path = cart_dir / "ground_truth" / "SEQUENCES.md"
-    if not path.exists():
-        pytest.skip(f"{path} not found")
+    path = need(cart_dir / "ground_truth" / "SEQUENCES.md", "CART sequence table")
     seqs = cart_sequences(path)
     assert len(seqs) == 12
     assert seqs["2023-03-XX_Duck/2023-03-21-14-06-04"] == (30.0, 30.0)

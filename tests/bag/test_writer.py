@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import yaml
 
+from helpers import wait_until
 from rgbt.bag import BagWriter, numpy_to_image_msg, open_bag
 from rgbt.image.codec import image_to_numpy
 from rgbt.bag.mcapscan import scan_mcap
@@ -158,6 +159,7 @@ def test_concurrent_writers_and_close(tmp_path: Path) -> None:
     w.add_topic("/a", "std_msgs/msg/String")
     w.add_topic("/b", "std_msgs/msg/String")
     done: dict[str, int] = {}
+    written = {"/a": 0, "/b": 0}
     started = threading.Barrier(3)
 
     def run(topic: str) -> None:
@@ -167,6 +169,7 @@ def test_concurrent_writers_and_close(tmp_path: Path) -> None:
             while n < 1_000_000:
                 w.write_msg(topic, T0 + n * 1000 + (topic == "/b"), String(f"{n:08d}" + "k" * 300))
                 n += 1
+                written[topic] = n
         except BagError:
             pass
         done[topic] = n
@@ -175,9 +178,8 @@ def test_concurrent_writers_and_close(tmp_path: Path) -> None:
     for t in threads:
         t.start()
     started.wait()
-    import time
-
-    time.sleep(0.3)
+    # close while both write, after several splits (60 kB each: ~190 messages of both topics)
+    wait_until(lambda: min(written.values()) >= 1000, 30, "1000 writes on each topic")
     w.close()
     for t in threads:
         t.join(timeout=30)

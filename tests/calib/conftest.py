@@ -6,19 +6,14 @@ from pathlib import Path
 
 import pytest
 
-
-
-def _need(path: Path) -> Path:
-    if not path.exists():
-        pytest.skip(f"reference file not found: {path}")
-    return path
+from helpers import need
 
 
 @pytest.fixture(scope="session")
 def cart_calib_dir(cart_dir: Path) -> Path:
-    return _need(cart_dir / "calibrations")
+    return need(cart_dir / "calibrations", "CART calibrations")
 
 
 @pytest.fixture(scope="session")
 def openvins_chain(fixtures_dir: Path) -> Path:
-    return _need(fixtures_dir / "kalibr" / "openvins_uzhfpv_kalibr_imucam_chain.yaml")
+    return need(fixtures_dir / "kalibr" / "openvins_uzhfpv_kalibr_imucam_chain.yaml", "Kalibr imucam fixture")

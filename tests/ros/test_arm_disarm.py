@@ -21,6 +21,7 @@ import pytest
 import yaml
 
 from rgbt.paths import REPO_ROOT
+from helpers import need
 
 pytestmark = [pytest.mark.ros, pytest.mark.slow]  # the whole rgbt up graph fed a replayed tlog (~15 s)
 
@@ -82,9 +83,7 @@ def test_tlog_arm_and_disarm_start_and_stop_recording(ros_env: dict, tmp_path: P
                                                        read_bag) -> None:
     from rgbt.sensors.mavlink import ArmTracker
 
-    tlog = fixtures_dir / "mavlink" / "ardusub_small.tlog"
-    if not tlog.exists():
-        pytest.skip(f"{tlog} missing")
+    tlog = need(fixtures_dir / "mavlink" / "ardusub_small.tlog", "ArduSub tlog")
     messages = [(t, buf, m) for t, buf, m in _tlog_messages(tlog) if WINDOW[0] <= t <= WINDOW[1]]
     port = _free_udp_port()
     out = tmp_path / "bags"

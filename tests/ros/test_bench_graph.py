@@ -68,5 +68,9 @@ def test_bench_graph_json_contract(ros_env: dict) -> None:
     cpu = result["cpu"]
     assert set(cpu["processes"]) == set(result["processes"]) | {"load-0"}  # the busy loop's share too
     assert cpu["processes"]["load-0"]["nodes"] == ["busy loop (--load)"]
-    assert all(v["cpu_pct"] >= 0 and v["cpu_wait_pct"] >= 0 for v in cpu["processes"].values())
-    assert cpu["machine"]["cores"] >= 1
+    cores = cpu["machine"]["cores"]
+    assert cores == os.cpu_count()
+    # shares of one core each (100 = one core busy): none can exceed every core of the machine
+    assert all(0 <= v["cpu_pct"] <= 100 * cores and 0 <= v["cpu_wait_pct"] <= 100 * cores
+               for v in cpu["processes"].values()), cpu["processes"]
+    assert cpu["processes"]["load-0"]["cpu_pct"] > 5, cpu["processes"]["load-0"]  # the busy loop did run

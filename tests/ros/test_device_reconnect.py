@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from helpers import EmulatedVn100, PtyDevice, SpunNodes
+from helpers import EmulatedVn100, PtyDevice, SpunNodes, need
 
 pytestmark = pytest.mark.ros
 
@@ -180,9 +180,7 @@ def test_the_gnss_driver_reopens_its_serial_port_after_an_unplug(ros_env: dict, 
     from rgbt.ros.spin import node_class
     from rgbt.sensors.ubx import decode_file
 
-    capture = fixtures_dir / "gnss" / "pygpsdata-NAV.ubx"
-    if not capture.is_file():
-        pytest.skip(f"{capture} missing")
+    capture = need(fixtures_dir / "gnss" / "pygpsdata-NAV.ubx", "u-blox NAV capture")
     n_fixes = len(decode_file(capture))
     device = PtyDevice(tmp_path / "ttyGNSS")
     graph = SpunNodes()

@@ -14,6 +14,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from rgbt.stack import load_stack
+
 KILLED = {"kill_segmentation": "segmentation", "kill_pipeline": "pipeline", "kill_sources": "sources",
           "kill_recorder": "recorder"}
 CLOCK_STEP = "clock_step_+5s"
@@ -45,13 +47,14 @@ def test_quick_fault_matrix(ros_env: dict, tmp_path: Path, rgbt_cli) -> None:
     # count); the windows of the flight's faults overlap, so the bound is the flight's
     (flight,) = [p for p in keep.iterdir() if p.name.startswith("rgbt_faults_kill_pipeline")]
     manifests = [json.loads((b / "rgbt_manifest.json").read_text()) for b in (flight / "bags").iterdir()]
-    restart = {t: n for m in manifests for t, n in ((m.get("takeover") or {}).get("lost") or {}).items()}
+    takeover_lost = {t: n for m in manifests for t, n in ((m.get("takeover") or {}).get("lost") or {}).items()}
     for name in ("kill_segmentation", "kill_pipeline", HANG, CLOCK_STEP, "kill_recorder"):
         row = result["faults"][name]
         late = row["source_skipped"]["late_dropped"]
         for topic, stream in row["streams"].items():
             kind = "imu" if topic == "/imu/imu" else "thermal"
-            assert stream["lost"] <= late.get(kind, 0) + restart.get(topic, 0), (name, topic, stream, late, restart)
+            assert stream["lost"] <= late.get(kind, 0) + takeover_lost.get(topic, 0), \
+                (name, topic, stream, late, takeover_lost)
     # a +5 s step of the drivers' wall clock: detected once, held (stamps stay continuous)
     assert result["faults"][CLOCK_STEP]["clock_steps"] == 1
     for name, group in KILLED.items():
@@ -65,7 +68,16 @@ def test_quick_fault_matrix(ros_env: dict, tmp_path: Path, rgbt_cli) -> None:
     (restart,) = [r for r in hang["restarts"] if r["reason"].startswith("hung")]
     assert restart["group"] == "segmentation" and restart["exit_code"] == -9 and hang["back_s"] is not None
     rec = result["faults"]["kill_recorder"]
-    assert rec["bags"] == 2 and rec["lost_s"] <= 1.0, rec
+    assert rec["bags"] == 2, rec
+    # The take-over itself loses at most 1 s of a judged stream (its 2 s of durable history cover the
+    # rest). A longer gap in the bags (lost_s > 1 s) is the sources' stall on a saturated host: samples
+    # never published, counted in late_dropped and bounded per stream above (BENCHMARKS.md: lost_s <= 1 s
+    # in 10 of 14 flights; the others had the sources stalled).
+    stack = load_stack()
+    rate_hz = {stack.imu.topic: stack.imu.rate_hz, stack.cameras["thermal"].topic: stack.cameras["thermal"].rate_hz}
+    for topic in rec["streams"]:
+        assert takeover_lost.get(topic, 0) <= rate_hz[topic] * 1.0, (topic, takeover_lost)
+    assert rec["lost_s"] <= 1.0 or sum(rec["source_skipped"]["late_dropped"].values()) > 0, rec
     # the second bag says which bag it continues, and its manifest lists the restarts of its time
     bags = sorted((flight / "bags").iterdir(), key=lambda b: json.loads((b / "rgbt_manifest.json").read_text())["start_wall_ns"])
     manifests = [json.loads((b / "rgbt_manifest.json").read_text()) for b in bags]

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from rgbt.image import radiometry
+from helpers import need, wait_until
 
 
 class Graph:
@@ -70,13 +71,6 @@ class Graph:
         self.context.try_shutdown()
 
 
-def _wait(cond, timeout: float = 10.0) -> None:  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout
-    while not cond():
-        assert time.monotonic() < deadline, "timed out waiting"
-        time.sleep(0.05)
-
-
 @pytest.mark.ros
 def test_recorder_services_split_and_diagnostics(ros_env: dict, tmp_path: Path, read_bag) -> None:
     from diagnostic_msgs.msg import DiagnosticArray
@@ -93,7 +87,7 @@ def test_recorder_services_split_and_diagnostics(ros_env: dict, tmp_path: Path, 
         diags: list = []
         g.helper.create_subscription(DiagnosticArray, "/diagnostics", diags.append, qos_profile("reliable", 50))
         pub = g.helper.create_publisher(Bool, "/rgbt/armed", qos_profile("latched"))
-        _wait(lambda: pub.get_subscription_count() >= 2)  # the armed listener and the recording subscription
+        wait_until(lambda: pub.get_subscription_count() >= 2)  # the armed listener and the recording subscription
         time.sleep(0.5)
         assert g.call(Trigger, "/recorder/start").success
         for i in range(5):
@@ -115,7 +109,7 @@ def test_recorder_services_split_and_diagnostics(ros_env: dict, tmp_path: Path, 
         assert checks["sensors_at_rate"]["ok"] is True  # only /rgbt/armed recorded: no nominal rate
         assert checks["disk_space"]["free_mb"] > 0
         assert report.success is False
-        _wait(lambda: any(s.name == "recorder" and any(kv.key == "state" for kv in s.values)
+        wait_until(lambda: any(s.name == "recorder" and any(kv.key == "state" for kv in s.values)
                           for m in diags for s in m.status))
     finally:
         g.close()
@@ -149,7 +143,7 @@ def test_thermal_query_pixel_region_class(ros_env: dict) -> None:
         req = g.helper.create_publisher(String, "/rgbt/thermal_query/request", qos_profile("reliable"))
         pub_t = g.helper.create_publisher(Image, "/q/thermal", qos_profile("sensor_data"))
         pub_c = g.helper.create_publisher(Image, "/q/classes", qos_profile("sensor_data"))
-        _wait(lambda: req.get_subscription_count() and pub_t.get_subscription_count() and pub_c.get_subscription_count())
+        wait_until(lambda: req.get_subscription_count() and pub_t.get_subscription_count() and pub_c.get_subscription_count())
         time.sleep(0.5)
         pub_t.publish(numpy_to_image(counts, 123, "thermal", "mono16"))
         pub_c.publish(numpy_to_image(classes, 123, "thermal", "mono8"))
@@ -158,7 +152,7 @@ def test_thermal_query_pixel_region_class(ros_env: dict) -> None:
                   {"id": "out", "pixel": [500, 1]}, {"id": "none"}):
             req.publish(String(data=json.dumps(r)))
         req.publish(String(data="not json"))
-        _wait(lambda: len(answers) == 6)
+        wait_until(lambda: len(answers) == 6)
     finally:
         g.close()
     by = {a["id"]: a for a in answers}
@@ -206,13 +200,13 @@ def test_latched_armed_state_reaches_a_late_recorder_and_is_latched_in_the_bag(r
         time.sleep(0.3)
         out = tmp_path / "bags"
         rec = g.add("recorder", "recorder", out_dir=str(out), start="arm", topics=["/rgbt/armed"], min_free_mb=10.0)
-        _wait(lambda: out.exists() and any(out.iterdir()))  # recording started without a new message
+        wait_until(lambda: out.exists() and any(out.iterdir()))  # recording started without a new message
         subs = g.helper.get_subscriptions_info_by_topic("/rgbt/armed")
         assert len(subs) == 2 and all(s.qos_profile.durability == DurabilityPolicy.TRANSIENT_LOCAL
                                       and s.qos_profile.reliability == ReliabilityPolicy.RELIABLE for s in subs)
         assert rec.diag.values["qos_incompatible"] == "0"
         g.helper.create_publisher(Bool, "/rgbt/armed", qos_profile("reliable"))  # volatile: cannot serve them
-        _wait(lambda: int(rec.diag.values["qos_incompatible"]) >= 2)  # both of the recorder's subscriptions
+        wait_until(lambda: int(rec.diag.values["qos_incompatible"]) >= 2)  # both of the recorder's subscriptions
         assert "incompatible QoS (DURABILITY" in rec.diag.last_error and "/rgbt/armed" in rec.diag.last_error
         assert g.call(Trigger, "/recorder/stop").success
     finally:
@@ -246,9 +240,7 @@ def test_mavlink_bridge_on_the_real_tlog_locks_to_the_vehicle(ros_env: dict, fix
     from rgbt.ros.qos import qos_profile, topic_qos
     from rgbt.sensors.mavlink import is_vehicle_heartbeat
 
-    tlog = fixtures_dir / "mavlink" / "ardusub_small.tlog"
-    if not tlog.is_file():
-        pytest.skip(f"{tlog} missing")
+    tlog = need(fixtures_dir / "mavlink" / "ardusub_small.tlog", "ArduSub tlog")
     conn = mavutil.mavlink_connection(str(tlog))
     window = []
     while (m := conn.recv_match()) is not None:
@@ -268,7 +260,8 @@ def test_mavlink_bridge_on_the_real_tlog_locks_to_the_vehicle(ros_env: dict, fix
         g.helper.create_subscription(Bool, "/rgbt/armed", lambda m: armed.append(m.data), topic_qos("/rgbt/armed"))
         g.helper.create_subscription(PoseStamped, node.pose_topic, poses.append, qos_profile("sensor_data", 100))
         g.helper.create_subscription(NavSatFix, node.global_topic, fixes.append, qos_profile("sensor_data", 100))
-        time.sleep(1.0)
+        wait_until(lambda: all(g.helper.count_publishers(t) >= 1 for t in ("/rgbt/armed", node.pose_topic, node.global_topic)),
+                   10, "the bridge's publishers")
         with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
             wall0, t0 = time.monotonic(), window[0][0]
             locked_at = None  # the intruder speaks once the real vehicle's first heartbeat is in
@@ -282,7 +275,7 @@ def test_mavlink_bridge_on_the_real_tlog_locks_to_the_vehicle(ros_env: dict, fix
                     time.sleep(0.2)
                 if locked_at is not None and (i - locked_at) % 50 == 1:
                     sock.sendto(fake, ("127.0.0.1", port))
-        _wait(lambda: armed and armed[-1] is False and len(armed) >= 3)
+        wait_until(lambda: armed and armed[-1] is False and len(armed) >= 3)
     finally:
         g.close()
     changes = [a for i, a in enumerate(armed) if i == 0 or a != armed[i - 1]]

@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from helpers import wait_until
 from rgbt.paths import REPO_ROOT
 
 pytestmark = pytest.mark.ros
@@ -108,7 +109,9 @@ def test_sigterm_mid_write_leaves_a_complete_bag(ros_env: dict, tmp_path: Path, 
     try:
         pub.wait_for_subscriber()
         pub.start()
-        time.sleep(1.5)
+        # frames keep arriving; 120 of them sent at least 0.4 s before the signal (the check below: > 100)
+        wait_until(lambda: len(pub.send_times) > 120 and pub.send_times[120] < time.monotonic() - 0.4, 60,
+                   "120 frames sent")
         t_event = time.monotonic()
         proc.send_signal(signal.SIGTERM)  # while frames keep arriving
         out, _ = proc.communicate(timeout=30)
@@ -187,7 +190,8 @@ def test_exception_while_writing_closes_the_bag_and_recording_goes_on(
     try:
         pub.wait_for_subscriber()
         pub.start()
-        time.sleep(2.5)  # the error at message 40, a new bag about a second later
+        # the error at message 40, a new bag about a second later, then 20 more writes into it
+        wait_until(lambda: len(list(out_dir.iterdir())) == 2 and calls["n"] >= 60, 30, "a second bag after the error")
         pub.stop()
         time.sleep(0.5)
     finally:

@@ -9,15 +9,9 @@ import time
 from pathlib import Path
 
 import pytest
+from helpers import wait_until
 
 pytestmark = pytest.mark.ros
-
-
-def _wait(cond, timeout: float, what: str) -> None:  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout
-    while not cond():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.05)
 
 
 def test_arm_waits_for_sync_lock(ros_env: dict, tmp_path: Path) -> None:
@@ -68,15 +62,15 @@ def test_arm_waits_for_sync_lock(ros_env: dict, tmp_path: Path) -> None:
             msg.status = [DiagnosticStatus(name="trigger_sync", values=[KeyValue(key="sync.locked", value=str(locked))])]
             diag.publish(msg)
 
-        _wait(lambda: armed.get_subscription_count() >= 2, 20, "the recorder's armed subscriptions")
+        wait_until(lambda: armed.get_subscription_count() >= 2, 20, "the recorder's armed subscriptions")
         sync_status(False)
         for _ in range(3):  # armed, repeated like the bridges do: one deferral
             armed.publish(Bool(data=True))
             time.sleep(0.2)
-        _wait(lambda: seen.get("state") == "waiting_for_sync", 10, "the deferral")
+        wait_until(lambda: seen.get("state") == "waiting_for_sync", 10, "the deferral")
         assert seen["sync_deferrals"] == "1" and not out.exists()
         sync_status(True)
-        _wait(lambda: seen.get("state") == "recording", 10, "recording after the lock")
+        wait_until(lambda: seen.get("state") == "recording", 10, "recording after the lock")
         assert seen["sync_deferrals"] == "1" and seen["sync_timeouts"] == "0"
         assert len([p for p in out.iterdir() if p.is_dir()]) == 1
     finally:

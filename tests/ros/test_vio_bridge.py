@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 
 from rgbt.paths import REPO_ROOT
+from helpers import wait_until
 
 T0_NS = 1_700_000_000_000_000_000
 TRIGGER_HZ = 60.0
@@ -169,13 +170,6 @@ def _interrupt(proc: subprocess.Popen) -> str:
     return out
 
 
-def _wait(cond, timeout: float, what: str) -> None:  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout
-    while not cond():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.05)
-
-
 def _imu_msg(t_ns: int):  # type: ignore[no-untyped-def]
     from sensor_msgs.msg import Imu
 
@@ -203,7 +197,7 @@ def test_vio_bridge_node(ros_env: dict) -> None:
     proc = subprocess.Popen(cmd, env=env, cwd=REPO_ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     side = _Side()
     try:
-        _wait(lambda: side.pub_image.get_subscription_count() >= 1 and side.pub_imu.get_subscription_count() >= 1
+        wait_until(lambda: side.pub_image.get_subscription_count() >= 1 and side.pub_imu.get_subscription_count() >= 1
               and side.node.count_publishers(side.out_image) >= 1 and side.node.count_publishers(side.out_imu) >= 1,
               60, "the bridge to match")
         time.sleep(0.5)  # let the reliable readers finish matching
@@ -235,7 +229,7 @@ def test_vio_bridge_node(ros_env: dict) -> None:
         n_in = len(_frames())
         # overload policy: a frame still waiting when the next arrives is dropped as stale and counted
         # (latest.dropped_stale); on a loaded machine a few may be, so the exact checks allow for them
-        _wait(lambda: side.diag.get("latest.submitted") == str(n_in) and side.diag.get("latest.processed")
+        wait_until(lambda: side.diag.get("latest.submitted") == str(n_in) and side.diag.get("latest.processed")
               and int(side.diag["latest.processed"]) + int(side.diag["latest.dropped_stale"]) == n_in
               and side.diag.get("feed.in") == side.diag["latest.processed"]
               and side.diag.get("imu.in") == str(len(imu_sent)) and len(side.imus) == N_IMU, 30, "the bridge's output")
@@ -303,7 +297,7 @@ def test_odometry_capture_node(ros_env: dict, tmp_path: Path) -> None:
     node = Node("rgbt_test_odom", context=context)
     try:
         pub = node.create_publisher(Odometry, "/ov_msckf/odomimu", qos_profile("reliable"))
-        _wait(lambda: pub.get_subscription_count() >= 1, 60, "the capture to subscribe")
+        wait_until(lambda: pub.get_subscription_count() >= 1, 60, "the capture to subscribe")
         time.sleep(0.5)
         for i in range(20):
             msg = Odometry()
@@ -312,7 +306,7 @@ def test_odometry_capture_node(ros_env: dict, tmp_path: Path) -> None:
             msg.pose.pose.orientation.w = 1.0
             pub.publish(msg)
             time.sleep(0.01)
-        _wait(lambda: out.is_file() and len(out.read_text().splitlines()) == 20, 20, "20 TUM lines")
+        wait_until(lambda: out.is_file() and len(out.read_text().splitlines()) == 20, 20, "20 TUM lines")
     finally:
         node.destroy_node()
         context.try_shutdown()

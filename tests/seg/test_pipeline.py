@@ -17,6 +17,7 @@ from rgbt.paths import ENGINES_DIR
 from rgbt.seg.pipeline import SegPipeline, lower_thread_priority
 from rgbt.seg.stage import SegmentationStage, SegStageOptions
 from rgbt.seg.synthetic import scene
+from helpers import wait_until
 
 MODEL = str(ENGINES_DIR / "sim_thermal_seg.onnx")
 
@@ -30,13 +31,6 @@ def frames():
 def serial(frames):
     st = SegmentationStage(SegStageOptions(MODEL))
     return [st.process(f).class_ids for f in frames]
-
-
-def _wait_for(cond, timeout=10.0):
-    deadline = time.monotonic() + timeout
-    while not cond():
-        assert time.monotonic() < deadline, "pipeline did not reach the expected state"
-        time.sleep(0.002)
 
 
 class _Collect:
@@ -66,8 +60,8 @@ def test_live_keeps_the_newest_frame(frames, serial):
     assert started.wait(10)  # frame 0 is being inferred
     for t, f in zip((11, 12, 13), frames[1:]):
         pipe.submit(t, f)  # overtake each other while inference is blocked
-    _wait_for(lambda: pipe.stats()["queued_raw"] == 0 and pipe.stats()["prep_busy"] == 0
-              and pipe.stats()["queued_ready"] == 1)
+    wait_until(lambda: pipe.stats()["queued_raw"] == 0 and pipe.stats()["prep_busy"] == 0
+               and pipe.stats()["queued_ready"] == 1, period_s=0.002)
     gate.set()
     pipe.close(drain=True)
     assert [t for t, _ in out.items] == [10, 13]
@@ -169,10 +163,10 @@ def test_live_drops_a_frame_that_comes_too_late_and_counts_it(frames, serial):
             pipe.gate.arrived(now - k * P - transport, now - k * P)
         late_t = time.time_ns() - transport - 4 * P
         pipe.submit(late_t, frames[0])
-        _wait_for(lambda: pipe.stats()["dropped_late"] + pipe.stats()["dropped_stale"] == 1)
+        wait_until(lambda: pipe.stats()["dropped_late"] + pipe.stats()["dropped_stale"] == 1, period_s=0.002)
         fresh_t = time.time_ns() - transport
         pipe.submit(fresh_t, frames[1])
-        _wait_for(lambda: len(out.items) == 1)
+        wait_until(lambda: len(out.items) == 1, period_s=0.002)
     finally:
         pipe.close(drain=False)
     stats = pipe.stats()

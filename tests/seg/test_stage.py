@@ -38,8 +38,9 @@ def test_sim_model_resolution_and_colors(shape):
     res = st.process(th)
     assert res.class_ids.shape == shape and res.color.shape == shape + (3,)
     assert np.array_equal(res.color, palette_array()[res.class_ids])
-    for k in ("preprocess_ms", "infer_ms", "postprocess_ms", "total_ms", "backend_compute_ms"):
-        assert res.timing[k] >= 0
+    t = res.timing
+    assert all(t[k] > 0 for k in ("preprocess_ms", "infer_ms", "postprocess_ms", "backend_compute_ms")), t
+    assert t["total_ms"] == pytest.approx(t["preprocess_ms"] + t["infer_ms"] + t["postprocess_ms"], abs=1e-6)
 
 
 def test_stream_equals_process():

@@ -8,14 +8,13 @@ import json
 import pytest
 
 from rgbt.sensors import ubx
+from helpers import need
 
 
 @pytest.fixture(scope="module")
 def gnss_dir(fixtures_dir):
     path = fixtures_dir / "gnss"
-    if not path.is_dir():
-        pytest.skip(f"{path} missing")
-    return path
+    return need(path, "GNSS captures")
 
 
 def test_nav_pvt_fix_and_time_reference(gnss_dir):

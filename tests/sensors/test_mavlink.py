@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from rgbt.sensors import mavlink as mv
+from helpers import need
 
 ARM_T, DISARM_T = 1683220747.79, 1683220763.77
 
@@ -18,9 +19,7 @@ ARM_T, DISARM_T = 1683220747.79, 1683220763.77
 @pytest.fixture(scope="module")
 def tlog(fixtures_dir):
     path = fixtures_dir / "mavlink" / "ardusub_small.tlog"
-    if not path.is_file():
-        pytest.skip(f"{path} missing")
-    return path
+    return need(path, "ArduSub tlog")
 
 
 def test_tlog_arm_events_at_the_logged_times(tlog):

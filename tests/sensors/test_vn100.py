@@ -12,15 +12,13 @@ import pytest
 from rgbt.errors import DecodeError
 from rgbt.sensors import vn100
 from rgbt.sensors.serial_link import SerialLink
-from helpers import read_lines
+from helpers import need, read_lines
 
 
 @pytest.fixture(scope="module")
 def capture(fixtures_dir):
     path = fixtures_dir / "vectornav" / "F00294.bin"
-    if not path.is_file():
-        pytest.skip(f"{path} missing")
-    return path.read_bytes()
+    return need(path, "VN-100 capture").read_bytes()
 
 
 def _csv_rows(fixtures_dir):

@@ -21,6 +21,7 @@ from rgbt.sim.record import write_sim_bag
 pytestmark = pytest.mark.slow  # the acceptance run: 20 s of the full stack at full rate
 
 DURATION_S = 20.0
+PREFIX_S = 8.0  # of the run regenerated for the bit-exact check
 
 
 def _digest(buf) -> tuple[int, int]:  # noqa: ANN001
@@ -97,8 +98,15 @@ def test_bag_images_bit_exact_with_regenerated_run(duck_bag, duck_tum: Path) -> 
     for cam, topic in LABEL_TOPICS.items():
         bag[cam + "_label"] = {stamp: d for _, stamp, _, _, _, d in records[topic]}
     again = SimStack(_options(duck_tum))  # a fresh run with the same seed
+    # its first 8 s (past the FFC at 6 s): samples come in true-time order, each stream from its own
+    # seeded generator, so a prefix of the same run is bit-exact or not like the whole (2.5x faster)
+    cutoff_ns = min(bag["thermal"]) + PREFIX_S * 10**9
+    for kind in list(bag):
+        bag[kind] = {t: d for t, d in bag[kind].items() if t < cutoff_ns}
     compared = Counter()
     for s in again.samples(["thermal", "color", "mono"]):
+        if s.t_ns >= cutoff_ns:
+            break
         if s.dropped:
             assert s.t_ns not in bag[s.kind]
             continue
@@ -107,7 +115,7 @@ def test_bag_images_bit_exact_with_regenerated_run(duck_bag, duck_tum: Path) -> 
             assert bag[s.kind + "_label"][s.t_ns] == _digest(s.label)
         compared[s.kind] += 1
     assert compared["thermal"] == len(bag["thermal"]) and compared["color"] == len(bag["color"])
-    assert compared["mono"] == len(bag["mono"])
+    assert compared["mono"] == len(bag["mono"]) and compared["thermal"] >= 0.95 * PREFIX_S * 60
 
 
 def test_bag_stamps_and_trigger_counts(duck_bag) -> None:

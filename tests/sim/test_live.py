@@ -35,7 +35,9 @@ def test_paced_host_order_and_timing() -> None:
     assert [s.t_host_ns for s in out] == host
     span_s = (host[-1] - host[0]) * 1e-9
     assert abs(now[0] * 1e-9 - span_s / 2.0) < 1e-6  # half the host-time span at speed 2
-    assert all(x >= 0 for x in slept)
+    # one sleep per later host stamp, half its gap to the previous one (the fake clock never lags)
+    gaps_s = [g * 1e-9 for g in np.diff(host) if g > 0]
+    assert slept == pytest.approx([g / 2.0 for g in gaps_s], abs=1e-9)
 
 
 def test_paced_skips_dropped_frames() -> None:
