@@ -32,8 +32,13 @@ from __future__ import annotations
 
 from collections import OrderedDict, deque
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from rgbt.sensors.vn100 import ImuSample
+    from rgbt.stack import Stack
 
 
 @dataclass
@@ -62,7 +67,7 @@ class RestamperOptions:
     max_pulses: int = 4096  # pulses remembered (about a minute at 60 Hz)
 
     @classmethod
-    def from_stack(cls, stack, **overrides) -> "RestamperOptions":  # noqa: ANN001 - rgbt.stack.Stack
+    def from_stack(cls, stack: Stack, **overrides: Any) -> RestamperOptions:
         cams = {name: CameraSync(int(c.trigger_divider), 0) for name, c in stack.cameras.items()}
         return cls(trigger_rate_hz=float(stack.trigger.rate_hz), cameras=cams, **overrides)
 
@@ -236,7 +241,7 @@ class TriggerRestamper:
                     self.pulses.popitem(last=False)
                 self._refit_grid()
 
-    def add_imu_sample(self, sample) -> None:  # noqa: ANN001 - rgbt.sensors.vn100.ImuSample
+    def add_imu_sample(self, sample: ImuSample) -> None:
         """:meth:`add_imu` from a VN-100 driver sample (needs SyncInCnt and TimeSyncIn configured)."""
         if sample.syncin_count is None or sample.t_since_sync_ns is None:
             raise ValueError("VN-100 sample without SyncInCnt/TimeSyncIn: configure the binary output with both")

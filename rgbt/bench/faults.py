@@ -58,6 +58,7 @@ import sys
 import tempfile
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -92,6 +93,24 @@ QUICK = ("kill_segmentation", "kill_pipeline", "hang_segmentation", f"clock_step
          "kill_recorder")
 #: faults flown under a real ``rgbt up`` process (rgbt.bench.launcher_faults)
 LAUNCHER_FAULTS = ("kill_launcher", "power_loss")
+
+
+@dataclass(frozen=True)
+class FaultsBenchOptions:
+    """What ``rgbt bench faults`` flies: which faults, how long, on which profile."""
+
+    quick: bool = False  #: only the QUICK faults, thermal camera only, short flights (CI)
+    faults: tuple[str, ...] = ()  #: run only these faults (empty: all, or QUICK with ``quick``)
+    sim_s: float | None = None  #: simulated seconds per flight (None: from LEAD_S, SPACING_S and TAIL_S)
+    profile: str = "bench-sim"
+    keep: str | None = None  #: keep each flight's folder (bag, logs) under this directory
+    isolate_drivers: bool | None = None  #: each simulated device in its own process (None: the profile's)
+
+
+def options_from_args(args: argparse.Namespace) -> FaultsBenchOptions:
+    """The options of the command line :func:`add_arguments` defines."""
+    return FaultsBenchOptions(quick=args.quick, faults=tuple(args.fault), sim_s=args.sim_s, profile=args.profile,
+                              keep=args.keep, isolate_drivers=args.isolate_drivers)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -131,7 +150,7 @@ def flights(names: list[str], quick: bool) -> list[list[str]]:
     return ([shared] if shared else []) + [[n] for n in names if n not in shared]
 
 
-def run(args: argparse.Namespace) -> dict:
+def run(options: FaultsBenchOptions) -> dict:
     from rgbt.errors import ConfigError
     from rgbt.graph.launcher import ros_environment_defaults
     from rgbt.graph.profile import isolate_drivers, node_specs, profile_isolates_drivers
@@ -139,38 +158,38 @@ def run(args: argparse.Namespace) -> dict:
     # a private DDS domain unless one is set: other graphs on this machine must not reach the bag
     os.environ.setdefault("ROS_DOMAIN_ID", str(random.randint(100, 180)))
     ros_environment_defaults()
-    isolate = args.isolate_drivers if args.isolate_drivers is not None else profile_isolates_drivers(args.profile)
-    specs = node_specs(args.profile)
+    isolate = options.isolate_drivers if options.isolate_drivers is not None else profile_isolates_drivers(options.profile)
+    specs = node_specs(options.profile)
     known = fault_names(isolate_drivers(specs) if isolate else specs)
-    names = list(args.fault) or ([n for n in known if n in QUICK] if args.quick else known)
+    names = list(options.faults) or ([n for n in known if n in QUICK] if options.quick else known)
     unknown = [n for n in names if n not in known]
     if unknown:
         raise ConfigError("--fault", "NAME", unknown, f"one of {known}")
-    cameras = ["thermal"] if args.quick else None
+    cameras = ["thermal"] if options.quick else None
     faults: dict[str, dict] = {}
-    plan = flights(names, args.quick)
+    plan = flights(names, options.quick)
     # each flight length is rendered once ahead and played from disk: rendering while publishing runs the
     # stack below real time on 2 cores (every stream later and later), which is not what a flight does
     sim_root = Path(tempfile.mkdtemp(prefix="rgbt_faults_sim_"))
     try:
         for i, group in enumerate(plan):
-            sim_s = args.sim_s or (LEAD_S + SPACING_S * (len(group) - 1) + (TAIL_QUICK_S if args.quick else TAIL_S)
+            sim_s = options.sim_s or (LEAD_S + SPACING_S * (len(group) - 1) + (TAIL_QUICK_S if options.quick else TAIL_S)
                                    + (SPARE_WAIT_S if any(f.startswith(("kill_", "hang_")) for f in group) else 0.0))
             _log(f"flight {i + 1}/{len(plan)}: {', '.join(group)} ...")
             if group[0] in LAUNCHER_FAULTS:
                 from rgbt.bench.launcher_faults import fly_launcher_fault
 
-                rows = fly_launcher_fault(args.profile, group[0], sim_s, cameras=cameras, keep=args.keep,
+                rows = fly_launcher_fault(options.profile, group[0], sim_s, cameras=cameras, keep=options.keep,
                                           sim_root=sim_root)
             else:
-                rows = fly_with_faults(args.profile, group, sim_s, cameras=cameras, keep=args.keep, sim_root=sim_root,
+                rows = fly_with_faults(options.profile, group, sim_s, cameras=cameras, keep=options.keep, sim_root=sim_root,
                                        isolate=isolate)
             for name, row in rows.items():
                 _log(f"{name}: {_short(row)}")
             faults.update(rows)
     finally:
         shutil.rmtree(sim_root, ignore_errors=True)
-    return {"faults": faults, "profile": args.profile, "quick": bool(args.quick), "isolate_drivers": isolate,
+    return {"faults": faults, "profile": options.profile, "quick": bool(options.quick), "isolate_drivers": isolate,
             "cameras": cameras or "all", "synthetic": True,
             "sources": "simulated run rendered ahead (rgbt.sim.cache), cameras dropping nothing, played at the "
                        "real rate on one timeline; lost is judged against it",

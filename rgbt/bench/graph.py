@@ -51,7 +51,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 #: stages of a processing node's latest-frame mailbox (``rgbt.ros.mailbox``) in the breakdown
@@ -62,6 +62,27 @@ OUTPUTS = {"/rgbt/seg/": ("segmentation", "pipeline.processed"), "/rgbt/rectifie
 #: pipeline output topic prefix -> the cameras its input needs (its frame period is the slowest one's)
 OUTPUT_INPUTS = {"/rgbt/seg/": ("thermal",), "/rgbt/thermal/": ("thermal",), "/rgbt/rectified/": ("thermal", "color"),
                  "/rgbt/fusion/": ("thermal", "color")}
+
+
+@dataclass(frozen=True)
+class GraphBenchOptions:
+    """What ``rgbt bench graph`` runs: a profile's graph on simulated full-rate data."""
+
+    duration_s: float = 10.0  #: seconds of full-rate data (simulated first, kept in memory, ~110 MB/s)
+    profile: str = "bench-sim"
+    segmentation: bool = True  #: run the segmentation node
+    fusion: bool = True  #: run the RGB-T fusion node
+    load: int = 0  #: extra busy processes while the graph runs (overload; 0-8)
+    single_process: bool = False  #: all nodes in one process
+    isolate_drivers: bool = False  #: each device driver in its own process (rgbt.graph.profile.isolate_drivers)
+    overrides: tuple[str, ...] = ()  #: ``NODE.PARAM=VALUE`` parameter overrides (``--set``)
+
+
+def options_from_args(args: argparse.Namespace) -> GraphBenchOptions:
+    """The options of the command line :func:`add_arguments` defines."""
+    return GraphBenchOptions(duration_s=args.duration, profile=args.profile, segmentation=not args.no_segmentation,
+                             fusion=not args.no_fusion, load=args.load, single_process=args.single_process,
+                             isolate_drivers=args.isolate_drivers, overrides=tuple(args.set))
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -79,49 +100,49 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--set", action="append", default=[], metavar="NODE.PARAM=VALUE")
 
 
-def run(args: argparse.Namespace) -> dict:
+def run(options: GraphBenchOptions) -> dict:
     from rgbt.errors import ConfigError
     from rgbt.graph.launcher import clean_shm, ros_environment_defaults, shm_files, start_graph
     from rgbt.graph.profile import node_specs, parse_set, profile_env
     from rgbt.graph.recording import ARRIVALS
     from rgbt.stack import load_stack
 
-    if not 0 <= args.load <= 8:
-        raise ConfigError("--load", "load", args.load, "0 to 8 busy processes")
-    if args.duration <= 0:
-        raise ConfigError("--duration", "duration", args.duration, "a positive number of seconds")
+    if not 0 <= options.load <= 8:
+        raise ConfigError("--load", "load", options.load, "0 to 8 busy processes")
+    if options.duration_s <= 0:
+        raise ConfigError("--duration", "duration", options.duration_s, "a positive number of seconds")
     ros_environment_defaults()
     # a private DDS domain (unless one is set): another graph on this host must not join the measurement
     os.environ.setdefault("ROS_DOMAIN_ID", str(random.SystemRandom().randint(30, 200)))
     work = Path(tempfile.mkdtemp(prefix="rgbt_bench_graph_"))
     manifest = work / "sources.json"
-    overrides = parse_set(args.set)
-    specs = node_specs(args.profile, overrides)
+    overrides = parse_set(list(options.overrides))
+    specs = node_specs(options.profile, overrides)
     for s in specs:
         if s.executable == "virtual_stack":  # the whole run simulated first, then played at the real rate
             node = overrides.setdefault(s.name, {})
             # counts and send times only: the frames' CRC32s (the fault bench's check) would load the sources
-            node.update({"manifest_path": str(manifest), "manifest_crc": False, "preload_s": args.duration})
-            node.setdefault("sim", {}).update({"duration_s": args.duration, "world_size_px": 1024})
-            if args.isolate_drivers:
+            node.update({"manifest_path": str(manifest), "manifest_crc": False, "preload_s": options.duration_s})
+            node.setdefault("sim", {}).update({"duration_s": options.duration_s, "world_size_px": 1024})
+            if options.isolate_drivers:
                 # one virtual stack per camera process, on one timeline: played from a run rendered ahead
                 # (each starts at once, not after its own preload; the timeline waits 3 s for them all)
                 from rgbt.sim.cache import render_for_virtual_stack
 
-                params = next(x for x in node_specs(args.profile, overrides) if x.name == s.name).parameters
+                params = next(x for x in node_specs(options.profile, overrides) if x.name == s.name).parameters
                 cache = render_for_virtual_stack(params, work / "sim",
                                                  log=lambda line: print(f"rgbt bench graph: {line}", file=sys.stderr))
                 node.update({"sim_cache": str(cache), "preload_s": 0.0, "start_delay_s": 3.0})
         elif s.executable == "recorder":
             overrides.setdefault(s.name, {}).update({"out_dir": str(work / "bags"), "start": "always",
                                                      "min_free_mb": 100, "arrival_trace": True})
-    specs = node_specs(args.profile, overrides)
-    dropped_nodes = {"segmentation"} if args.no_segmentation else set()
-    dropped_nodes |= {"fusion"} if args.no_fusion else set()
+    specs = node_specs(options.profile, overrides)
+    dropped_nodes = {"segmentation"} if not options.segmentation else set()
+    dropped_nodes |= {"fusion"} if not options.fusion else set()
     specs = [s for s in specs if s.executable not in dropped_nodes]
-    if args.single_process:
+    if options.single_process:
         specs = [replace(s, process="all") for s in specs]
-    if args.isolate_drivers:
+    if options.isolate_drivers:
         from rgbt.graph.profile import isolate_drivers
 
         specs = isolate_drivers(specs, work / "anchor.json")
@@ -130,11 +151,11 @@ def run(args: argparse.Namespace) -> dict:
     shm_before = shm_files()
     probe = _Probe()
     # the run is simulated first (preload: ~2-10 s per simulated second, more on a loaded machine)
-    limit_s = args.duration * 20 + 120
-    load = _Load(args.load, limit_s + 30)
+    limit_s = options.duration_s * 20 + 120
+    load = _Load(options.load, limit_s + 30)
     cpu = _CpuSampler()
     try:
-        graph = start_graph(specs, profile_env(args.profile), duration_s=limit_s + 30)
+        graph = start_graph(specs, profile_env(options.profile), duration_s=limit_s + 30)
         cpu.procs = {g: p.pid for g, p in graph.procs.items()}
         cpu.procs.update({f"load-{i}": p.pid for i, p in enumerate(load.procs)})  # what the load got
         t_start = time.monotonic()
@@ -168,7 +189,7 @@ def run(args: argparse.Namespace) -> dict:
         probe.close()
         clean_shm(shm_before)  # the probe's own Fast DDS files too
         shutil.rmtree(work, ignore_errors=True)
-    result.update({"profile": args.profile, "duration_s": args.duration, "load": args.load, "exit_codes": codes,
+    result.update({"profile": options.profile, "duration_s": options.duration_s, "load": options.load, "exit_codes": codes,
                    "ros_domain_id": int(os.environ["ROS_DOMAIN_ID"]),
                    "processes": sorted({s.process for s in specs}), "nodes": [s.name for s in specs],
                    "synthetic": True, "note": "shared machine: see cpu.machine for the load during the run"})
@@ -326,7 +347,7 @@ class _CpuSampler:
             if cpu_s is not None:
                 workers[name] = cpu_s
         m0, m1 = first[2], last[2]
-        total = sum(m1) - sum(m0)  # type: ignore[arg-type]
+        total = sum(m1) - sum(m0)
         idle = (m1.idle + getattr(m1, "iowait", 0)) - (m0.idle + getattr(m0, "iowait", 0))  # type: ignore[attr-defined]
         steal = getattr(m1, "steal", 0) - getattr(m0, "steal", 0)
         cores = os.cpu_count() or 1

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -23,6 +24,23 @@ PAPER_TABLE2 = {  # CART paper Table 2: FPS at batch 1, Jetson AGX Orin (TensorR
 }
 
 
+@dataclass(frozen=True)
+class SegBenchOptions:
+    """What ``rgbt bench seg`` measures (also one campaign job: ``rgbt.campaign.worker``)."""
+
+    models: tuple[str, ...] = ()  #: ONNX files (empty: the thermal zoo models in engines/ and sim_thermal_seg)
+    backend: str = "onnxruntime"
+    threads: int = 0  #: ONNX Runtime intra-op threads (0: all cores)
+    calls_per_round: int = 20  #: timed calls per round and mode
+    rounds: int = 6  #: interleaved rounds (bare backend, serial stage, streamed stage)
+
+
+def options_from_args(args: argparse.Namespace) -> SegBenchOptions:
+    """The options of the command line :func:`add_arguments` defines."""
+    return SegBenchOptions(models=tuple(args.models or ()), backend=args.backend, threads=args.threads,
+                           calls_per_round=args.n, rounds=args.rounds)
+
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--models", nargs="*", help="ONNX files (default: the thermal zoo models in engines/ and sim_thermal_seg)")
     p.add_argument("--backend", default="onnxruntime")
@@ -31,12 +49,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--rounds", type=int, default=6, help="interleaved rounds (bare, serial, stream)")
 
 
-def _models(args: argparse.Namespace) -> list[Path]:
+def _models(options: SegBenchOptions) -> list[Path]:
     from rgbt.paths import ENGINES_DIR
     from rgbt.seg.sidecar import load_sidecar
 
-    if args.models:
-        return [Path(m) for m in args.models]
+    if options.models:
+        return [Path(m) for m in options.models]
     out = []
     for p in sorted(ENGINES_DIR.glob("*.onnx")):
         try:
@@ -81,11 +99,11 @@ class _PipelineRounds:
         return self._pipe.stats()
 
 
-def bench_model(path: Path, args: argparse.Namespace) -> dict:
+def bench_model(path: Path, options: SegBenchOptions) -> dict:
     from rgbt.seg.stage import SegmentationStage, SegStageOptions
 
-    opts = {"threads": args.threads} if args.backend == "onnxruntime" else {}
-    stage = SegmentationStage(SegStageOptions(str(path), args.backend, opts, color=True))
+    opts = {"threads": options.threads} if options.backend == "onnxruntime" else {}
+    stage = SegmentationStage(SegStageOptions(str(path), options.backend, opts, color=True))
     sc = stage.model.sidecar
     spec = sc.inputs[0]
     frame = _frame(512, 640)  # a Boson frame; the stage fits it to the model
@@ -99,20 +117,20 @@ def bench_model(path: Path, args: argparse.Namespace) -> dict:
     pipe.round(10)
     bare, serial, streamed_fps = [], [], []
     tiers = {"copy_in": [], "compute": [], "copy_out": []}
-    for _ in range(args.rounds):
+    for _ in range(options.rounds):
         be.timing.reset()
-        for _ in range(args.n):
+        for _ in range(options.calls_per_round):
             t0 = time.perf_counter_ns()
             be.run(feeds, out)
             bare.append(time.perf_counter_ns() - t0)
         tiers["copy_in"] += be.timing.copy_in_ns
         tiers["compute"] += be.timing.compute_ns
         tiers["copy_out"] += be.timing.copy_out_ns
-        for _ in range(args.n):
+        for _ in range(options.calls_per_round):
             t0 = time.perf_counter_ns()
             stage.process(frame)
             serial.append(time.perf_counter_ns() - t0)
-        streamed_fps.append(pipe.round(args.n))
+        streamed_fps.append(pipe.round(options.calls_per_round))
     pipeline_stats = pipe.close()
     b, s = summarize_ms(bare), summarize_ms(serial)
     backend_fps = 1000.0 / b["mean_ms"]
@@ -132,12 +150,12 @@ def bench_model(path: Path, args: argparse.Namespace) -> dict:
     }
 
 
-def run(args: argparse.Namespace) -> dict:
+def run(options: SegBenchOptions) -> dict:
     from rich.progress import track
 
-    models = _models(args)
-    results = [bench_model(p, args) for p in track(models, description="bench seg", transient=True)]
-    return {"benchmark": "seg", "backend": args.backend, "n": args.n, "rounds": args.rounds,
+    models = _models(options)
+    results = [bench_model(p, options) for p in track(models, description="bench seg", transient=True)]
+    return {"benchmark": "seg", "backend": options.backend, "n": options.calls_per_round, "rounds": options.rounds,
             "note": "stage_fps = the stage as the segmentation node runs it (SegPipeline: normalization on an "
                     "idle-priority thread overlapped with inference), fed without gaps; stage_serial_fps = "
                     "process() one frame at a time; fps/p*_ms = bare backend, batch 1, class-id output",

@@ -148,16 +148,14 @@ def run_vio(job: dict, log_dir: Path) -> dict:
 def run_seg(job: dict) -> dict:
     """mIoU of a model on a dataset split (:func:`rgbt.seg.evaluate.evaluate`, exact) and its FPS
     (:func:`rgbt.bench.seg.bench_model`, a measurement)."""
-    import argparse
-
-    from rgbt.bench.seg import bench_model
+    from rgbt.bench.seg import SegBenchOptions, bench_model
     from rgbt.seg.evaluate import evaluate
 
     p, o = job["params"], job["params"]["options"]
     iou = evaluate(p["dataset"], p["model"], p["split"], o["backend"]).to_json()
     iou.pop("confusion", None)
-    bench = bench_model(Path(p["model"]), argparse.Namespace(threads=o["threads"], backend=o["backend"],
-                                                             n=o["bench_n"], rounds=o["bench_rounds"]))
+    bench = bench_model(Path(p["model"]), SegBenchOptions(backend=o["backend"], threads=o["threads"],
+                                                          calls_per_round=o["bench_n"], rounds=o["bench_rounds"]))
     keep = ("fps", "p50_ms", "p90_ms", "p99_ms", "stage_fps", "stage_serial_fps", "params", "gflops", "architecture",
             "backend", "paper")
     return {**iou, "bench": {k: bench[k] for k in keep}}

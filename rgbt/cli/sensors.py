@@ -116,7 +116,7 @@ def _decode_vn100(path: Path, args: argparse.Namespace) -> int:
     fh = None
     columns: list[str] | None = None
 
-    def write(pkts: list) -> None:  # type: ignore[type-arg]
+    def write(pkts: list) -> None:
         nonlocal columns
         if writer is None:
             return

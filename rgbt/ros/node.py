@@ -111,7 +111,7 @@ class RgbtNode(Node):
         self._diag_timer = self.create_timer(self.options.diagnostics_period_s, self.guard(self.publish_diagnostics))
 
     # -- QoS incompatibilities: counted, never silent -----------------------------------------------
-    def create_subscription(self, msg_type, topic, callback, qos_profile, **kwargs):  # type: ignore[no-untyped-def,override]
+    def create_subscription(self, msg_type, topic, callback, qos_profile, **kwargs):  # type: ignore[no-untyped-def]
         events = kwargs.get("event_callbacks") or SubscriptionEventCallbacks()
         if events.incompatible_qos is None:
             events.incompatible_qos = lambda info, t=topic: self._qos_incompatible(t, "subscription", info)
@@ -121,7 +121,7 @@ class RgbtNode(Node):
         return super().create_subscription(msg_type, topic, self._count_received(topic, callback), qos_profile,
                                            **kwargs)
 
-    def create_publisher(self, msg_type, topic, qos_profile, **kwargs):  # type: ignore[no-untyped-def,override]
+    def create_publisher(self, msg_type, topic, qos_profile, **kwargs):  # type: ignore[no-untyped-def]
         events = kwargs.get("event_callbacks") or PublisherEventCallbacks()
         if events.incompatible_qos is None:
             events.incompatible_qos = lambda info, t=topic: self._qos_incompatible(t, "publisher", info)
@@ -172,7 +172,7 @@ class RgbtNode(Node):
         self.create_subscription(msg_type, topic, callback, qos_profile, raw=raw)
         return "middleware"
 
-    def count_subscribers(self, topic: str) -> int:  # type: ignore[override]
+    def count_subscribers(self, topic: str) -> int:
         """Subscribers of ``topic`` in the middleware's graph plus this process's in-process ones."""
         from rgbt.ros import local_topics
 
@@ -202,7 +202,7 @@ class RgbtNode(Node):
         self.get_logger().error(f"{topic}: a peer's QoS is incompatible with this {side}'s ({policy})")
 
     # -- live parameters -----------------------------------------------------------------------
-    def _on_set_parameters(self, params: list) -> SetParametersResult:  # type: ignore[type-arg]
+    def _on_set_parameters(self, params: list) -> SetParametersResult:
         """A change through the parameter service: validated by the options model, applied by
         :meth:`apply_options`, or refused with the reason (read-only ones never get here)."""
         changes = {p.name: p.value for p in params if p.name in self.option_parameters}

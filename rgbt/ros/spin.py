@@ -57,7 +57,7 @@ from rgbt.graph.supervisor import HEARTBEAT_ENV
 try:  # Jazzy and later; Humble's rclpy has none
     from rclpy.experimental import EventsExecutor
 except ImportError:  # pragma: no cover - depends on the installed rclpy
-    EventsExecutor = None  # type: ignore[assignment,misc]
+    EventsExecutor = None  # type: ignore[assignment]
 
 #: environment variable choosing the executor: auto (EventsExecutor where present), events, single
 EXECUTOR_ENV = "RGBT_EXECUTOR"

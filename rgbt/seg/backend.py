@@ -19,7 +19,7 @@ import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
@@ -252,7 +252,7 @@ def _check_file(path: Path) -> None:
         raise ModelError(f"{path}: file is empty or truncated, not an ONNX model")
 
 
-def load_backend(onnx_path: str | Path, kind: str = "onnxruntime", **options) -> Backend:
+def load_backend(onnx_path: str | Path, kind: str = "onnxruntime", **options: Any) -> Backend:
     """Create a backend of ``kind`` for ``onnx_path``; ``options`` go to the backend's options object."""
     if kind not in KINDS:
         raise ModelError(f"unknown backend {kind!r}; expected one of {KINDS}")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from rgbt.errors import ModelError
 from rgbt.seg.backend import Backend, load_backend
@@ -12,7 +13,7 @@ from rgbt.seg.sidecar import Sidecar, file_sha256, load_sidecar
 class SegModel:
     """Load ``engines/NAME.onnx`` with its sidecar on a backend; raises ModelError on any mismatch."""
 
-    def __init__(self, onnx_path: str | Path, backend: str = "onnxruntime", **backend_options) -> None:
+    def __init__(self, onnx_path: str | Path, backend: str = "onnxruntime", **backend_options: Any) -> None:
         self.path = Path(onnx_path)
         if not self.path.is_file():
             raise ModelError(f"{self.path}: model file not found")

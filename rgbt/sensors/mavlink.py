@@ -26,7 +26,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Any, Callable, Iterator
 
 from rgbt.errors import DecodeError
 from rgbt.geometry import ned_frd_to_enu_flu, quat_from_euler_zyx
@@ -37,7 +37,7 @@ MAV_AUTOPILOT_INVALID = 8
 MAV_MODE_FLAG_SAFETY_ARMED = 128
 
 
-def is_vehicle_heartbeat(msg) -> bool:  # noqa: ANN001 - pymavlink message
+def is_vehicle_heartbeat(msg: Any) -> bool:  # msg: a pymavlink message (untyped)
     """A HEARTBEAT sent by an autopilot (not a GCS, not a camera / companion component)."""
     return msg.get_type() == "HEARTBEAT" and msg.type != MAV_TYPE_GCS and msg.autopilot != MAV_AUTOPILOT_INVALID
 
@@ -55,7 +55,7 @@ class ArmTracker:
         self.armed: bool | None = None
         self.events: list[tuple[float, bool]] = []
 
-    def update(self, msg, t_s: float) -> tuple[float, bool] | None:  # noqa: ANN001
+    def update(self, msg: Any, t_s: float) -> tuple[float, bool] | None:
         if not is_vehicle_heartbeat(msg):
             return None
         if self.sysid is None:
@@ -179,7 +179,7 @@ def decode_tlog(path: str | Path, stats: DecodeStats | None = None) -> dict:
         # memory-mapped: a large log is read by the OS page by page, never copied whole
         data = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) if size else b""
         try:
-            for t, msg in tlog_messages(data, st):  # type: ignore[arg-type]
+            for t, msg in tlog_messages(data, st):
                 counts[msg.get_type()] += 1
                 if t is not None:
                     tracker.update(msg, t)
@@ -291,7 +291,7 @@ class Autopilot:
         self.conn.mav.request_data_stream_send(self.conn.target_system, self.conn.target_component,
                                                mavutil.mavlink.MAV_DATA_STREAM_ALL, rate, 1)
 
-    def handle(self, msg) -> list[object]:  # noqa: ANN001
+    def handle(self, msg: Any) -> list[object]:
         """Update from one message; returns the outputs it produced."""
         t = self.clock()
         kind = msg.get_type()

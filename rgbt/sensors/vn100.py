@@ -25,11 +25,14 @@ from __future__ import annotations
 import struct
 import time
 from dataclasses import dataclass, field
-from typing import Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Iterator, Mapping, Sequence
 
 from rgbt.errors import DecodeError
 from rgbt.sensors.crc import crc16_ccitt
 from rgbt.sensors.serial_link import SerialLink
+
+if TYPE_CHECKING:
+    from rgbt.stack import Stack
 
 SYNC = 0xFA
 
@@ -216,7 +219,7 @@ def layout_for(groups: int, masks: Sequence[int]) -> OutputLayout:
     return lay
 
 
-def layout_from_names(names: dict[str, Sequence[str]]) -> OutputLayout:
+def layout_from_names(names: Mapping[str, Sequence[str]]) -> OutputLayout:
     """Build a layout from ``{"common": ["TimeStartup", ...], "imu": [...]}``."""
     groups = 0
     masks = []
@@ -508,9 +511,9 @@ class Vn100Options:
     reconnect_backoff_s: tuple[float, float] = (0.05, 2.0)
 
     @classmethod
-    def from_stack(cls, stack, **overrides) -> "Vn100Options":  # noqa: ANN001 - rgbt.stack.Stack
+    def from_stack(cls, stack: Stack, **overrides: Any) -> Vn100Options:
         """Rate and SyncIn wiring from ``calib/stack.yaml`` (``imu.rate_hz``, ``trigger.imu_syncin``)."""
-        kw = {"rate_hz": float(stack.imu.rate_hz), "syncin_mode_count": bool(stack.trigger.imu_syncin)}
+        kw: dict[str, Any] = {"rate_hz": float(stack.imu.rate_hz), "syncin_mode_count": bool(stack.trigger.imu_syncin)}
         kw.update(overrides)
         return cls(**kw)
 
@@ -541,7 +544,7 @@ class ImuSample:
 
 
 def sample_from_packet(pkt: VnPacket, t_host_ns: int) -> ImuSample:
-    def pick(*keys: tuple[str, str]) -> object:
+    def pick(*keys: tuple[str, str]) -> Any:  # a decoded field: int, float or a tuple of them
         for k in keys:
             if k in pkt.values:
                 return pkt.values[k]
@@ -554,15 +557,15 @@ def sample_from_packet(pkt: VnPacket, t_host_ns: int) -> ImuSample:
     temp = magpres[3] if isinstance(magpres, tuple) else pick(("imu", "Temp"))
     pres = magpres[4] if isinstance(magpres, tuple) else pick(("imu", "Pres"))
     return ImuSample(
-        t_sensor_ns=int(t),  # type: ignore[arg-type]
+        t_sensor_ns=int(t),
         t_host_ns=t_host_ns,
-        t_since_sync_ns=pick(("common", "TimeSyncIn"), ("time", "TimeSyncIn")),  # type: ignore[arg-type]
-        syncin_count=pick(("common", "SyncInCnt"), ("time", "SyncInCnt")),  # type: ignore[arg-type]
-        gyro_rad_s=pick(("common", "AngularRate"), ("imu", "AngularRate"), ("imu", "UncompGyro")),  # type: ignore[arg-type]
-        accel_m_s2=pick(("common", "Accel"), ("imu", "Accel"), ("imu", "UncompAccel")),  # type: ignore[arg-type]
-        quat_xyzw=pick(("common", "Quaternion"), ("attitude", "Quaternion")),  # type: ignore[arg-type]
-        temp_c=temp,  # type: ignore[arg-type]
-        pres_kpa=pres,  # type: ignore[arg-type]
+        t_since_sync_ns=pick(("common", "TimeSyncIn"), ("time", "TimeSyncIn")),
+        syncin_count=pick(("common", "SyncInCnt"), ("time", "SyncInCnt")),
+        gyro_rad_s=pick(("common", "AngularRate"), ("imu", "AngularRate"), ("imu", "UncompGyro")),
+        accel_m_s2=pick(("common", "Accel"), ("imu", "Accel"), ("imu", "UncompAccel")),
+        quat_xyzw=pick(("common", "Quaternion"), ("attitude", "Quaternion")),
+        temp_c=temp,
+        pres_kpa=pres,
     )
 
 

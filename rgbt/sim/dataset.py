@@ -24,7 +24,7 @@ import numpy as np
 
 from rgbt.seg.dataset import SPLITS, temporal_split, write_splits  # noqa: F401 - re-exported
 from rgbt.sim.options import SimOptions
-from rgbt.sim.simstack import SimStack
+from rgbt.sim.simstack import SimSample, SimStack
 
 _PNG = [cv2.IMWRITE_PNG_COMPRESSION, 1]
 
@@ -65,7 +65,7 @@ class CartSequenceWriter:
         self._pulses: set[int] = set()
         self.ids: list[str] = []
 
-    def add(self, s) -> bool:  # noqa: ANN001
+    def add(self, s: SimSample) -> bool:
         """Write the sample if it is a selected frame; returns True when something was written."""
         if s.dropped or s.kind not in ("thermal", "color"):
             return False

@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 from scipy.spatial.transform import Rotation
 
 from rgbt.bag.images import numpy_to_image_msg
 from rgbt.sim.simstack import GnssData, ImuData, SimSample, StateData
+
+if TYPE_CHECKING:
+    from rosbags.typesys.store import Typestore
+
+    from rgbt.stack import Stack
 
 GT_TOPIC = "/rgbt/sim/ground_truth/imu_pose"
 LABEL_TOPICS = {"thermal": "/rgbt/sim/labels/thermal", "color": "/rgbt/sim/labels/color"}
@@ -16,7 +23,7 @@ TRIGGER_TOPIC = "/rgbt/trigger"
 IMU_SYNC_TOPIC = "/rgbt/sim/imu_syncin"
 WORLD_FRAME = "map"
 
-def typestore():  # noqa: ANN201
+def typestore() -> Typestore:
     """The shared ROS 2 Jazzy typestore with rgbt's extra types (``mavros_msgs/msg/State``)."""
     from rgbt.bag.types import ros2_typestore
 
@@ -24,9 +31,10 @@ def typestore():  # noqa: ANN201
 
 
 class MessageFactory:
-    """Builds rosbags message objects for the sim's samples."""
+    """Builds rosbags message objects for the sim's samples (rosbags' message classes are made at
+    run time from the typestore, so the builders return ``Any``)."""
 
-    def __init__(self, store, stack) -> None:  # noqa: ANN001
+    def __init__(self, store: Typestore, stack: Stack) -> None:
         self.store = store
         self.stack = stack
         T = store.types
@@ -48,16 +56,16 @@ class MessageFactory:
         self._gyr_cov = np.diag([n.gyr_n ** 2 * rate] * 3).ravel().astype(np.float64)
         self._acc_cov = np.diag([n.acc_n ** 2 * rate] * 3).ravel().astype(np.float64)
 
-    def stamp(self, t_ns: int):  # noqa: ANN201
+    def stamp(self, t_ns: int) -> Any:
         return self.Time(sec=int(t_ns // 1_000_000_000), nanosec=int(t_ns % 1_000_000_000))
 
-    def header(self, t_ns: int, frame_id: str):  # noqa: ANN201
+    def header(self, t_ns: int, frame_id: str) -> Any:
         return self.Header(stamp=self.stamp(t_ns), frame_id=frame_id)
 
-    def image(self, arr: np.ndarray, t_ns: int, frame_id: str, encoding: str):  # noqa: ANN201
+    def image(self, arr: np.ndarray, t_ns: int, frame_id: str, encoding: str) -> Any:
         return numpy_to_image_msg(arr, t_ns, frame_id, encoding)
 
-    def imu(self, s: SimSample, frame_id: str):  # noqa: ANN201
+    def imu(self, s: SimSample, frame_id: str) -> Any:
         d: ImuData = s.data
         return self.Imu(
             header=self.header(s.t_ns, frame_id),
@@ -69,7 +77,7 @@ class MessageFactory:
             linear_acceleration_covariance=self._acc_cov,
         )
 
-    def navsatfix(self, s: SimSample, frame_id: str, rtk: bool):  # noqa: ANN201
+    def navsatfix(self, s: SimSample, frame_id: str, rtk: bool) -> Any:
         d: GnssData = s.data
         cov = np.diag([d.sigma_h_m ** 2, d.sigma_h_m ** 2, d.sigma_v_m ** 2]).ravel().astype(np.float64)
         status = self.NavSatStatus(status=2 if rtk else 0, service=1)
@@ -78,7 +86,7 @@ class MessageFactory:
                               position_covariance_type=2)
 
     def pose(self, T: np.ndarray, t_ns: int, frame_id: str = WORLD_FRAME,
-             quat_xyzw: np.ndarray | None = None):  # noqa: ANN201
+             quat_xyzw: np.ndarray | None = None) -> Any:
         """PoseStamped of a 4x4 transform (``quat_xyzw``: its rotation precomputed, optional)."""
         q = Rotation.from_matrix(T[:3, :3]).as_quat() if quat_xyzw is None else quat_xyzw
         return self.PoseStamped(
@@ -86,22 +94,22 @@ class MessageFactory:
             pose=self.Pose(position=self.Point(x=float(T[0, 3]), y=float(T[1, 3]), z=float(T[2, 3])),
                            orientation=self.Quaternion(x=float(q[0]), y=float(q[1]), z=float(q[2]), w=float(q[3]))))
 
-    def state(self, s: SimSample):  # noqa: ANN201
+    def state(self, s: SimSample) -> Any:
         d: StateData = s.data
         return self.State(header=self.header(s.t_ns, ""), connected=d.connected, armed=d.armed, guided=True,
                           manual_input=False, mode=d.mode, system_status=4 if d.armed else 3)
 
-    def imu_sync(self, s: SimSample, frame_id: str):  # noqa: ANN201
+    def imu_sync(self, s: SimSample, frame_id: str) -> Any:
         d: ImuData = s.data
         return self.TimeReference(header=self.header(s.t_ns, frame_id), time_ref=self.stamp(s.t_ns - d.t_since_sync_ns),
                                   source=str(d.syncin_count))
 
-    def trigger(self, s: SimSample):  # noqa: ANN201
+    def trigger(self, s: SimSample) -> Any:
         return self.TimeReference(header=self.header(s.t_host_ns, ""), time_ref=self.stamp(s.t_ns),
                                   source=str(s.seq))
 
 
-def topics_for(stack, cameras: list[str], labels: bool = True) -> dict[str, str]:  # noqa: ANN001
+def topics_for(stack: Stack, cameras: list[str], labels: bool = True) -> dict[str, str]:
     """Topic -> message type of a simulated bag."""
     topics = {stack.camera(c).topic: "sensor_msgs/msg/Image" for c in cameras}
     topics[stack.imu.topic] = "sensor_msgs/msg/Imu"

@@ -12,7 +12,7 @@ from __future__ import annotations
 import heapq
 import json
 from pathlib import Path
-from typing import Callable, Optional
+from typing import TYPE_CHECKING, Callable, Literal, Optional
 
 import numpy as np
 from scipy.spatial.transform import Rotation
@@ -22,8 +22,14 @@ from rgbt.sim.messages import (GT_TOPIC, IMU_SYNC_TOPIC, LABEL_TOPICS, TRIGGER_T
                                typestore)
 from rgbt.sim.simstack import SimStack
 
+if TYPE_CHECKING:
+    from rosbags.typesys.store import Typestore
 
-def open_writer(path: Path, *, compression: str, custom_data: dict[str, str], store, fsync: bool = False):  # noqa: ANN001, ANN201
+    from rgbt.bag.writer import BagWriter
+
+
+def open_writer(path: Path, *, compression: Literal["none", "zstd"], custom_data: dict[str, str], store: Typestore,
+                fsync: bool = False) -> BagWriter:
     """A C2 :class:`rgbt.bag.writer.BagWriter` (no fsync by default: a simulated run can be redone)."""
     from rgbt.bag.writer import BagWriter
 
@@ -49,7 +55,7 @@ def custom_data_for(sim: SimStack) -> dict[str, str]:
     }
 
 
-def write_sim_bag(sim: SimStack, out: str | Path, *, label_stride: int = 1, compression: str = "none",
+def write_sim_bag(sim: SimStack, out: str | Path, *, label_stride: int = 1, compression: Literal["none", "zstd"] = "none",
                   labels_every: int = 0, progress: Optional[Callable[[float], None]] = None) -> dict:
     """Write the run's bag to ``out`` (a new rosbag2 MCAP directory) plus ``ground_truth_imu.tum``.
 

@@ -10,6 +10,8 @@ construction). Rays at or above the horizon see the sky.
 
 from __future__ import annotations
 
+from typing import Callable
+
 import cv2
 import numpy as np
 
@@ -197,7 +199,7 @@ class ViewRenderer:
                 d = cv2.cvtColor(d, cv2.COLOR_GRAY2RGB)
             cv2.multiply(out[r0:r1], d, dst=out[r0:r1], scale=1.0 / 128.0)
 
-    def render_lazy(self, T_world_cam: np.ndarray):  # noqa: ANN201
+    def render_lazy(self, T_world_cam: np.ndarray) -> tuple[np.ndarray, Callable[[], np.ndarray]]:
         """``(image, labels_fn)``: the image now, the class ids when ``labels_fn()`` is called."""
         sky = self.sky_mask(T_world_cam)
         m = self.maps(T_world_cam)

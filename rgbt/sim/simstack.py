@@ -170,7 +170,7 @@ class SimStack:
     def _rng(self, kind: str, purpose: int) -> np.random.Generator:
         return np.random.default_rng(np.random.SeedSequence([self.options.seed, _STREAM_IDS[kind], purpose]))
 
-    def _host(self, kind: str, rng: np.random.Generator, scale: float = 1.0):
+    def _host(self, kind: str, rng: np.random.Generator, scale: float = 1.0) -> Callable[[int], int]:
         latency = int(round(self.options.latency_ms.get(kind, 5.0) * 1e6))
         sigma = self.options.host_jitter_ms * 1e6 * scale
         last = [0]

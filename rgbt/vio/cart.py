@@ -19,6 +19,7 @@ metadata topic and a ``SYNTHETIC`` file).
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -62,7 +63,7 @@ def cart_clip(bag: Path) -> tuple[float, float] | None:
 
 
 def cart_sequence(path: str | Path, *, ground_truth: str | Path | None = None, start_s: float | None = None,
-                  duration_s: float | None = None, **bag_options) -> Sequence:  # type: ignore[no-untyped-def]
+                  duration_s: float | None = None, **bag_options: Any) -> Sequence:
     """The sequence of a CART ROS 1 bag (``path`` the ``.bag`` or its CART-layout folder): ground
     truth from ``ground_truth/``, clip from ``SEQUENCES.md`` unless ``start_s`` / ``duration_s`` are
     given (offsets from the bag's first message, like ``rosbag play -s -u``). ``bag_options`` go to
