@@ -112,9 +112,10 @@ class HostClockOptions(BaseModel):
         """The node's one monotonic -> wall offset with these step rules (``wall``: the wall clock, ns)."""
         from rgbt.hostclock import WallClockOffset
 
-        extra = {} if wall is None else {"wall": wall}
-        return WallClockOffset(step_threshold_ms=self.clock_step_threshold_ms, on_step=self.on_clock_step,
-                               log=log, **extra)
+        if wall is None:
+            return WallClockOffset(step_threshold_ms=self.clock_step_threshold_ms, on_step=self.on_clock_step, log=log)
+        return WallClockOffset(step_threshold_ms=self.clock_step_threshold_ms, on_step=self.on_clock_step, log=log,
+                               wall=wall)
 
 
 class ReconnectOptions(BaseModel):

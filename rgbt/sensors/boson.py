@@ -368,7 +368,7 @@ class V4l2Source:
         cap = cv2.VideoCapture(options.device, cv2.CAP_V4L2)
         if not cap.isOpened():
             raise DeviceError(f"V4L2 {options.device}: cannot open (is the camera attached?)")
-        cap.set(cv2.CAP_PROP_FOURCC, cv2.VideoWriter_fourcc(*"Y16 "))
+        cap.set(cv2.CAP_PROP_FOURCC, cv2.VideoWriter.fourcc(*"Y16 "))
         cap.set(cv2.CAP_PROP_CONVERT_RGB, 0)
         cap.set(cv2.CAP_PROP_BUFFERSIZE, 1)
         if options.read_timeout_ms > 0 and hasattr(cv2, "CAP_PROP_READ_TIMEOUT_MSEC"):

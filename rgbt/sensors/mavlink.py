@@ -77,7 +77,7 @@ MAVLINK_STX_V1, MAVLINK_STX_V2 = 0xFE, 0xFD
 _TLOG_STAMP = 8  # big-endian u64 microseconds (Unix) before every frame
 
 
-def _frame_size(data: bytes | bytearray, s: int) -> int:
+def _frame_size(data: bytes | bytearray | mmap.mmap, s: int) -> int:
     """Bytes of the MAVLink frame starting at ``data[s]`` (v1 or v2, signature included)."""
     if data[s] == MAVLINK_STX_V1:
         return 6 + data[s + 1] + 2
@@ -85,7 +85,7 @@ def _frame_size(data: bytes | bytearray, s: int) -> int:
     return 10 + data[s + 1] + 2 + (13 if signed else 0)
 
 
-def tlog_messages(data: bytes | mmap.mmap, stats: DecodeStats | None = None) -> Iterator[tuple[float, object]]:
+def tlog_messages(data: bytes | mmap.mmap, stats: DecodeStats | None = None) -> Iterator[tuple[float | None, Any]]:
     """``(t_s, message)`` for every CRC-valid MAVLink frame of a ``.tlog`` (each frame preceded
     by its 8-byte big-endian log time in us since the Unix epoch), decoded by pymavlink
     (ardupilotmega dialect, v1 and v2).
@@ -109,7 +109,7 @@ def tlog_messages(data: bytes | mmap.mmap, stats: DecodeStats | None = None) -> 
     # without one kind of marker is not searched to its end for every candidate
     next_v2, next_v1 = data.find(b"\xfd"), data.find(b"\xfe")
 
-    def decode_at(s: int) -> tuple[object | None, int]:
+    def decode_at(s: int) -> tuple[Any, int]:
         if n - s < 8:
             return None, 0
         size = _frame_size(data, s)

@@ -246,11 +246,12 @@ def _gga_fix(msg: Any, date: datetime.date | None) -> Fix | None:  # msg: a pynm
 def read_nmea(stream: BinaryIO, stats: DecodeStats | None = None) -> Iterator[Fix]:
     """GGA fixes (time of day taken from the last RMC date when present). ``stats`` counts
     sentences, checksum failures and skipped bytes."""
-    date = None
+    date: datetime.date | None = None
     for msg in nmea_messages(stream.read(), stats):
         ident = getattr(msg, "msgID", "")
-        if ident == "RMC" and isinstance(getattr(msg, "date", None), datetime.date):
-            date = msg.date
+        rmc_date = getattr(msg, "date", None)
+        if ident == "RMC" and isinstance(rmc_date, datetime.date):
+            date = rmc_date
         elif ident == "GGA":
             fix = _gga_fix(msg, date)
             if fix is not None:

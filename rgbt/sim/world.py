@@ -280,15 +280,16 @@ def build_world(seed: int, night: bool, size_px: int = 4096, res_m: float = 0.1)
         base_t[cls] = nite if night else day
         amp_t[cls] = amp
     mix = cv2.addWeighted(tex, 0.6, medium, 0.5, 0.0)
-    temp = cv2.add(cv2.LUT(labels, base_t), cv2.multiply(cv2.LUT(labels, amp_t), mix))
-    flat = temp.reshape(-1)
+    temp: np.ndarray = cv2.add(cv2.LUT(labels, base_t), cv2.multiply(cv2.LUT(labels, amp_t), mix))
+    flat: np.ndarray = temp.reshape(-1)
     flat[objects] += (obj_val - 0.5) * np.where(obj_cls == VEHICLES, 10.0, 8.0).astype(np.float32)
     flat[lane] -= 3.0 if not night else 0.5  # paint reflects more sun than asphalt
     temp = cv2.GaussianBlur(temp, (0, 0), 1.0, borderType=cv2.BORDER_REFLECT)
-    thermal = cv2.add(cv2.multiply(temp, 100.0), 27315.0)
+    # OpenCV takes a scalar for an array operand; its stubs say arrays only
+    thermal = cv2.add(cv2.multiply(temp, 100.0), 27315.0)  # type: ignore[call-overload]
     thermal = np.round(thermal).astype(np.uint16)
 
-    shade = cv2.add(cv2.addWeighted(tex, 0.18, medium, 0.12, 0.0), 1.0)
+    shade = cv2.add(cv2.addWeighted(tex, 0.18, medium, 0.12, 0.0), 1.0)  # type: ignore[call-overload]
     hue = (np.sin(6.28 * obj_val), np.cos(6.28 * obj_val), np.sin(9.0 * obj_val))
     scale = NIGHT_BRIGHTNESS if night else 1.0
     channels = []
@@ -296,7 +297,7 @@ def build_world(seed: int, night: bool, size_px: int = 4096, res_m: float = 0.1)
         lut = np.zeros(256, np.float32)
         for cls, rgb in BASE_RGB.items():
             lut[cls] = rgb[c]
-        ch = cv2.multiply(cv2.LUT(labels, lut), shade)
+        ch: np.ndarray = cv2.multiply(cv2.LUT(labels, lut), shade)
         flat = ch.reshape(-1)
         flat[objects] += 70.0 * hue[c]
         flat[lane] = (235.0, 235.0, 225.0)[c]

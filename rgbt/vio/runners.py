@@ -18,7 +18,7 @@ import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable
+from typing import Iterable, Mapping
 
 import numpy as np
 
@@ -59,7 +59,7 @@ class InstallInfo:
     reason: str
 
 
-def detect(name: str, env: dict | None = None) -> InstallInfo:
+def detect(name: str, env: Mapping[str, str] | None = None) -> InstallInfo:
     """Find ``lib/<package>/<executable>`` under an ``AMENT_PREFIX_PATH`` entry (as ``ros2 run``)."""
     if name not in SPECS:
         raise EvaluationError(f"unknown external estimator {name!r}: expected one of {sorted(SPECS)}")
