@@ -360,7 +360,7 @@ class BagReader:
         """
         directory = getattr(self._reader, "storage", None)
         storages = getattr(directory, "storages", None)
-        if self.kind != "ros2" or storages is None:
+        if self.kind != "ros2" or directory is None or storages is None:
             yield from self._reader.messages(connections=conns, start=start, stop=stop)
             return
         wanted = {(c.topic, c.msgtype): c for c in conns}
@@ -369,7 +369,8 @@ class BagReader:
             sconns = [x for x in storage.connections if (x.topic, x.msgtype) in wanted]
             if sconns:
                 sources.append(_named_source(storage, sconns, wanted, start, stop))
-        merged = (m for m in heapq.merge(*sources, key=lambda m: m[1]) if m[0] is not None)
+        merged: Iterator[tuple[Any, int, bytes]] = (m for m in heapq.merge(*sources, key=lambda m: m[1])
+                                                    if m[0] is not None)
         if directory.metadata.compression_mode == "message":
             from rosbags.rosbag2.writer import zstd
 
@@ -570,7 +571,7 @@ def _mcap_custom_data(path: Path) -> dict[str, str]:
                     off += 4 + v
                 if name == "rosbag2" and "serialized_metadata" in entries:
                     try:
-                        meta = yaml.safe_load(entries["serialized_metadata"]) or {}
+                        meta: Any = yaml.safe_load(entries["serialized_metadata"]) or {}
                     except Exception:  # noqa: BLE001
                         return {}
                     meta = meta.get("rosbag2_bagfile_information", meta)

@@ -136,7 +136,7 @@ def rebuild_metadata(path: str | Path, custom_data: dict[str, str] | None = None
     path = Path(path)
     files = sorted(path.glob("*.mcap"), key=_split_index)
     topics: dict[tuple[str, str], dict[str, Any]] = {}
-    entries = []
+    entries: list[dict[str, Any]] = []
     for file in files:
         reader = McapReader(file)
         try:

@@ -53,6 +53,7 @@ import tempfile
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 #: stages of a processing node's latest-frame mailbox (``rgbt.ros.mailbox``) in the breakdown
 STAGES = ("arrival", "wait", "work", "serialize", "publish")
@@ -307,7 +308,7 @@ class _CpuSampler:
     def __init__(self) -> None:
         self.procs: dict[str, int] = {}
         # (wall s, group -> (cpu s, runqueue wait s or None), machine)
-        self.samples: list[tuple[float, dict[str, tuple[float, float | None]], object]] = []
+        self.samples: list[tuple[float, dict[str, tuple[float, float | None]], Any]] = []  # Any: psutil scputimes
 
     def sample(self) -> None:
         import psutil
@@ -348,7 +349,7 @@ class _CpuSampler:
                 workers[name] = cpu_s
         m0, m1 = first[2], last[2]
         total = sum(m1) - sum(m0)
-        idle = (m1.idle + getattr(m1, "iowait", 0)) - (m0.idle + getattr(m0, "iowait", 0))  # type: ignore[attr-defined]
+        idle = (m1.idle + getattr(m1, "iowait", 0)) - (m0.idle + getattr(m0, "iowait", 0))
         steal = getattr(m1, "steal", 0) - getattr(m0, "steal", 0)
         cores = os.cpu_count() or 1
         return {"window_s": round(span, 1), "processes": groups,
@@ -415,7 +416,7 @@ def since_host(sources: dict, arrivals: dict[str, list], stack_topics: list[str]
 
     from rgbt.timematch import nearest_index
 
-    def table(true_ns: list, host_ns: list) -> tuple[np.ndarray, np.ndarray]:
+    def table(true_ns: list | np.ndarray, host_ns: list | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(true times sorted, host arrival of each); empty without host arrivals (an older manifest)."""
         true, host = np.asarray(true_ns, dtype=np.int64), np.asarray(host_ns, dtype=np.int64)
         if len(true) != len(host):
@@ -433,14 +434,14 @@ def since_host(sources: dict, arrivals: dict[str, list], stack_topics: list[str]
         last = np.append(true[1:] != true[:-1], True)
         complete = (true[last], host[last])
     out: dict[str, dict] = {}
-    for topic, rec in arrivals.items():
+    for topic, arrived in arrivals.items():
         if topic in streams:
             true, host = streams[topic]
         elif cams and topic.startswith(tuple(OUTPUTS)):
             true, host = complete
         else:
             continue
-        rec = np.asarray(rec, dtype=np.int64).reshape(-1, 2)
+        rec = np.asarray(arrived, dtype=np.int64).reshape(-1, 2)
         if not len(true) or not len(rec):
             continue
         i = nearest_index(true, rec[:, 0])
@@ -522,9 +523,9 @@ def summarize(sources: dict, recorded: dict, status: dict[str, dict[str, str]], 
             topics[topic].update({"host_p50_ms": lat["p50_ms"], "host_p99_ms": lat["p99_ms"]})
         cams = next((v for k, v in OUTPUT_INPUTS.items() if topic.startswith(k)), ())
         hz = min((camera_hz or {}).get(c, 0.0) for c in cams) if cams else 0.0
-        node = next((v for k, v in OUTPUTS.items() if topic.startswith(k)), ("", ""))
-        diag = next((v for k, v in status.items() if node[0] and k.startswith(node[0])), {})
-        limit = _num(diag.get(node[1].split(".")[0] + ".max_rate_hz")) or 0.0
+        output = next((v for k, v in OUTPUTS.items() if topic.startswith(k)), ("", ""))
+        diag = next((v for k, v in status.items() if output[0] and k.startswith(output[0])), {})
+        limit = _num(diag.get(output[1].split(".")[0] + ".max_rate_hz")) or 0.0
         if hz > 0:  # host arrival of the input -> output at the recorder, in the input's frame periods
             entry = {"p99_ms": round(lat["p99_ms"], 2), "frame_period_ms": round(1e3 / hz, 2),
                      "p99_frame_periods": round(lat["p99_ms"] * hz / 1e3, 2)}

@@ -163,7 +163,7 @@ def run(options: PreprocessBenchOptions) -> dict:
         return temporal(frame, clock["t"])
 
     stages: dict[str, dict] = {}
-    plan = [
+    plan: list[tuple[str, Callable[[np.ndarray], object], int]] = [
         ("percentile", lambda f: percentile_bounds(f, 1.0, 99.0), n),
         ("normalize_clahe", clahe, n),
         ("normalize_linear", linear, n),

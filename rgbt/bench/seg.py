@@ -79,10 +79,15 @@ class _PipelineRounds:
     def __init__(self, stage, frame: np.ndarray) -> None:  # type: ignore[no-untyped-def]
         from rgbt.seg.pipeline import SegPipeline
 
-        self.frame, self.errors = frame, []
+        self.frame = frame
+        self.errors: list[Exception] = []
         self._done = threading.Semaphore(0)
         self._pipe = SegPipeline(stage, lambda t, r: self._done.release(), lossless=True,
-                                 on_error=lambda t, e: (self.errors.append(e), self._done.release()))
+                                 on_error=self._on_error)
+
+    def _on_error(self, _t_ns: int, exc: Exception) -> None:
+        self.errors.append(exc)
+        self._done.release()
 
     def round(self, n: int) -> float:
         t0 = time.perf_counter_ns()
@@ -108,7 +113,9 @@ def bench_model(path: Path, options: SegBenchOptions) -> dict:
     spec = sc.inputs[0]
     frame = _frame(512, 640)  # a Boson frame; the stage fits it to the model
     x, _ = stage.prepare(frame, stage.new_buffer())
-    be, out = stage.model.backend, [stage.model.class_output or stage.model.float_output]
+    output = stage.model.class_output or stage.model.float_output
+    assert output is not None  # a loaded model has one or the other
+    be, out = stage.model.backend, [output]
     feeds = {spec.name: x}
     be.warmup(3)
     for _ in range(3):
@@ -116,7 +123,7 @@ def bench_model(path: Path, options: SegBenchOptions) -> dict:
     pipe = _PipelineRounds(stage, frame)  # kept for the whole run, as a node keeps it
     pipe.round(10)
     bare, serial, streamed_fps = [], [], []
-    tiers = {"copy_in": [], "compute": [], "copy_out": []}
+    tiers: dict[str, list[int]] = {"copy_in": [], "compute": [], "copy_out": []}
     for _ in range(options.rounds):
         be.timing.reset()
         for _ in range(options.calls_per_round):

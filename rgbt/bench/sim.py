@@ -48,6 +48,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(bench: SimBenchOptions) -> dict:
     from rgbt.sim import SimOptions, SimStack
+    from rgbt.sim.simstack import SimSample
     from rgbt.sim.messages import MessageFactory, typestore
     from rgbt.sim.record import open_writer, write_sim_bag
 
@@ -65,7 +66,7 @@ def run(bench: SimBenchOptions) -> dict:
 
     counts: dict[str, int] = {}
     raw_bytes = 0
-    kept = {}
+    kept: dict[str, SimSample] = {}
     t0, c0 = time.perf_counter(), time.process_time()
     for s in sim.samples():
         counts[s.kind] = counts.get(s.kind, 0) + 1

@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import time
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -81,7 +82,7 @@ def generate(o: GenOptions) -> tuple[list[Event], dict]:
         k = int(count[i])
         since = int(round(t_sensor[i] - (boot + pulse_true[k - 1] * scale))) if k > 0 else 0
         events.append(Event(int(round(t_host[i])), "imu", k, int(round(t_sensor[i])), since))
-    truth = {"drops": {}, "ffc_gaps": 0, "frames": {}}
+    truth: dict[str, Any] = {"drops": {}, "ffc_gaps": 0, "frames": {}}
     for cam, div, lat, counter0 in (("thermal", 1, o.thermal_latency_ms, 1000), ("color", 2, o.color_latency_ms, 50)):
         ks = np.arange(1, n_pulses + 1)
         ks = ks[ks % div == 0] if div > 1 else ks
@@ -163,7 +164,7 @@ def evaluate(events: list[Event], truth: dict, options: RestamperOptions) -> dic
             continue
         r = rs.add_frame(e.kind, e.seq, e.t_host_ns, e.ffc)
         detected[e.kind] += r.dropped_before
-        if not r.locked or r.t_trigger_ns is None:
+        if not r.locked or r.t_trigger_ns is None or r.slot is None:  # slot: None exactly when the stamp is
             unlocked += 1
             continue
         err = r.t_trigger_ns - e.truth_t_ns

@@ -132,7 +132,12 @@ def fly(profile: str, overrides: dict[str, dict[str, Any]], run_dir: Path, expec
     t0 = time.monotonic()
     with open(log, "wb") as fh:
         graph = start_graph(specs, profile_env(profile), duration_s=timeout_s, stdout=fh, stderr=fh)
-        sup = supervise(graph, specs, log=lambda m: (fh.write(m.encode() + b"\n"), fh.flush()))
+
+        def log(line: str) -> None:
+            fh.write(line.encode() + b"\n")
+            fh.flush()
+
+        sup = supervise(graph, specs, log=log)
         t_arm = t_disarm = t_done = None
         vs_path = run_dir / VS_MANIFEST
         try:

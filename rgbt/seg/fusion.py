@@ -21,7 +21,7 @@ import numpy as np
 
 from rgbt.errors import ModelError
 from rgbt.seg.model import SegModel
-from rgbt.seg.preprocess import prepare, unfit_ids
+from rgbt.seg.preprocess import Fit, prepare, unfit_ids
 from rgbt.seg.stage import SegResult
 
 
@@ -149,7 +149,7 @@ class FusionStage:
 
     def _fuse(self, thermal_u16: np.ndarray, rgb_u8: np.ndarray | None) -> np.ndarray:
         o = self.options
-        frames = {"thermal": thermal_u16, "rgb": rgb_u8}
+        frames: dict[str, np.ndarray | None] = {"thermal": thermal_u16, "rgb": rgb_u8}
         if o.mode == "late":
             st, sr = self.t_model.sidecar, self.r_model.sidecar
             xt, fit = prepare(frames, st.inputs[0], st.fit)
@@ -171,9 +171,12 @@ class FusionStage:
             sc = self.model.sidecar
             if rgb_u8 is None:
                 rgb_u8 = np.zeros(thermal_u16.shape + (3,), np.uint8)  # gate 0 inside the graph
-            feeds, fit = {}, None
+            feeds: dict[str, np.ndarray] = {}
+            first_fit: Fit | None = None
             for spec in sc.inputs:
                 feeds[spec.name], f = prepare(frames | {"rgb": rgb_u8}, spec, sc.fit)
-                fit = fit or f
-            ids = unfit_ids(self.model.backend.run(feeds, [self.model.class_output])[self.model.class_output][0], fit)
+                first_fit = first_fit or f
+            class_output = self.model.class_output
+            assert first_fit is not None and class_output is not None  # a middle-fusion sidecar: inputs, class ids
+            ids = unfit_ids(self.model.backend.run(feeds, [class_output])[class_output][0], first_fit)
         return ids

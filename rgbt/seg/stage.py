@@ -106,9 +106,11 @@ class SegmentationStage:
     def infer(self, x: np.ndarray) -> np.ndarray:
         """Class ids (HxW uint8, model size) of one prepared input; one caller at a time."""
         be = self.model.backend
-        if self.model.class_output:
-            return be.run({self.spec.name: x}, [self.model.class_output])[self.model.class_output][0]
-        logits = be.run({self.spec.name: x}, [self.model.float_output])[self.model.float_output][0]
+        class_output, float_output = self.model.class_output, self.model.float_output
+        if class_output:
+            return be.run({self.spec.name: x}, [class_output])[class_output][0]
+        assert float_output is not None  # a sidecar names class ids, logits or probabilities
+        logits = be.run({self.spec.name: x}, [float_output])[float_output][0]
         return np.argmax(logits, axis=0).astype(np.uint8)
 
     def finish(self, ids: np.ndarray, x: np.ndarray, fit: Fit, stamps: tuple[int, int, int]) -> SegResult:

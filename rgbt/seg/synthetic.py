@@ -82,9 +82,10 @@ def write_dataset(root: str | Path, n_per_condition: int, h: int, w: int, seed: 
     from rgbt.seg.dataset import write_item
 
     root = Path(root)
-    train, test = [], []
+    train: list[str] = []
+    test: list[str] = []
     for ci, cond in enumerate(conditions):
-        cond_test = []
+        cond_test: list[str] = []
         for i in range(n_per_condition):
             th, rgb, lab = scene(h, w, seed * 100003 + ci * 10007 + i, night=cond == "night")
             item = f"procedural_{cond}/seq0/{i:06d}"

@@ -45,7 +45,10 @@ def ground_truth_from_bag(bag_path: str | Path, topic: str, *, child_frame: str 
     = camera clock). ``child_frame`` selects the transform of a ``/tf`` topic."""
     from rgbt.bag.reader import open_bag
 
-    t, pos, quat, lla = [], [], [], []
+    t: list[int] = []
+    pos: list | np.ndarray = []
+    quat: list | np.ndarray = []
+    lla: list = []
     with open_bag(bag_path) as reader:
         if topic not in reader.topics:
             raise EvaluationError(f"{bag_path}: ground-truth topic {topic} not in the bag "

@@ -10,6 +10,7 @@ fixed sample pixels so the parity can be re-checked without torch (CI).
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 import torch
@@ -75,7 +76,8 @@ def export_model(net: nn.Module, sidecar: Sidecar, out_path: str | Path, output_
 
 
 def make_sidecar(name: str, arch: str, channels: int, height: int, width: int, weights: str, *,
-                 modality: str = "thermal", fit: str = "pad", synthetic: bool = False, paper: dict | None = None,
+                 modality: Literal["thermal", "rgb", "rgbt"] = "thermal", fit: Literal["pad", "resize"] = "pad",
+                 synthetic: bool = False, paper: dict | None = None,
                  training: dict | None = None) -> Sidecar:
     from rgbt.seg.sidecar import Normalization
 
