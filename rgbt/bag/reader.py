@@ -455,7 +455,8 @@ def _bounded_ros2_reader() -> type:
     class BoundedMcapReader(McapReader):
         def open(self) -> None:
             path = self.path
-            self.path = _BoundedPath(Path(path))  # type: ignore[assignment]
+            # rosbags hands its storage a pathlib.Path, typed as its own RPath protocol
+            self.path = _BoundedPath(Path(path))  # type: ignore[arg-type, assignment]
             try:
                 super().open()
             finally:

@@ -91,7 +91,8 @@ def _temperature(args: argparse.Namespace) -> int:
         raise ImageError("--x and --y go together")
     if args.x is not None and args.region is not None:
         raise ImageError("give either --x/--y or --region, not both")
-    fff = read_thermal(args.input).fff
+    src = read_thermal(args.input)
+    fff = src.fff
     if fff is None:
         raise ImageError(f"{args.input}: not a radiometric input (no Planck constants); temperatures need a "
                          "FLIR .fff frame")

@@ -219,7 +219,7 @@ def _run(args: argparse.Namespace) -> int:
     from rgbt.image.io import write_image
 
     for path, img in ((args.output, res.class_ids), (args.color, res.color), (args.overlay, res.overlay)):
-        if path:
+        if path and img is not None:  # colour and overlay are made when their path is given
             out = cv2.cvtColor(img, cv2.COLOR_RGB2BGR) if img.ndim == 3 else img
             write_image(path, out)
     return 0

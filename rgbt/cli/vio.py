@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import Any
 
 from rgbt.cli.output import print_json
 from rgbt.errors import EvaluationError
@@ -399,7 +400,7 @@ def ablation_table(rows: list[dict]) -> str:
 def _cmd_estimators(args: argparse.Namespace) -> int:
     from rgbt.vio.runners import SPECS, capture_command, command_line, detect
 
-    rows = []
+    rows: list[dict[str, Any]] = []
     for name in SPECS:
         info = detect(name)
         rows.append({"estimator": name, "installed": info.installed, "reason": info.reason,

@@ -148,6 +148,7 @@ def segmentation(scan: Scan, engine: Path, wall_s: float | None = None) -> dict:
         k = sc.num_classes
         cm = np.zeros((k, k), np.int64)
         for f in scored:
+            assert f.label is not None and f.mask is not None  # scored: both present
             cm += confusion(f.label, f.mask, k, sc.ignore_ids)
         res = iou_from_confusion(cm, [c.name for c in sc.classes], sc.ignore_ids, sc.object_ids, len(scored))
         out["miou"] = res.miou["all"]

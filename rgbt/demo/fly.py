@@ -133,11 +133,11 @@ def fly(profile: str, overrides: dict[str, dict[str, Any]], run_dir: Path, expec
     with open(log, "wb") as fh:
         graph = start_graph(specs, profile_env(profile), duration_s=timeout_s, stdout=fh, stderr=fh)
 
-        def log(line: str) -> None:
+        def log_line(line: str) -> None:
             fh.write(line.encode() + b"\n")
             fh.flush()
 
-        sup = supervise(graph, specs, log=log)
+        sup = supervise(graph, specs, log=log_line)
         t_arm = t_disarm = t_done = None
         vs_path = run_dir / VS_MANIFEST
         try:

@@ -17,10 +17,14 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from rgbt.errors import EvaluationError
+
+if TYPE_CHECKING:
+    from rgbt.sim import SimStack
 
 GT_FILE = "ground_truth_imu.tum"
 
@@ -29,7 +33,7 @@ GT_FILE = "ground_truth_imu.tum"
 class SimTruth:
     """The rebuilt simulator and the clock offset ``t_bag - t_sim`` (ns)."""
 
-    sim: object  # rgbt.sim.SimStack
+    sim: SimStack
     offset_ns: int
     manifest: dict
 

@@ -119,7 +119,9 @@ class LatestMailbox:
                     self._cv.wait()
                 if self._stop:
                     return
-                (item, t_sub, stamp), self._item = self._item, None
+                taken, self._item = self._item, None
+                assert taken is not None  # the wait above ends on an item or on stop
+                item, t_sub, stamp = taken
                 self.taken += 1
                 if stamp is not None and self.gate.late(stamp, time.time_ns()):
                     continue  # dropped (the gate counts it); a newer item is at most a period away

@@ -36,6 +36,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 from rgbt.ros_env import check_single_rclpy
 
@@ -53,6 +54,9 @@ from rgbt.paths import REPO_ROOT
 from rgbt.graph.liveness import BEAT_PERIOD_S, HeartbeatWriter
 from rgbt.graph.parent_death import die_with_launcher, launcher_gone
 from rgbt.graph.supervisor import HEARTBEAT_ENV
+
+if TYPE_CHECKING:
+    from rgbt.ros.node import RgbtNode
 
 try:  # Jazzy and later; Humble's rclpy has none
     from rclpy.experimental import EventsExecutor
@@ -91,7 +95,7 @@ def make_executor(context: rclpy.Context | None = None) -> Executor:
     return SingleThreadedExecutor(context=context)
 
 
-def node_class(executable: str) -> type:
+def node_class(executable: str) -> type[RgbtNode]:
     """The node class of ``nodes/<executable>.py`` (module attribute ``NODE``)."""
     if str(REPO_ROOT) not in sys.path:
         sys.path.insert(0, str(REPO_ROOT))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Iterable
 
 import numpy as np
 
@@ -18,7 +19,7 @@ def evaluate(dataset: str | Path, engine: str | Path, split: str | None = None, 
     k = sc.num_classes
     items = list_items(dataset, split)
     cm = np.zeros((k, k), np.int64)
-    it = items
+    it: Iterable[str] = items
     if progress:
         from rich.progress import track
 
@@ -46,7 +47,7 @@ def evaluate_fusion(dataset: str | Path, stages: dict, split: str | None = None,
     sc = first.t_model.sidecar if isinstance(first, FusionStage) and first.options.mode == "late" else first.model.sidecar
     k = sc.num_classes
     cms = {name: np.zeros((k, k), np.int64) for name in stages}
-    it = items
+    it: Iterable[str] = items
     if progress:
         from rich.progress import track
 

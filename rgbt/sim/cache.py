@@ -115,6 +115,7 @@ class SimCache:
             if isinstance(ref, FrameRef):
                 dtype = np.dtype(ref.dtype)
                 count = int(np.prod(ref.shape))
+                assert self._frames is not None  # a frame reference implies the frames file
                 pixels = np.frombuffer(self._frames, dtype=dtype, count=count, offset=ref.offset).reshape(ref.shape)
                 s = replace(s, data=pixels)
             yield s

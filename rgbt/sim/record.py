@@ -123,7 +123,9 @@ def write_sim_bag(sim: SimStack, out: str | Path, *, label_stride: int = 1, comp
                 ffc_frames += int(s.ffc)
                 push(s.t_host_ns, cam.topic, factory.image(s.data, s.t_ns, cam.frame_id, cam.encoding))
                 if s.kind in LABEL_TOPICS and label_stride > 0 and s.seq % label_stride == 0:
-                    push(s.t_host_ns, LABEL_TOPICS[s.kind], factory.image(s.label, s.t_ns, cam.frame_id, "mono8"))
+                    label = s.label
+                    assert label is not None  # camera samples carry their labels
+                    push(s.t_host_ns, LABEL_TOPICS[s.kind], factory.image(label, s.t_ns, cam.frame_id, "mono8"))
             elif s.kind == "imu":
                 push(s.t_host_ns, stack.imu.topic, factory.imu(s, stack.imu.frame_id))
                 push(s.t_host_ns, IMU_SYNC_TOPIC, factory.imu_sync(s, stack.imu.frame_id))

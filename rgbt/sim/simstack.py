@@ -191,6 +191,7 @@ class SimStack:
         timing_rng = self._rng(name, 2)
         host = self._host(name, timing_rng)
         fx, cx, cy = cam.intrinsics.fx, cam.intrinsics.cx, cam.intrinsics.cy
+        effects: ThermalEffects | OpticalEffects
         if cam.modality == "thermal":
             effects = ThermalEffects(self._rng(name, 3), cam.height, cam.width, fx, cx, cy, o.noise)
         else:
@@ -221,7 +222,7 @@ class SimStack:
 
         def produce(n: int) -> tuple[np.ndarray, Callable[[], np.ndarray]]:
             clean, label = render.render_lazy(poses[n])
-            if cam.modality == "thermal":
+            if isinstance(effects, ThermalEffects):  # the thermal camera's
                 img = effects.apply(clean, noise_rng, plan[n][2])
             else:
                 img = effects.apply(clean, noise_rng)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -19,6 +19,9 @@ from rgbt.eval.tracking import RunFrame, score_run
 from rgbt.eval.trajectory import Trajectory
 from rgbt.vio.feed import NORMALIZATIONS, FeedFrame, prepare_feed
 from rgbt.vio.sequence import Sequence
+
+if TYPE_CHECKING:
+    from rgbt.vio.orbslam3 import FrameRecord
 
 ESTIMATORS = ("orbslam3", "vins", "openvins")
 
@@ -78,7 +81,7 @@ class VioEvalResult:
     synthetic: bool
     options: dict
     runs: list[dict] = field(default_factory=list)
-    frames_per_run: list[list[RunFrame]] = field(default_factory=list, repr=False)
+    frames_per_run: list[list[FrameRecord]] = field(default_factory=list, repr=False)
     meta: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict:

@@ -46,8 +46,8 @@ def ground_truth_from_bag(bag_path: str | Path, topic: str, *, child_frame: str 
     from rgbt.bag.reader import open_bag
 
     t: list[int] = []
-    pos: list | np.ndarray = []
-    quat: list | np.ndarray = []
+    pos: list = []
+    quat: list = []
     lla: list = []
     with open_bag(bag_path) as reader:
         if topic not in reader.topics:
@@ -80,13 +80,15 @@ def ground_truth_from_bag(bag_path: str | Path, topic: str, *, child_frame: str 
         from rgbt.sim.geo import lla_to_enu
 
         a = np.asarray(lla)
-        pos = lla_to_enu(a, tuple(a[0]))
-        quat = np.tile([1.0, 0.0, 0.0, 0.0], (len(a), 1))  # NavSatFix has no orientation: positions only
+        pos_a = lla_to_enu(a, tuple(a[0]))
+        quat_a = np.tile([1.0, 0.0, 0.0, 0.0], (len(a), 1))  # NavSatFix has no orientation: positions only
+    else:
+        pos_a, quat_a = np.asarray(pos), np.asarray(quat)
     t_ns = np.asarray(t, dtype=np.int64) + int(round(offset_s * 1e9))
     order = np.argsort(t_ns, kind="stable")
-    t_ns, pos, quat = t_ns[order], np.asarray(pos)[order], np.asarray(quat)[order]
+    t_ns, pos_a, quat_a = t_ns[order], pos_a[order], quat_a[order]
     keep = np.r_[True, np.diff(t_ns) > 0]  # repeated stamps: keep the first
-    return Trajectory(t_ns[keep], pos[keep], quat[keep], name=f"{bag_path}:{topic}")
+    return Trajectory(t_ns[keep], pos_a[keep], quat_a[keep], name=f"{bag_path}:{topic}")
 
 
 # --- clock offset between the ground truth and the camera ----------------------------------------

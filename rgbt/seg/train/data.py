@@ -106,7 +106,7 @@ def targets(mask: np.ndarray, spec: InputSpec, fit_kind: str, ignore_ids) -> np.
     """Label (HxW uint8 class ids, frame size) -> model-size int64 targets, ignored ids -> IGNORE."""
     fit = fit_mode(fit_kind, mask.shape, (spec.height, spec.width))
     if fit.mode == "pad":
-        y = np.full((spec.height, spec.width), IGNORE, np.uint8)
+        y: np.ndarray = np.full((spec.height, spec.width), IGNORE, np.uint8)
         y[: mask.shape[0], : mask.shape[1]] = mask
     else:
         y = cv2.resize(mask, (spec.width, spec.height), interpolation=cv2.INTER_NEAREST)
