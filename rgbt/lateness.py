@@ -85,7 +85,7 @@ class LatenessGate:
     def period_ns(self) -> int | None:
         """The median stamp step of the window (ns), or None before ``min_frames`` frames."""
         stamps = [s for s, _ in self._frames]
-        steps = [b - a for a, b in zip(stamps, stamps[1:]) if b > a]
+        steps = [b - a for a, b in zip(stamps, stamps[1:], strict=False) if b > a]
         if len(steps) < self.min_frames - 1:
             return None
         return int(median(steps))

@@ -15,9 +15,6 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable
 
-#: ``keep(topic, msgtype, log_time_ns, cdr) -> bool``: whether a salvaged message stays in the file
-KeepFilter = Callable[[str, str, int, bytes], bool]
-
 from rosbags.interfaces import Connection, ConnectionExtRosbag2, MessageDefinition, MessageDefinitionFormat
 from rosbags.rosbag2.enums import CompressionMode
 from rosbags.rosbag2.metadata import dump_qos_v9, parse_qos
@@ -26,6 +23,9 @@ import yaml
 from rgbt.bag.mcapscan import Channel, Schema, read_chunk, scan_mcap
 from rgbt.bag.writer import BAG_VERSION, McapFile, _yaml_text
 from rgbt.errors import BagError
+
+#: ``keep(topic, msgtype, log_time_ns, cdr) -> bool``: whether a salvaged message stays in the file
+KeepFilter = Callable[[str, str, int, bytes], bool]
 
 
 def _split_index(path: Path) -> tuple[int, str]:

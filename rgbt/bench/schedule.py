@@ -166,7 +166,7 @@ def match(stream: Stream, recorded: Recorded) -> Match:
         return Match(found, dups)
     due_order = np.argsort(stream.due_ns, kind="stable")
     due_sorted = stream.due_ns[due_order]
-    for stamp, locked in zip(recorded.stamp_ns, recorded.locked):
+    for stamp, locked in zip(recorded.stamp_ns, recorded.locked, strict=False):
         ref, order = (stream.stamp_ns, None) if locked else (due_sorted, due_order)
         k = int(np.searchsorted(ref, stamp))
         best = min((j for j in (k - 1, k) if 0 <= j < n), key=lambda j: abs(int(ref[j]) - stamp), default=None)

@@ -179,7 +179,7 @@ def stack_from_kalibr(imucam: str | Path | KalibrChain, imu: str | Path | Kalibr
     base = base if base is not None else load_stack()
     data = base.model_dump(mode="json")
     cameras = {}
-    for i, (cam_name, cam) in enumerate(zip(names, chain.cameras)):
+    for i, (cam_name, cam) in enumerate(zip(names, chain.cameras, strict=False)):
         w, h = cam.resolution
         cameras[cam_name] = {
             "name": cam_name, "model": f"Kalibr cam{i}", "modality": "mono", "topic": cam.rostopic or f"/{cam_name}",

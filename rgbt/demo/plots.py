@@ -34,7 +34,7 @@ def segmentation_sample(frame: Any, path: Path, title: str) -> Path:
     if frame.mask is not None:
         panels.append(("overlay", overlay(apply_colormap(img01, "gray"), colorize(frame.mask), 0.5)))
     fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 4.0))
-    for ax, (name, img) in zip(np.atleast_1d(axes), panels):
+    for ax, (name, img) in zip(np.atleast_1d(axes), panels, strict=False):
         ax.imshow(img)
         ax.set_title(name, fontsize=10)
         ax.axis("off")

@@ -100,7 +100,7 @@ def run_demo(options: DemoOptions, console: Any = None) -> dict:
                 if not clock.warped:
                     restamp_err = (scan.thermal_stamp[seq >= 0] - truth.true_stamp_ns("thermal", seq[seq >= 0])) / 1e6
                 truth.write_ground_truth(bag if bag.is_dir() else bag.parent, clock)
-                by_stamp = dict(zip(scan.thermal_stamp.tolist(), seq.tolist()))
+                by_stamp = dict(zip(scan.thermal_stamp.tolist(), seq.tolist(), strict=False))
                 for f in scan.frames:
                     f.seq = by_stamp.get(f.stamp_ns, -1)
                     if f.seq >= 0 and f.label is None:

@@ -57,10 +57,10 @@ class SimTruth:
         if not frames:
             raise EvaluationError(f"virtual stack manifest has no frames for {topic}")
         lookup: dict[int, list[tuple[int, int]]] = {}
-        for c, n, t in zip(frames["crc32"], frames["seq"], frames["t_true_ns"]):
+        for c, n, t in zip(frames["crc32"], frames["seq"], frames["t_true_ns"], strict=False):
             lookup.setdefault(int(c), []).append((int(n), int(t)))
         out = np.full(len(crcs), -1, np.int64)
-        for i, (c, stamp) in enumerate(zip(crcs, stamps)):
+        for i, (c, stamp) in enumerate(zip(crcs, stamps, strict=False)):
             cands = lookup.get(int(c))
             if cands:
                 out[i] = min(cands, key=lambda nt: abs(nt[1] - int(stamp)))[0]

@@ -101,7 +101,7 @@ class Trajectory:
     def save_tum(self, path: str | Path) -> None:
         """Write TUM: ``t[s] tx ty tz qx qy qz qw`` (stamps printed exactly from int ns)."""
         with open(path, "w") as fh:
-            for t, p, q in zip(self.t_ns, self.positions, self.quat_wxyz):
+            for t, p, q in zip(self.t_ns, self.positions, self.quat_wxyz, strict=False):
                 fh.write(f"{ns_to_seconds_str(int(t))} {p[0]:.9f} {p[1]:.9f} {p[2]:.9f} "
                          f"{q[1]:.9f} {q[2]:.9f} {q[3]:.9f} {q[0]:.9f}\n")
 

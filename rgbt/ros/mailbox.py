@@ -225,7 +225,7 @@ class LatestFrameNode:
                 box.submit((other, raw), stamp)
 
         how = [self.subscribe_local_first(Image, topic, self.guard(fn, topic), self.in_qos, raw=True)  # type: ignore[attr-defined]
-               for topic, fn in zip(topics, (first, second))]
+               for topic, fn in zip(topics, (first, second), strict=False)]
         self.get_logger().info(f"pairs of {topics[0]} + {topics[1]}: {' + '.join(how)}")  # type: ignore[attr-defined]
         return box
 

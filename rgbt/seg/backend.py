@@ -204,7 +204,7 @@ class OrtBackend(Backend):
             res = self.session.run(outputs, feeds)
             t1 = time.perf_counter_ns()
             self.timing.add(0, t1 - t0, 0)  # CPU EP reads the numpy buffers in place: no copies
-            return dict(zip(outputs, res))
+            return dict(zip(outputs, res, strict=False))
         t0 = time.perf_counter_ns()
         binding = self.session.io_binding()
         for name, x in feeds.items():
@@ -220,7 +220,7 @@ class OrtBackend(Backend):
         res = binding.copy_outputs_to_cpu()
         t3 = time.perf_counter_ns()
         self.timing.add(t1 - t0, t2 - t1, t3 - t2)
-        return dict(zip(outputs, res))
+        return dict(zip(outputs, res, strict=False))
 
     def describe(self) -> dict:
         return {"backend": self.kind, "model": str(self.path), "onnxruntime": self._ort.__version__,

@@ -46,7 +46,7 @@ def check_consistency(sc: Sidecar, backend: Backend, path: Path) -> None:
             raise ModelError(f"{jpath}: inputs.{k}.name: {spec.name!r} is not a model input ({sorted(model_inputs)})")
         want = (1, spec.channels, spec.height, spec.width)
         if tuple(info.shape) != want:
-            fields = [f for f, a, b in zip(("batch", "channels", "height", "width"), want, info.shape) if a != b]
+            fields = [f for f, a, b in zip(("batch", "channels", "height", "width"), want, info.shape, strict=False) if a != b]
             raise ModelError(f"{jpath}: inputs.{k}.{fields[0]}: sidecar says 1xCxHxW={want}, "
                              f"model {path.name} has {tuple(info.shape)}")
         if info.dtype != "float32":

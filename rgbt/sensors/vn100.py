@@ -203,7 +203,7 @@ def layout_for(groups: int, masks: Sequence[int]) -> OutputLayout:
         raise DecodeError(f"VN-100 binary: {len(set_bits)} groups but {len(masks)} field masks")
     fields = []
     size = 0
-    for gbit, mask in zip(set_bits, masks):
+    for gbit, mask in zip(set_bits, masks, strict=False):
         gname, table = GROUPS[gbit]
         if mask == 0 or mask & 0x8000:
             raise DecodeError(f"VN-100 binary: group {gname} field mask 0x{mask:04x}: expected non-zero, no extension bit")
@@ -271,7 +271,7 @@ def decode_payload(layout: OutputLayout, payload: bytes | memoryview) -> dict[tu
 def encode_packet(layout: OutputLayout, values: dict[tuple[str, str], object]) -> bytes:
     """Encode a binary packet (what the sensor sends) with a valid CRC."""
     body = bytearray(layout.header()[1:])
-    for gname, fname, (_, fmt, suffixes) in layout.fields:
+    for gname, fname, (_, fmt, _suffixes) in layout.fields:
         v = values[(gname, fname)]
         body += _struct(fmt).pack(*(v if isinstance(v, (tuple, list)) else (v,)))
     body += struct.pack(">H", crc16_ccitt(body))

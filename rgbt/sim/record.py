@@ -40,7 +40,7 @@ def tum_lines(t_ns: np.ndarray, T: np.ndarray) -> str:
     """TUM text (``t_s x y z qx qy qz qw``, seconds with 9 decimals) of poses T (N x 4 x 4)."""
     q = Rotation.from_matrix(T[:, :3, :3]).as_quat()
     lines = ["# timestamp tx ty tz qx qy qz qw (synthetic ground truth: world <- imu)"]
-    for t, p, qq in zip(t_ns, T[:, :3, 3], q):
+    for t, p, qq in zip(t_ns, T[:, :3, 3], q, strict=False):
         lines.append(f"{int(t) // 10**9}.{int(t) % 10**9:09d} {p[0]:.9f} {p[1]:.9f} {p[2]:.9f} "
                      f"{qq[0]:.9f} {qq[1]:.9f} {qq[2]:.9f} {qq[3]:.9f}")
     return "\n".join(lines) + "\n"

@@ -149,7 +149,7 @@ def fractal_noise(rng: np.random.Generator, size: int, res_m: float, scales_m: l
         reps = size // tile_px
         return np.tile(tile, (reps, reps))
     by_res: dict[int, np.ndarray] = {}
-    for scale_m, w in zip(scales_m, weights):
+    for scale_m, w in zip(scales_m, weights, strict=False):
         cells = max(2, int(round(size * res_m / scale_m)))
         r = size
         while r // 2 >= cells * 16 and size % (r // 2) == 0:
@@ -181,7 +181,7 @@ def _layout(seed: int, size: int, res: float) -> tuple[np.ndarray, np.ndarray, n
         xs = rng.integers(0, size, count)
         ys = rng.integers(0, size, count)
         rs = rng.uniform(rmin, rmax, count) * m
-        for x, y, r in zip(xs, ys, rs):
+        for x, y, r in zip(xs, ys, rs, strict=False):
             cv2.circle(labels, (int(x), int(y)), max(1, int(r)), int(cls), -1)
 
     # woods: dense canopies where the moisture field is high, plus lone trees
@@ -190,7 +190,7 @@ def _layout(seed: int, size: int, res: float) -> tuple[np.ndarray, np.ndarray, n
     xs = rng.integers(0, size, n_trees * 3)
     ys = rng.integers(0, size, n_trees * 3)
     keep = forest[ys, xs] | (rng.random(xs.size) < 0.08)
-    for x, y, r in zip(xs[keep], ys[keep], rng.uniform(1.5, 4.0, keep.sum()) * m):
+    for x, y, r in zip(xs[keep], ys[keep], rng.uniform(1.5, 4.0, keep.sum()) * m, strict=False):
         cv2.circle(labels, (int(x), int(y)), int(r), TREES, -1)
 
     # lakes, with a guaranteed pond near the origin so every flight sees water
@@ -239,7 +239,7 @@ def _layout(seed: int, size: int, res: float) -> tuple[np.ndarray, np.ndarray, n
     n_people = int(size * size * res * res / 600.0)
     xs = rng.integers(0, size, n_people)
     ys = rng.integers(0, size, n_people)
-    for x, y in zip(xs, ys):
+    for x, y in zip(xs, ys, strict=False):
         if labels[y, x] != WATER:
             cv2.circle(labels, (int(x), int(y)), max(1, int(0.35 * m)), PERSON, -1)
     # a few people and a car near the origin (the showcase every flight starts over)

@@ -90,7 +90,7 @@ def write_cart_ground_truth(positions_t_ns: np.ndarray, positions: np.ndarray, p
     t = np.asarray(positions_t_ns, dtype=np.int64)
     exact8 = bool(np.all(t % 10 == 0))
     lines = [CART_GT_HEADER]
-    for stamp, p in zip(t, np.asarray(positions, dtype=np.float64)):
+    for stamp, p in zip(t, np.asarray(positions, dtype=np.float64), strict=False):
         s = ns_to_seconds_str(int(stamp))
         lines.append(f"{s[:-1] if exact8 else s} {p[0]:.8f} {p[1]:.8f} {p[2]:.8f} "
                      "0.00000000 0.00000000 0.00000000 1.00000000")

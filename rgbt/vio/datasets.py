@@ -239,14 +239,14 @@ def write_asl(seq: Sequence, root: str | Path) -> Path:
     with open(imu_dir / "data.csv", "w") as fh:
         fh.write("#timestamp [ns],w_RS_S_x [rad s^-1],w_RS_S_y [rad s^-1],w_RS_S_z [rad s^-1],"
                  "a_RS_S_x [m s^-2],a_RS_S_y [m s^-2],a_RS_S_z [m s^-2]\n")
-        for t, g, a in zip(seq.imu.t_ns, seq.imu.gyro, seq.imu.accel):
+        for t, g, a in zip(seq.imu.t_ns, seq.imu.gyro, seq.imu.accel, strict=False):
             fh.write(f"{int(t)}," + ",".join(repr(float(x)) for x in (*g, *a)) + "\n")
     gt_dir = root / "mav0" / "state_groundtruth_estimate0"
     gt_dir.mkdir(parents=True, exist_ok=True)
     gt = seq.ground_truth
     with open(gt_dir / "data.csv", "w") as fh:
         fh.write("#timestamp, p_RS_R_x [m], p_RS_R_y [m], p_RS_R_z [m], q_RS_w [], q_RS_x [], q_RS_y [], q_RS_z []\n")
-        for t, p, q in zip(gt.t_ns, gt.positions, gt.quat_wxyz):
+        for t, p, q in zip(gt.t_ns, gt.positions, gt.quat_wxyz, strict=False):
             fh.write(f"{int(t)}," + ",".join(repr(float(x)) for x in (*p, *q)) + "\n")
     _mark_synthetic(root, seq)
     return root
@@ -323,7 +323,7 @@ def kitti_sequence(root: str | Path, *, ground_truth: str | Path | None = None) 
     cam.height, cam.width = first.shape[:2]
 
     def frames() -> Iterator[tuple[int, np.ndarray, bool]]:
-        for t, path in zip(gt.t_ns, images):
+        for t, path in zip(gt.t_ns, images, strict=False):
             img = cv2.imread(str(path), cv2.IMREAD_UNCHANGED)
             if img is None:
                 raise EvaluationError(f"{path}: image missing or unreadable")

@@ -293,7 +293,7 @@ def evaluate_sequence(seq: Sequence, opts: EvalOptions, show_progress: bool = Fa
                 (Path(log_dir) / f"run{k}").mkdir(parents=True, exist_ok=True)
                 log = str(Path(log_dir) / f"run{k}" / "orbslam3.log")
             try:
-                done.append((k, _run_once(seq, feed, opts, advance=lambda: bar.advance(task), log_path=log),
+                done.append((k, _run_once(seq, feed, opts, advance=lambda task=task: bar.advance(task), log_path=log),
                              time.perf_counter() - t0))
             except EvaluationError as exc:  # keep the other runs: report this one as failed
                 done.append((k, str(exc), time.perf_counter() - t0))

@@ -49,7 +49,7 @@ def markdown_table(results: list[dict]) -> str:
             elif match:
                 r = match[0]
                 cells.append(_cell(r["ate_rmse"], r["tracked_fraction_stats"], r["ate_full_rmse"],
-                                   [ok for ok, run in zip(r.get("initialised", []), r["runs"]) if "error" not in run]))
+                                   [ok for ok, run in zip(r.get("initialised", []), r["runs"], strict=False) if "error" not in run]))
                 if r.get("fps"):
                     fps.append(r["fps"])
             else:
@@ -77,7 +77,7 @@ def plot_run(frames, gt_camera, out_dir: str | Path, align: str = "sim3", title:
     out.mkdir(parents=True, exist_ok=True)
     t = np.array([f.t_ns for f in frames], dtype=np.int64)
     inside = (t >= gt_camera.t_ns[0]) & (t <= gt_camera.t_ns[-1])
-    frames = [f for f, ok in zip(frames, inside) if ok]
+    frames = [f for f, ok in zip(frames, inside, strict=False) if ok]
     t = t[inside]
     gt = interpolate(gt_camera, t)
     ts = (t - t[0]) / 1e9

@@ -70,7 +70,7 @@ def validate(net: torch.nn.Module, loader, spec: InputSpec, fit_kind: str, devic
     with torch.no_grad(), torch.autocast(device_type=device.type, enabled=amp):
         for x, masks in loader:
             ids = torch.argmax(net(x.to(device)), 1).to(torch.uint8).cpu().numpy()
-            for pred, mask in zip(ids, masks):
+            for pred, mask in zip(ids, masks, strict=False):
                 fit = fit_mode(fit_kind, mask.shape, (spec.height, spec.width))
                 cm += confusion(mask, unfit_ids(pred, fit), k, IGNORE_IDS)
                 n += 1

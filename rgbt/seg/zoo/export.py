@@ -56,7 +56,7 @@ def export_model(net: nn.Module, sidecar: Sidecar, out_path: str | Path, output_
     so = ort.SessionOptions()
     so.add_session_config_entry("session.intra_op.allow_spinning", "0")
     sess = ort.InferenceSession(str(out_path), so, providers=["CPUExecutionProvider"])
-    got = sess.run(list(output_names), {s.name: x for s, x in zip(sidecar.inputs, inputs)})
+    got = sess.run(list(output_names), {s.name: x for s, x in zip(sidecar.inputs, inputs, strict=False)})
     float_out = output_names[0]
     diff = float(np.abs(got[0] - ref[0]).max())
     if diff > 1e-4:

@@ -65,7 +65,7 @@ class PyramidPooling(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         size = x.shape[2:]
-        feats = [x] + [up(conv(fixed_pool(x, b)), size) for b, conv in zip(self.bins, self.convs)]
+        feats = [x] + [up(conv(fixed_pool(x, b)), size) for b, conv in zip(self.bins, self.convs, strict=False)]
         return self.out(torch.cat(feats, 1))
 
 
