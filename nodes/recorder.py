@@ -6,9 +6,9 @@ history (``reliable_stack``; a best-effort publisher there makes it fall back to
 and counted as ``qos_fallbacks``); other topics best effort (``input_qos``).
 
 Starts on the autopilot's arm (``std_msgs/Bool`` on ``/rgbt/armed``, latched on both ends: a recorder
-(re)started after the arm learns it at once) and stops when disarmed for ``debounce_s``; ``start: always`` records from start-up; services ``~/start``, ``~/stop``,
-``~/split`` (``std_srvs/Trigger``) and ``~/prearm_check`` (its ``message`` is a JSON report).
-Memory: lossless within ``memory_budget_mb`` (default ``buffer_s`` seconds of the recorded streams),
+(re)started after the arm learns it at once) and stops when disarmed for ``debounce_s``; ``start: always`` records from
+start-up; services ``~/start``, ``~/stop``, ``~/split`` (``std_srvs/Trigger``) and ``~/prearm_check`` (its ``message``
+is a JSON report). Memory: lossless within ``memory_budget_mb`` (default ``buffer_s`` seconds of the recorded streams),
 split between the middleware's reader queues and the writer queue (``rgbt.graph.recording.plan_buffers``);
 a message beyond it is dropped and counted (``dropped_budget``), never lost silently.
 Never corrupts a bag: SIGINT / SIGTERM (the spin loop calls ``close()``), a write error, the size
@@ -20,8 +20,8 @@ predecessor left open: the stack topics are durable (transient local), so the ne
 the publishers' last seconds and the old bag is recovered without what the new one holds again
 (``rgbt.graph.recording``). Bags of an earlier run left open (a power loss) are recovered at start.
 By default it records the stack topics, the trigger sync's before-lock streams
-(``/rgbt/raw/<kind>/unlocked``) and the GNSS fix's UTC (``/gps/time_reference``). Each topic's offered QoS in the bag is its publishers'
-(``rgbt.ros.qos.topic_qos``), so ``ros2 bag play`` republishes ``/rgbt/armed`` latched. Thresholds
+(``/rgbt/raw/<kind>/unlocked``) and the GNSS fix's UTC (``/gps/time_reference``). Each topic's offered QoS in the bag is
+its publishers' (``rgbt.ros.qos.topic_qos``), so ``ros2 bag play`` republishes ``/rgbt/armed`` latched. Thresholds
 (``debounce_s``, size cap, disk space, the sync-lock gate) are live parameters.
 The logic lives in :mod:`rgbt.graph.recording`; this module is the wiring.
 """

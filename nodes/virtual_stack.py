@@ -4,8 +4,8 @@ in host-arrival order (``rgbt.sim.live.host_order``), each at its simulated arri
 Frames and IMU samples go to the driver-level topics (host-stamped) with their counters on companion
 ``sensor_msgs/TimeReference`` topics (frames: ``source`` = device frame counter, ``;ffc`` when frozen
 by a flat-field correction; IMU: ``source`` = ``SyncInCnt;TimeSyncIn_ns``, ``time_ref`` = the IMU's own
-clock, here the simulator's true clock); the trigger sync node restamps them onto the stack topics. GNSS, autopilot pose and
-the armed state (``std_msgs/Bool`` on ``/rgbt/armed``, latched) go straight to their topics.
+clock, here the simulator's true clock); the trigger sync node restamps them onto the stack topics. GNSS, autopilot pose
+and the armed state (``std_msgs/Bool`` on ``/rgbt/armed``, latched) go straight to their topics.
 Samples marked ``dropped`` are never published. Pacing and preloading (``preload_s``: the first
 seconds generated before playing) are ``rgbt.sim.live``'s. With ``manifest_path`` set, a JSON manifest of what
 was published (counts, CRC32 and true trigger time of every frame) is written once every sample is

@@ -17,8 +17,9 @@ def pace(items: Iterable[T], t_ns: Callable[[T], int], *, speed: float = 1.0,
          start_ns: Union[int, Callable[[T], int], None] = None) -> Iterator[tuple[T, int]]:
     """Yield ``(item, due_ns)`` for items in time order, each when ``t_ns(item)`` comes at ``speed``
     times real time. ``due_ns`` is on ``clock`` (ns); the first item is due at ``start_ns`` (default:
-    when it is ready; a function: ``start_ns(first item)``, asked once it is known). An item that is already late is yielded at once (never skipped). ``sleep``
-    (seconds) may return early, e.g. a stop event's ``wait``: the caller checks its stop flag.
+    when it is ready; a function: ``start_ns(first item)``, asked once it is known). An item that is already late is
+    yielded at once (never skipped). ``sleep`` (seconds) may return early, e.g. a stop event's ``wait``: the caller
+    checks its stop flag.
     ``speed`` must be > 0 (a caller that wants "as fast as possible" does not pace)."""
     if speed <= 0:
         raise ValueError(f"speed must be > 0, got {speed}")

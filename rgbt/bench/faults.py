@@ -8,8 +8,8 @@ launcher's own faults, under a real ``rgbt up`` process (:mod:`rgbt.bench.launch
 is rendered ahead (:mod:`rgbt.sim.cache`) with cameras that drop nothing, and played on a timeline the
 virtual stack writes down (its anchor), so every sample the sensors produced has a time it was due;
 a restarted virtual stack continues on that timeline. ``LEAD_S`` after the sources publish
-with the trigger sync locked (the steady state), the fault is injected (``--quick``: the thermal camera only, and the faults that leave the
-sources up one after the other, ``SPACING_S`` apart, in one flight):
+with the trigger sync locked (the steady state), the fault is injected (``--quick``: the thermal camera only, and the
+faults that leave the sources up one after the other, ``SPACING_S`` apart, in one flight):
 
 * ``kill_<group>``: ``kill -9`` of a process group (the supervisor restarts it); ``kill_recorder``
   too: the flight goes on in a new bag.

@@ -4,7 +4,8 @@ For every model: the bare backend (``run`` on a prepared 1xCxHxW array, class-id
 the stage run serially (``process``: raw 16-bit frame -> normalization -> infer -> class ids at
 input resolution -> colour mask) and the stage as the segmentation node runs it (a
 ``SegPipeline``, lossless here: normalization on an idle-priority thread overlapped with
-inference), all in one process, interleaved in rounds so load changes hit all three alike. Beside each row: the CART paper's FPS (Orin TensorRT / NUC CPU).
+inference), all in one process, interleaved in rounds so load changes hit all three alike. Beside each row: the CART
+paper's FPS (Orin TensorRT / NUC CPU).
 """
 
 from __future__ import annotations

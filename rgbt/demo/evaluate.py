@@ -102,8 +102,8 @@ def segmentation(scan: Scan, engine: Path, wall_s: float | None = None) -> dict:
     """FPS, latency percentiles and mIoU of the segmentation.
 
     Recorded masks (live graph): FPS = masks / their recorder-arrival span; latency = recorder
-    arrival of the mask minus its header stamp (the thermal frame's restamped trigger time). No recorded masks (a bag from
-    elsewhere): the stage runs here on the evaluation frames; FPS and latency are its own timing.
+    arrival of the mask minus its header stamp (the thermal frame's restamped trigger time). No recorded masks (a bag
+    from elsewhere): the stage runs here on the evaluation frames; FPS and latency are its own timing.
     mIoU: the masks against the simulator's labels on the evaluation frames (unknown and
     background ignored), stuff / object / all as ``rgbt seg eval`` reports them.
     """

@@ -5,8 +5,8 @@ start-up), declares every option as a ROS parameter with a descriptor (``rgbt.ro
 ones change through ``ros2 param set`` via :meth:`RgbtNode.apply_options`, the others are
 read-only), counts every publisher / subscription that meets an incompatible QoS on its topic
 (diagnostics ``qos_incompatible``, an error naming the topic and the policy) and every message the
-middleware reports lost before a subscription (``lost``, logged), publishes ``diagnostic_msgs/DiagnosticArray`` on ``/diagnostics`` every
-``diagnostics_period_s``, and wraps callbacks so an exception is logged and counted, never fatal.
+middleware reports lost before a subscription (``lost``, logged), publishes ``diagnostic_msgs/DiagnosticArray`` on
+``/diagnostics`` every ``diagnostics_period_s``, and wraps callbacks so an exception is logged and counted, never fatal.
 """
 
 from __future__ import annotations

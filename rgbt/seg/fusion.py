@@ -5,8 +5,8 @@ projected into it, ``RgbtRectifier.thermal_to_color``).
   with ``rgb=`` (or :class:`FusionStage` with ``mode="early"``).
 - late fusion: a thermal model and an RGB model, per-pixel class probabilities (each model's
   logits divided by its calibrated temperature) pooled log-linearly with per-pixel weights from
-  the confidence ``1 - H(p)/log K`` (normalized entropy) and a per-model reliability; the RGB weight is scaled smoothly by the frame's mean intensity
-  (:func:`darkness_weight`), so darker colour counts less; a missing or black colour frame
+  the confidence ``1 - H(p)/log K`` (normalized entropy) and a per-model reliability; the RGB weight is scaled smoothly
+  by the frame's mean intensity (:func:`darkness_weight`), so darker colour counts less; a missing or black colour frame
   degrades to thermal-only.
 - two-input ONNX model (``thermal``, ``rgb`` inputs): the same late fusion inside the graph.
 """

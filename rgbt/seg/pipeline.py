@@ -195,7 +195,8 @@ class SegPipeline:
     def stats(self) -> dict:
         """Counters, the prep thread's priority, what is queued now (raw frame waiting, prepared
         inputs waiting, prep thread busy), the lateness gate's ``dropped_late``, ``baseline_ms`` /
-        ``period_ms`` / ``clock_resets`` / ``late_after_periods``, and ``<stage>_p50_ms`` / ``<stage>_p99_ms`` of ``arrival`` (live only),
+        ``period_ms`` / ``clock_resets`` / ``late_after_periods``, and ``<stage>_p50_ms`` / ``<stage>_p99_ms`` of
+        ``arrival`` (live only),
         ``wait`` and ``work`` (see ``samples``)."""
         with self._lock:
             gate = self.gate.stats()

@@ -1,5 +1,6 @@
 """Sensor effects applied to noise-free renders: thermal FPN / shading / drift / noise, optical
-vignetting and a low-light camera model (auto-exposure, gain, shot + read noise, quantization), the VN-100 noise and bias model, GNSS error.
+vignetting and a low-light camera model (auto-exposure, gain, shot + read noise, quantization), the VN-100 noise and
+bias model, GNSS error.
 
 Per-frame random noise comes from a bank of precomputed noise images (seeded) from which each
 frame takes a randomly placed window: one saturating add per frame instead of drawing ~1e6
