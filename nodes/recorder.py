@@ -135,7 +135,9 @@ class RecorderNode(RgbtNode):
         else:  # the planned depth, else in_qos's / small_qos's
             depth = depth or (o.input_depth if msgtype == "sensor_msgs/msg/Image" else 8 * o.input_depth)
             qos = qos_profile("latched" if durable else "reliable" if reliable else o.input_qos, depth)
-        events = SubscriptionEventCallbacks(message_lost=lambda info, t=topic: self.rec.lost(t, info.total_count_change))
+        events = SubscriptionEventCallbacks(
+            message_lost=lambda info, t=topic: self.rec.lost(t, info.total_count_change)
+        )
         if reliable:  # a volatile / best-effort publisher cannot match: subscribe less strictly (next tick)
             events.incompatible_qos = lambda info, t=topic: self._fall_back.add(t)
         self._recorded_subs[topic] = self.create_subscription(

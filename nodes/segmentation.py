@@ -32,8 +32,12 @@ class SegmentationNode(RgbtNode):
         self.input_topic = o.input_topic or self.stack().cameras["thermal"].topic
         # class colours (the model's palette) are drawn per frame, only while /color has a subscriber
         self.stage = make_stage(o.model, o.backend, {**o.stage, "color": False})
-        self.pipeline = SegPipeline(self.stage, self.on_result, late_after_periods=o.late_after_periods,
-                                    on_error=lambda t_ns, exc: self.report_error(f"frame {t_ns}", exc, self.input_topic))
+        self.pipeline = SegPipeline(
+            self.stage,
+            self.on_result,
+            late_after_periods=o.late_after_periods,
+            on_error=lambda t_ns, exc: self.report_error(f"frame {t_ns}", exc, self.input_topic),
+        )
         self.get_logger().info(f"{self.stage.options}")
         self.last_timing: dict = {}  # of the newest result, for diagnostics
         self.pub_ids = self.create_publisher(Image, f"{o.output_prefix}/class_ids", self.out_qos)

@@ -44,8 +44,13 @@ class ThermalPreprocessNode(LatestFrameNode, RgbtNode):
         self.pub_color = self.create_publisher(Image, f"{o.output_prefix}/colormap", self.out_qos)
         self.unread = 0  # frames taken while no output had a subscriber (not normalized)
         self.mailbox = self.latest(self.on_image, self.input_topic)
-        self.create_subscription(Image, self.input_topic, self.guard(lambda raw: self.mailbox.submit(raw, cdr_stamp_ns(raw)),
-                                                                self.input_topic), self.in_qos, raw=True)
+        self.create_subscription(
+            Image,
+            self.input_topic,
+            self.guard(lambda raw: self.mailbox.submit(raw, cdr_stamp_ns(raw)), self.input_topic),
+            self.in_qos,
+            raw=True,
+        )
 
     @staticmethod
     def normalizer(o: PreprocessOptions):  # type: ignore[no-untyped-def]

@@ -51,8 +51,13 @@ class VioBridgeNode(LatestFrameNode, RgbtNode):
         self.frame_id = cam.frame_id
         self.pub_image = self.create_publisher(Image, self.output_topic, self.out_qos)
         self.mailbox = self.latest(self.on_image, self.input_topic)
-        self.create_subscription(Image, self.input_topic, self.guard(lambda raw: self.mailbox.submit(raw, cdr_stamp_ns(raw)),
-                                                                self.input_topic), self.in_qos, raw=True)
+        self.create_subscription(
+            Image,
+            self.input_topic,
+            self.guard(lambda raw: self.mailbox.submit(raw, cdr_stamp_ns(raw)), self.input_topic),
+            self.in_qos,
+            raw=True,
+        )
         if o.relay_imu:
             self.imu_input_topic = o.imu_input_topic or stack.imu.topic
             self.imu_output_topic = o.imu_output_topic or FEED_IMU_TOPIC

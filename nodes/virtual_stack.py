@@ -83,7 +83,9 @@ class VirtualStackNode(RgbtNode):
         for cam in ("thermal", "color", "mono"):
             if cam in self.stack_model.cameras and self._wanted(cam):
                 self._pub(cam, Image, f"{o.raw_prefix}/{cam}/image", out, local=True)
-                self.info_pubs[cam] = self.create_local_publisher(TimeReference, f"{o.raw_prefix}/{cam}/frame_info", out)
+                self.info_pubs[cam] = self.create_local_publisher(
+                    TimeReference, f"{o.raw_prefix}/{cam}/frame_info", out
+                )
         if self._wanted("imu"):
             self._pub("imu", Imu, f"{o.raw_prefix}/imu", out, local=True)
             self.info_pubs["imu"] = self.create_local_publisher(TimeReference, f"{o.raw_prefix}/imu/sync_info", out)

@@ -145,7 +145,9 @@ class BagReader:
             try:
                 data = yaml.safe_load(rec.msg.data)
             except yaml.YAMLError as exc:
-                raise BagError(f"{self.path}: topic {ROS1_METADATA_TOPIC}: expected YAML key: value text ({exc})") from exc
+                raise BagError(
+                    f"{self.path}: topic {ROS1_METADATA_TOPIC}: expected YAML key: value text ({exc})"
+                ) from exc
             if isinstance(data, dict):
                 self.metadata = {str(k): str(v) for k, v in data.items()}
             break

@@ -117,9 +117,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--quick", action="store_true",
                         help=f"only {', '.join(QUICK)}: thermal camera only, short flights (CI)")
     parser.add_argument("--fault", action="append", default=[], metavar="NAME", help="run only these faults")
-    parser.add_argument("--sim-s", type=float, default=None,
-                        help=f"simulated seconds per flight (default: {LEAD_S:g} s before the first fault, "
-                             f"{SPACING_S:g} s between faults, {TAIL_S:g} s after the last, --quick {TAIL_QUICK_S:g} s)")
+    parser.add_argument(
+        "--sim-s",
+        type=float,
+        default=None,
+        help=f"simulated seconds per flight (default: {LEAD_S:g} s before the first fault, "
+        f"{SPACING_S:g} s between faults, {TAIL_S:g} s after the last, --quick {TAIL_QUICK_S:g} s)",
+    )
     parser.add_argument("--profile", default="bench-sim", help="profile to fly (default bench-sim)")
     parser.add_argument("--keep", help="keep each flight's folder (bag, logs) under this directory")
     parser.add_argument("--isolate-drivers", action=argparse.BooleanOptionalAction, default=None,
@@ -158,7 +162,9 @@ def run(options: FaultsBenchOptions) -> dict:
     # a private DDS domain unless one is set: other graphs on this machine must not reach the bag
     os.environ.setdefault("ROS_DOMAIN_ID", str(random.randint(100, 180)))
     ros_environment_defaults()
-    isolate = options.isolate_drivers if options.isolate_drivers is not None else profile_isolates_drivers(options.profile)
+    isolate = (
+        options.isolate_drivers if options.isolate_drivers is not None else profile_isolates_drivers(options.profile)
+    )
     specs = node_specs(options.profile)
     known = fault_names(isolate_drivers(specs) if isolate else specs)
     names = list(options.faults) or ([n for n in known if n in QUICK] if options.quick else known)
@@ -173,8 +179,12 @@ def run(options: FaultsBenchOptions) -> dict:
     sim_root = Path(tempfile.mkdtemp(prefix="rgbt_faults_sim_"))
     try:
         for i, group in enumerate(plan):
-            sim_s = options.sim_s or (LEAD_S + SPACING_S * (len(group) - 1) + (TAIL_QUICK_S if options.quick else TAIL_S)
-                                   + (SPARE_WAIT_S if any(f.startswith(("kill_", "hang_")) for f in group) else 0.0))
+            sim_s = options.sim_s or (
+                LEAD_S
+                + SPACING_S * (len(group) - 1)
+                + (TAIL_QUICK_S if options.quick else TAIL_S)
+                + (SPARE_WAIT_S if any(f.startswith(("kill_", "hang_")) for f in group) else 0.0)
+            )
             _log(f"flight {i + 1}/{len(plan)}: {', '.join(group)} ...")
             if group[0] in LAUNCHER_FAULTS:
                 from rgbt.bench.launcher_faults import fly_launcher_fault
@@ -182,8 +192,15 @@ def run(options: FaultsBenchOptions) -> dict:
                 rows = fly_launcher_fault(options.profile, group[0], sim_s, cameras=cameras, keep=options.keep,
                                           sim_root=sim_root)
             else:
-                rows = fly_with_faults(options.profile, group, sim_s, cameras=cameras, keep=options.keep, sim_root=sim_root,
-                                       isolate=isolate)
+                rows = fly_with_faults(
+                    options.profile,
+                    group,
+                    sim_s,
+                    cameras=cameras,
+                    keep=options.keep,
+                    sim_root=sim_root,
+                    isolate=isolate,
+                )
             for name, row in rows.items():
                 _log(f"{name}: {_short(row)}")
             faults.update(rows)
@@ -598,7 +615,10 @@ def judge_flight(flight: Flight, t_events: dict[str, int], until_ns: int | None 
             row["stop_reasons"] = [m.get("stop_reason") for m in manifests]
         if fault.startswith("clock_step_"):
             clock = flight.published().get("clock", {})
-            row["clock_steps"], row["clock_last_step_ns"] = int(clock.get("steps", 0)), int(clock.get("last_step_ns", 0))
+            row["clock_steps"], row["clock_last_step_ns"] = (
+                int(clock.get("steps", 0)),
+                int(clock.get("last_step_ns", 0)),
+            )
         published = flight.published()
         row["source_skipped"] = {k: published.get(k, {}) for k in ("late_dropped", "restart_skipped", "unplugged")}
         rows[fault] = row

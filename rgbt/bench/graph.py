@@ -190,10 +190,19 @@ def run(options: GraphBenchOptions) -> dict:
         probe.close()
         clean_shm(shm_before)  # the probe's own Fast DDS files too
         shutil.rmtree(work, ignore_errors=True)
-    result.update({"profile": options.profile, "duration_s": options.duration_s, "load": options.load, "exit_codes": codes,
-                   "ros_domain_id": int(os.environ["ROS_DOMAIN_ID"]),
-                   "processes": sorted({s.process for s in specs}), "nodes": [s.name for s in specs],
-                   "synthetic": True, "note": "shared machine: see cpu.machine for the load during the run"})
+    result.update(
+        {
+            "profile": options.profile,
+            "duration_s": options.duration_s,
+            "load": options.load,
+            "exit_codes": codes,
+            "ros_domain_id": int(os.environ["ROS_DOMAIN_ID"]),
+            "processes": sorted({s.process for s in specs}),
+            "nodes": [s.name for s in specs],
+            "synthetic": True,
+            "note": "shared machine: see cpu.machine for the load during the run",
+        }
+    )
     return result
 
 
@@ -573,7 +582,9 @@ def print_result(result: dict) -> None:
     print_table("where the latency goes (p50 / p99 ms)", ["node", "processed", "stale dropped", "late dropped",
                                                           *STAGES], rows)
     cpu = result.get("cpu", {})
-    rows = [[g, v["cpu_pct"], v.get("cpu_wait_pct"), ", ".join(v["nodes"])] for g, v in cpu.get("processes", {}).items()]
+    rows = [
+        [g, v["cpu_pct"], v.get("cpu_wait_pct"), ", ".join(v["nodes"])] for g, v in cpu.get("processes", {}).items()
+    ]
     print_table(f"CPU share of one core over {cpu.get('window_s')} s (machine: {cpu.get('machine')}); "
                 "cpu_wait: ready to run, waiting for a CPU", ["process", "cpu_pct", "cpu_wait_pct", "nodes"], rows)
     print(f"recorder: {result['recorder']}")

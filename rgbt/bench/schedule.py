@@ -82,8 +82,15 @@ def schedule(cache_dir: str | Path, anchor: dict[str, int], stack: Any, kinds: I
         spec = stack.imu if kind == "imu" else stack.cameras[kind]
         due, stamp = np.asarray(rows[kind]["due"], np.int64), np.asarray(rows[kind]["stamp"], np.int64)
         order = np.argsort(stamp, kind="stable")
-        out[spec.topic] = Stream(kind, spec.topic, unlocked_topic(kind), int(round(1e9 / spec.rate_hz)),
-                                 due[order], stamp[order], [rows[kind]["crc"][i] for i in order] if rows[kind]["crc"] else [])
+        out[spec.topic] = Stream(
+            kind,
+            spec.topic,
+            unlocked_topic(kind),
+            int(round(1e9 / spec.rate_hz)),
+            due[order],
+            stamp[order],
+            [rows[kind]["crc"][i] for i in order] if rows[kind]["crc"] else [],
+        )
     return out
 
 

@@ -43,7 +43,9 @@ def options_from_args(args: argparse.Namespace) -> SegBenchOptions:
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--models", nargs="*", help="ONNX files (default: the thermal zoo models in engines/ and sim_thermal_seg)")
+    p.add_argument(
+        "--models", nargs="*", help="ONNX files (default: the thermal zoo models in engines/ and sim_thermal_seg)"
+    )
     p.add_argument("--backend", default="onnxruntime")
     p.add_argument("--threads", type=int, default=0, help="ORT intra-op threads (0 = all cores)")
     p.add_argument("-n", type=int, default=20, help="timed calls per round and mode")

@@ -55,7 +55,9 @@ def register_train(s: argparse._SubParsersAction) -> None:
                     "splits/... files work) or its name in the dataset root (default: train)")
     tr.add_argument("--val", default="val", help="validation split file or name (default: val)")
     tr.add_argument("--model", help=f"one of: {', '.join(MODEL_NAMES)}")
-    tr.add_argument("--out", help="ONNX to write (sidecar NAME.json and NAME.ref.npz beside it), e.g. engines/NAME.onnx")
+    tr.add_argument(
+        "--out", help="ONNX to write (sidecar NAME.json and NAME.ref.npz beside it), e.g. engines/NAME.onnx"
+    )
     tr.add_argument("--run-dir", help="run folder: config, log, history, curves.png, last/best checkpoints, "
                     "the exported model (default: runs/seg/NAME)")
     tr.add_argument("--resume", metavar="RUN_DIR", help="continue the run in RUN_DIR from its last checkpoint "
@@ -133,7 +135,9 @@ def _train(args: argparse.Namespace) -> int:
         opts = train_options(args)
     except ValidationError as exc:
         first = exc.errors()[0]
-        raise ModelError(f"{'.'.join(str(p) for p in first['loc'])}: {first['msg']} (got {first.get('input')!r})") from None
+        raise ModelError(
+            f"{'.'.join(str(p) for p in first['loc'])}: {first['msg']} (got {first.get('input')!r})"
+        ) from None
     from rgbt.seg.train.data import check_inputs
 
     scans = check_inputs(opts, bool(args.resume))  # bad data is reported before torch loads

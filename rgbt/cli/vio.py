@@ -357,8 +357,14 @@ def _cmd_ablation(args: argparse.Namespace) -> int:
     rows, results = [], []
     for seq in _sequences(args):
         for mode in modes:
-            opts = EvalOptions(inertial=args.inertial, runs=args.runs, rate_hz=args.rate, normalization=mode, vocab=vocab,
-                               pace=args.pace)
+            opts = EvalOptions(
+                inertial=args.inertial,
+                runs=args.runs,
+                rate_hz=args.rate,
+                normalization=mode,
+                vocab=vocab,
+                pace=args.pace,
+            )
             data = evaluate_sequence(seq, opts, show_progress=args.progress).to_dict()
             data.pop("runs_frames", None)
             data["modality"] = f"thermal/{mode}"
@@ -414,7 +420,16 @@ def _cmd_estimators(args: argparse.Namespace) -> int:
     else:
         from rgbt.cli.output import print_table
 
-        print_table("VIO estimators", ["estimator", "installed", "command / reason"],
-                    [(r["estimator"], r["installed"], " ".join(r["command"]) + ("" if r["installed"] else f"  [{r['reason']}]"))
-                     for r in rows])
+        print_table(
+            "VIO estimators",
+            ["estimator", "installed", "command / reason"],
+            [
+                (
+                    r["estimator"],
+                    r["installed"],
+                    " ".join(r["command"]) + ("" if r["installed"] else f"  [{r['reason']}]"),
+                )
+                for r in rows
+            ],
+        )
     return 0

@@ -36,7 +36,9 @@ def run_demo(options: DemoOptions, console: Any = None) -> dict:
     wall: dict[str, float] = {}
     notes = options.notes
     if options.replay and not Path(options.replay).exists():  # before anything is written
-        raise BagError(f"{options.replay}: bag not found (--replay takes a ROS 1 .bag, a ROS 2 bag folder or an .mcap file)")
+        raise BagError(
+            f"{options.replay}: bag not found (--replay takes a ROS 1 .bag, a ROS 2 bag folder or an .mcap file)"
+        )
     run_dir = options.run_dir()
     run_dir.mkdir(parents=True, exist_ok=True)
     engine = resolve_engine(options.engine, notes)
@@ -77,8 +79,10 @@ def run_demo(options: DemoOptions, console: Any = None) -> dict:
             notes.append(p)
             con.print(f"[yellow]warning:[/] {p}")
         if flight.bag is None:
-            raise EvaluationError(f"no recording was made ({'; '.join(flight.problems) or 'the recorder never armed'}); "
-                                  f"see {rel(flight.log)}")
+            raise EvaluationError(
+                f"no recording was made ({'; '.join(flight.problems) or 'the recorder never armed'}); "
+                f"see {rel(flight.log)}"
+            )
         bag, vs_path = flight.bag, flight.vs_manifest
     run["bag"] = rel(bag)
 
@@ -224,7 +228,9 @@ def _prerender(con, profile: str, overrides: dict, run_dir: Path, notes: list[st
                      "rendered live while flying, which a slow machine may not keep up with")
         con.print(f"[yellow]note:[/] {notes[-1]}")
         return None
-    con.print(f"rendered the simulated flight ahead in {time.perf_counter() - t0:.0f} s; the stack plays it at the real rate")
+    con.print(
+        f"rendered the simulated flight ahead in {time.perf_counter() - t0:.0f} s; the stack plays it at the real rate"
+    )
     overrides["virtual_stack"]["sim_cache"] = str(folder)
     return root
 

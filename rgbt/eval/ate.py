@@ -90,8 +90,14 @@ def ate_associated(ref: Trajectory, est: Trajectory, align: str = "se3", min_pai
     rot, t, s = _align(ref.positions, est.positions, align)
     aligned = s * est.positions @ rot.T + t
     err = np.linalg.norm(ref.positions - aligned, axis=1)
-    return AteResult(n_pairs=len(err), scale=float(s), align=align, rotation=rot.tolist(), translation=list(map(float, t)),
-                     **_stats(err))
+    return AteResult(
+        n_pairs=len(err),
+        scale=float(s),
+        align=align,
+        rotation=rot.tolist(),
+        translation=list(map(float, t)),
+        **_stats(err),
+    )
 
 
 def position_errors(ref: Trajectory, est: Trajectory, align: str) -> tuple[np.ndarray, float]:

@@ -153,7 +153,9 @@ class VirtualStackOptions(NodeOptions, HostClockOptions, ReconnectOptions):
     sim: dict[str, Any] = Field(default_factory=dict)  # rgbt.sim.SimOptions fields
     realtime: bool = True  # False: as fast as possible
     preload_s: float = Field(0.0, ge=0)  # simulate this much before playing (kept in memory: ~110 MB/s)
-    sim_cache: str = ""  # folder of the run pre-rendered (rgbt.sim.cache) to play; rendered live when it is not for `sim`
+    sim_cache: str = (
+        ""  # folder of the run pre-rendered (rgbt.sim.cache) to play; rendered live when it is not for `sim`
+    )
     wait_for: list[str] = Field(default_factory=list)  # start once each of these topics has a subscriber
     # node name -> topics that node must subscribe to as well (the recorder: the run recorded from its first sample)
     wait_for_nodes: dict[str, list[str]] = Field(default_factory=dict)

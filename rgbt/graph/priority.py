@@ -89,7 +89,9 @@ def set_process_realtime(priority: int) -> str:
     if not hasattr(os, "SCHED_RR"):
         return "real time unavailable on this OS (nice only)"
     param = os.sched_param(priority)
-    for tid in sorted(_thread_ids(), key=lambda t: t != os.getpid()):  # the main thread first: a refusal changes nothing
+    for tid in sorted(
+        _thread_ids(), key=lambda t: t != os.getpid()
+    ):  # the main thread first: a refusal changes nothing
         try:
             os.sched_setscheduler(tid, os.SCHED_RR, param)
         except ProcessLookupError:  # the thread ended meanwhile

@@ -881,8 +881,14 @@ def supervisor_section(status: dict | None, start_ns: int, end_ns: int) -> dict:
     if status is None:
         return {"restarts": [], "supervisor": None}
     during = [r for r in status.get("restarts", []) if start_ns <= r["exit_wall_ns"] <= end_ns]
-    return {"restarts": during, "supervisor": {"restarts": status.get("counts", {}), "gave_up": status.get("gave_up", []),
-                                               "options": status.get("options", {})}}
+    return {
+        "restarts": during,
+        "supervisor": {
+            "restarts": status.get("counts", {}),
+            "gave_up": status.get("gave_up", []),
+            "options": status.get("options", {}),
+        },
+    }
 
 
 def supervisor_values(status: dict | None) -> dict[str, str]:

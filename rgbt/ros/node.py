@@ -103,7 +103,9 @@ class RgbtNode(Node):
             from rgbt.graph.priority import realtime_priority, set_process_realtime
 
             if self.options.realtime_priority > realtime_priority():
-                self.get_logger().info(f"process real-time priority: {set_process_realtime(self.options.realtime_priority)}")
+                self.get_logger().info(
+                    f"process real-time priority: {set_process_realtime(self.options.realtime_priority)}"
+                )
         self.diag = NodeDiagnostics(self.get_name())
         self.diag.values["qos_incompatible"] = "0"
         self.finished = False  # set by a node whose work is done (spin loop then exits)

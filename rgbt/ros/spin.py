@@ -294,8 +294,12 @@ def main(argv: list[str] | None = None) -> int:
                              "the nodes (end of input: exit 0 without starting them)")
     parser.add_argument("--ready-file", default=None,
                         help="with --standby: write this process's PID here once it is ready to start")
-    parser.add_argument("--nice", type=int, default=0,
-                        help="the whole process's nice value from its start (< 0 needs CAP_SYS_NICE; rgbt.graph.priority)")
+    parser.add_argument(
+        "--nice",
+        type=int,
+        default=0,
+        help="the whole process's nice value from its start (< 0 needs CAP_SYS_NICE; rgbt.graph.priority)",
+    )
     parser.add_argument("--realtime-priority", type=int, default=0,
                         help="SCHED_RR priority of the whole process from its start (1-98; 0: none; "
                              "rgbt.graph.priority)")
@@ -389,7 +393,9 @@ def _priority(nice: int, realtime: int) -> None:
     if nice:
         print(f"rgbt.ros.spin: process priority: {set_process_nice(nice)}", file=sys.stderr, flush=True)
     if realtime:
-        print(f"rgbt.ros.spin: process real-time priority: {set_process_realtime(realtime)}", file=sys.stderr, flush=True)
+        print(
+            f"rgbt.ros.spin: process real-time priority: {set_process_realtime(realtime)}", file=sys.stderr, flush=True
+        )
 
 
 if __name__ == "__main__":

@@ -44,7 +44,11 @@ def evaluate_fusion(dataset: str | Path, stages: dict, split: str | None = None,
 
     items = list_items(dataset, split)
     first = next(iter(stages.values()))
-    sc = first.t_model.sidecar if isinstance(first, FusionStage) and first.options.mode == "late" else first.model.sidecar
+    sc = (
+        first.t_model.sidecar
+        if isinstance(first, FusionStage) and first.options.mode == "late"
+        else first.model.sidecar
+    )
     k = sc.num_classes
     cms = {name: np.zeros((k, k), np.int64) for name in stages}
     it: Iterable[str] = items

@@ -126,7 +126,9 @@ class FusionStage:
         sc = self.t_model.sidecar if self.options.mode == "late" else self.model.sidecar
         return sc.inputs[0].height, sc.inputs[0].width, sc.fit
 
-    def _resized(self, thermal_u16: np.ndarray, rgb_u8: np.ndarray | None) -> tuple[np.ndarray, np.ndarray | None] | None:
+    def _resized(
+        self, thermal_u16: np.ndarray, rgb_u8: np.ndarray | None
+    ) -> tuple[np.ndarray, np.ndarray | None] | None:
         """The pair at the model's input size (``resize_first``), or None where that does not apply."""
         h, w, fit = self._model_input()
         if (not self.options.resize_first or fit != "resize" or not isinstance(thermal_u16, np.ndarray)

@@ -67,7 +67,9 @@ class SegmentationStage:
         self.model = SegModel(options.engine, options.backend, **options.backend_options)
         sc = self.model.sidecar
         if len(sc.inputs) != 1:
-            raise ModelError(f"{options.engine}: {len(sc.inputs)}-input model; use rgbt.seg.fusion for two-input models")
+            raise ModelError(
+                f"{options.engine}: {len(sc.inputs)}-input model; use rgbt.seg.fusion for two-input models"
+            )
         self.spec = sc.inputs[0]
         self._buf = np.empty((1, self.spec.channels, self.spec.height, self.spec.width), np.float32)
         lut = np.zeros((256, 1, 3), np.uint8)

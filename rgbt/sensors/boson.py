@@ -241,7 +241,9 @@ class BosonControl:
                     return pkt.payload
             if not self.link.connected:
                 break
-        raise BosonError(f"Boson {self.link.port_name}: {name} (0x{fn:08X}): no reply in {self.options.reply_timeout_s} s")
+        raise BosonError(
+            f"Boson {self.link.port_name}: {name} (0x{fn:08X}): no reply in {self.options.reply_timeout_s} s"
+        )
 
     def run_ffc(self) -> None:
         self.command("run_ffc")
@@ -386,7 +388,9 @@ class V4l2Source:
             device = self.options.device
             if device.startswith("/") and not os.path.exists(device):
                 raise DeviceError(f"V4L2 {device}: device node gone (unplugged)")
-            raise ReadFailed(f"V4L2 {device}: no frame (read failed or timed out after {self.options.read_timeout_ms} ms)")
+            raise ReadFailed(
+                f"V4L2 {device}: no frame (read failed or timed out after {self.options.read_timeout_ms} ms)"
+            )
         try:
             img = np.asarray(frame).view(np.uint16).reshape(-1, self.options.width)
         except ValueError as exc:

@@ -206,7 +206,9 @@ def layout_for(groups: int, masks: Sequence[int]) -> OutputLayout:
     for gbit, mask in zip(set_bits, masks, strict=False):
         gname, table = GROUPS[gbit]
         if mask == 0 or mask & 0x8000:
-            raise DecodeError(f"VN-100 binary: group {gname} field mask 0x{mask:04x}: expected non-zero, no extension bit")
+            raise DecodeError(
+                f"VN-100 binary: group {gname} field mask 0x{mask:04x}: expected non-zero, no extension bit"
+            )
         for fbit in range(15):
             if mask & (1 << fbit):
                 entry = table[fbit] if fbit < len(table) else None
@@ -633,7 +635,10 @@ class Vn100:
                     if isinstance(item, AsciiMessage) and item.kind == "VNERR":
                         self.errors.append(f"{cmd.strip().decode()}: VNERR {','.join(item.fields)}")
                         got = item
-                    elif isinstance(item, AsciiMessage) and [item.kind.encode(), *(f.encode() for f in item.fields[:1])] == want:
+                    elif (
+                        isinstance(item, AsciiMessage)
+                        and [item.kind.encode(), *(f.encode() for f in item.fields[:1])] == want
+                    ):
                         got = item
                     else:
                         self._pending.append(item)

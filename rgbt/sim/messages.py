@@ -73,7 +73,9 @@ class MessageFactory:
             orientation_covariance=np.array([-1.0] + [0.0] * 8),
             angular_velocity=self.Vector3(x=float(d.gyro_rad_s[0]), y=float(d.gyro_rad_s[1]), z=float(d.gyro_rad_s[2])),
             angular_velocity_covariance=self._gyr_cov,
-            linear_acceleration=self.Vector3(x=float(d.accel_m_s2[0]), y=float(d.accel_m_s2[1]), z=float(d.accel_m_s2[2])),
+            linear_acceleration=self.Vector3(
+                x=float(d.accel_m_s2[0]), y=float(d.accel_m_s2[1]), z=float(d.accel_m_s2[2])
+            ),
             linear_acceleration_covariance=self._acc_cov,
         )
 

@@ -55,8 +55,15 @@ def custom_data_for(sim: SimStack) -> dict[str, str]:
     }
 
 
-def write_sim_bag(sim: SimStack, out: str | Path, *, label_stride: int = 1, compression: Literal["none", "zstd"] = "none",
-                  labels_every: int = 0, progress: Optional[Callable[[float], None]] = None) -> dict:
+def write_sim_bag(
+    sim: SimStack,
+    out: str | Path,
+    *,
+    label_stride: int = 1,
+    compression: Literal["none", "zstd"] = "none",
+    labels_every: int = 0,
+    progress: Optional[Callable[[float], None]] = None,
+) -> dict:
     """Write the run's bag to ``out`` (a new rosbag2 MCAP directory) plus ``ground_truth_imu.tum``.
 
     ``label_stride``: label topics carry every n-th frame's class ids (0: no label topics).

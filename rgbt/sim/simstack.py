@@ -329,7 +329,9 @@ class SimStack:
 
     def _state_stream(self) -> Iterator[SimSample]:
         ticks = list(range(self.t_start_ns, self.t_end_ns, int(1e9 / STATE_RATE_HZ)))
-        events = sorted(set(ticks) | {t for t in (self.t_arm_ns, self.t_disarm_ns) if self.t_start_ns <= t < self.t_end_ns})
+        events = sorted(
+            set(ticks) | {t for t in (self.t_arm_ns, self.t_disarm_ns) if self.t_start_ns <= t < self.t_end_ns}
+        )
         host = self._host("state", self._rng("state", 2))
         for i, t in enumerate(events):
             yield SimSample(kind="state", t_ns=int(t), t_host_ns=host(int(t)), seq=i,

@@ -270,7 +270,11 @@ def _write_sensor_yaml(path: Path, seq: Sequence, T_BS: np.ndarray) -> None:
 # --- KITTI odometry ----------------------------------------------------------------------------------
 
 def _kitti_gt(root: Path) -> Path | None:
-    for cand in (root / "poses.txt", root / "poses" / f"{root.name}.txt", root.parent.parent / "poses" / f"{root.name}.txt"):
+    for cand in (
+        root / "poses.txt",
+        root / "poses" / f"{root.name}.txt",
+        root.parent.parent / "poses" / f"{root.name}.txt",
+    ):
         if cand.is_file():
             return cand
     return None

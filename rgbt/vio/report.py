@@ -48,8 +48,18 @@ def markdown_table(results: list[dict]) -> str:
                 cells.append(match[0]["status"].split(":")[0])  # e.g. "not installed" (reason in the JSON)
             elif match:
                 r = match[0]
-                cells.append(_cell(r["ate_rmse"], r["tracked_fraction_stats"], r["ate_full_rmse"],
-                                   [ok for ok, run in zip(r.get("initialised", []), r["runs"], strict=False) if "error" not in run]))
+                cells.append(
+                    _cell(
+                        r["ate_rmse"],
+                        r["tracked_fraction_stats"],
+                        r["ate_full_rmse"],
+                        [
+                            ok
+                            for ok, run in zip(r.get("initialised", []), r["runs"], strict=False)
+                            if "error" not in run
+                        ],
+                    )
+                )
                 if r.get("fps"):
                     fps.append(r["fps"])
             else:

@@ -95,7 +95,9 @@ def ros_env(base: dict | None = None, profiles_file: str | None = None) -> dict:
     return env
 
 
-def command_line(name: str, config_dir: str | Path, camera: str = "thermal", executable: str | None = None) -> list[str]:
+def command_line(
+    name: str, config_dir: str | Path, camera: str = "thermal", executable: str | None = None
+) -> list[str]:
     """The exact argv that starts ``name`` on the configs in ``config_dir``
     (``executable`` defaults to the one :func:`detect` finds, else ``ros2 run PACKAGE EXECUTABLE``)."""
     spec = SPECS[name]

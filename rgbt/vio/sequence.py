@@ -191,7 +191,9 @@ def bag_sequence(bag_path: str | Path, stack_path: str | Path | None = None, cam
     try:
         from rgbt.bag.reader import open_bag
     except ImportError as exc:
-        raise EvaluationError(f"reading {bag_path} needs rgbt.bag (contract C2), missing in this checkout: {exc}") from exc
+        raise EvaluationError(
+            f"reading {bag_path} needs rgbt.bag (contract C2), missing in this checkout: {exc}"
+        ) from exc
     stack = load_stack(stack_path)
     if camera not in stack.cameras:
         raise EvaluationError(f"camera {camera!r} not in the stack: expected one of {sorted(stack.cameras)}")
@@ -209,7 +211,11 @@ def bag_sequence(bag_path: str | Path, stack_path: str | Path | None = None, cam
             gt = ground_truth_from_bag(bag_path, ground_truth_topic, offset_s=gt_offset_s)
             gt_source = f"{bag_path}:{ground_truth_topic}"
         else:
-            gt_path = Path(ground_truth) if ground_truth else (bag_path if bag_path.is_dir() else bag_path.parent) / "ground_truth_imu.tum"
+            gt_path = (
+                Path(ground_truth)
+                if ground_truth
+                else (bag_path if bag_path.is_dir() else bag_path.parent) / "ground_truth_imu.tum"
+            )
             if not gt_path.is_file():
                 raise EvaluationError(f"{gt_path}: ground truth not found (rgbt simulate writes ground_truth_imu.tum "
                                       "beside the bag; or give --ground-truth FILE / --ground-truth-topic TOPIC)")

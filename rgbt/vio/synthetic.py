@@ -197,7 +197,9 @@ class TrajectoryFlight(_FlightPoses):
                  smooth_s: float = 0.6, pitch_deg: float = 60.0, T_imu_cam: np.ndarray | None = None) -> None:
         t_s = np.asarray(t_s, float) - float(t_s[0])
         if start_s < 0 or start_s + duration_s > t_s[-1]:
-            raise ValueError(f"window [{start_s}, {start_s + duration_s}] s outside the trajectory (0..{t_s[-1]:.1f} s)")
+            raise ValueError(
+                f"window [{start_s}, {start_s + duration_s}] s outside the trajectory (0..{t_s[-1]:.1f} s)"
+            )
         self.pitch_deg = pitch_deg
         self.T_imu_cam = np.eye(4) if T_imu_cam is None else T_imu_cam
         margin = 5.0

@@ -71,12 +71,16 @@ def check_inputs(opts: TrainOptions, resume: bool = False) -> tuple[SplitScan, S
     if resume and not ckpt.is_file():
         raise ModelError(f"{ckpt}: no checkpoint to resume from")
     if not resume and ckpt.exists():
-        raise ModelError(f"{opts.run_dir}: run folder already has a checkpoint: pass --resume, or choose another --run-dir")
+        raise ModelError(
+            f"{opts.run_dir}: run folder already has a checkpoint: pass --resume, or choose another --run-dir"
+        )
     if opts.model not in MODEL_NAMES:
         raise ModelError(f"--model {opts.model!r}: unknown model, expected one of {', '.join(MODEL_NAMES)}")
     m = SIZE_MULTIPLE[opts.model]
     if opts.height % m or opts.width % m:
-        raise ModelError(f"--size {opts.height}x{opts.width}: height and width must be multiples of {m} for {opts.model}")
+        raise ModelError(
+            f"--size {opts.height}x{opts.width}: height and width must be multiples of {m} for {opts.model}"
+        )
     if opts.pretrained and not resume:
         from rgbt.seg.train.pretrained import resolve_pretrained
 

@@ -39,7 +39,9 @@ def conv_gflops(net: nn.Module, args: tuple) -> float:
     return total[0] / 1e9
 
 
-def export_model(net: nn.Module, sidecar: Sidecar, out_path: str | Path, output_names: tuple[str, ...] = ("logits", "class_ids")) -> Sidecar:
+def export_model(
+    net: nn.Module, sidecar: Sidecar, out_path: str | Path, output_names: tuple[str, ...] = ("logits", "class_ids")
+) -> Sidecar:
     """Export ``net`` (already wrapped to return ``output_names``) and write sidecar + reference."""
     import onnxruntime as ort
 

@@ -81,7 +81,9 @@ class FastSCNN(nn.Module):
         self.ppm = PyramidPooling(128, 128)
         self.ff_low = nn.Sequential(cbr(128, 128, 3, groups=128), cbr(128, 128, 1, act="none"))
         self.ff_high = cbr(64, 128, 1, act="none")
-        self.classifier = nn.Sequential(DSConv(128, 128), DSConv(128, 128), nn.Dropout(0.1), nn.Conv2d(128, num_classes, 1))
+        self.classifier = nn.Sequential(
+            DSConv(128, 128), DSConv(128, 128), nn.Dropout(0.1), nn.Conv2d(128, num_classes, 1)
+        )
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         size = x.shape[2:]
