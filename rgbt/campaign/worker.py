@@ -22,8 +22,12 @@ import time
 import traceback
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rgbt.errors import EvaluationError
+
+if TYPE_CHECKING:
+    from rgbt.vio.sequence import Sequence
 
 RESULT, FAILED = "result.json", "failed.json"
 
@@ -96,7 +100,7 @@ def _inject_fault(fault: dict | None, attempt: int) -> None:
     raise RuntimeError(f"injected fault (attempt {attempt}): the campaign file's faults: entry")
 
 
-def input_sequence(spec: dict, camera: str, rate_hz: float):  # type: ignore[no-untyped-def]
+def input_sequence(spec: dict, camera: str, rate_hz: float) -> Sequence:
     """The :class:`rgbt.vio.sequence.Sequence` of a campaign input (see :mod:`rgbt.campaign.spec`)."""
     from rgbt.vio import sequence as s
 

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 from rgbt.paths import REPO_ROOT
 
 if TYPE_CHECKING:
+    from rgbt.seg.fusion import FusionStage
     from rgbt.seg.stage import SegmentationStage
 
 
@@ -25,7 +26,7 @@ def make_stage(model: str, backend: str, options: dict[str, Any]) -> Segmentatio
     return SegmentationStage(SegStageOptions(engine=_resolve(model) or model, backend=backend, **options))
 
 
-def make_fusion(options: dict[str, Any]):  # type: ignore[no-untyped-def]
+def make_fusion(options: dict[str, Any]) -> FusionStage:
     """A ``FusionStage`` from ``rgbt.seg.fusion.FusionOptions`` fields (model paths from the repository root)."""
     from rgbt.seg.fusion import FusionOptions, FusionStage
 

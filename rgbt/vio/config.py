@@ -14,11 +14,12 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
+from typing import Iterable
 
 import numpy as np
 
 from rgbt.errors import ConfigError
-from rgbt.stack import CameraSpec, Stack
+from rgbt.stack import CameraSpec, ImuNoise, Stack
 from rgbt.vio.feed import FEED_IMU_TOPIC, feed_image_topic, feed_rate_hz
 
 ESTIMATORS = ("vins", "openvins", "orbslam3")
@@ -90,7 +91,7 @@ def opencv_matrix(m: np.ndarray, indent: str = "   ", dt: str = "d") -> str:
             f"{indent}data: [{body}]")
 
 
-def _yaml_list(values) -> str:  # type: ignore[no-untyped-def]
+def _yaml_list(values: Iterable[float]) -> str:
     return "[" + ", ".join(fmt_real(v) for v in values) + "]"
 
 
@@ -111,7 +112,7 @@ def _radtan4(cam: CameraSpec) -> list[float]:
     return [float(c) for c in coeffs[:4]] if d.model == "radtan" else [0.0] * 4
 
 
-def _noise(stack: Stack, which: str):  # type: ignore[no-untyped-def]
+def _noise(stack: Stack, which: str) -> ImuNoise:
     if which == "vio":
         return stack.imu.vio_noise_or_noise()
     if which == "datasheet":

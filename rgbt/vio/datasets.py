@@ -24,7 +24,7 @@ back (round-trip tests; handing rgbt's simulator output to other tools).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 import numpy as np
 
@@ -373,7 +373,7 @@ def write_kitti(seq: Sequence, root: str | Path) -> Path:
     return root
 
 
-def _undistorter(cam: CameraModel):  # type: ignore[no-untyped-def]
+def _undistorter(cam: CameraModel) -> Callable[[np.ndarray], np.ndarray]:
     """Frame -> the same frame undistorted with ``K`` kept (identity when ``cam`` has no distortion)."""
     if not np.any(cam.dist):
         return lambda img: img

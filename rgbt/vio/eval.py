@@ -21,7 +21,7 @@ from rgbt.vio.feed import NORMALIZATIONS, FeedFrame, prepare_feed
 from rgbt.vio.sequence import Sequence
 
 if TYPE_CHECKING:
-    from rgbt.vio.orbslam3 import FrameRecord
+    from rgbt.vio.orbslam3 import EstimatorRun, FrameRecord, OrbSlam3Options
 
 ESTIMATORS = ("orbslam3", "vins", "openvins")
 
@@ -158,7 +158,7 @@ def build_feed(seq: Sequence, opts: EvalOptions, progress: Any = None) -> list[F
     return feed
 
 
-def _orbslam3_options(seq: Sequence, opts: EvalOptions, log_path: str | None):  # type: ignore[no-untyped-def]
+def _orbslam3_options(seq: Sequence, opts: EvalOptions, log_path: str | None) -> OrbSlam3Options:
     from rgbt.vio.orbslam3 import OrbSlam3Options
 
     o = OrbSlam3Options(inertial=opts.inertial, features=opts.features, fps=opts.rate_hz, vocab=opts.vocab,
@@ -168,12 +168,12 @@ def _orbslam3_options(seq: Sequence, opts: EvalOptions, log_path: str | None):  
     return o
 
 
-def _child_run(seq: Sequence, feed: list[FeedFrame], o, queue) -> None:  # type: ignore[no-untyped-def]
+def _child_run(seq: Sequence, feed: list[FeedFrame], o: OrbSlam3Options, queue: Any) -> None:
     from rgbt.vio.orbslam3 import run_orbslam3
 
     count = [0]
 
-    def tick(rec) -> None:  # type: ignore[no-untyped-def]
+    def tick(rec: FrameRecord) -> None:
         count[0] += 1
         if count[0] % 10 == 0:
             queue.put(("progress", 10))
@@ -184,8 +184,8 @@ def _child_run(seq: Sequence, feed: list[FeedFrame], o, queue) -> None:  # type:
         queue.put(("error", f"{type(exc).__name__}: {exc}"))
 
 
-def _run_once(seq: Sequence, feed: list[FeedFrame], opts: EvalOptions, advance: Any = None,  # type: ignore[no-untyped-def]
-              log_path: str | None = None):
+def _run_once(seq: Sequence, feed: list[FeedFrame], opts: EvalOptions, advance: Any = None,
+              log_path: str | None = None) -> EstimatorRun:
     """One ORB-SLAM3 run in a forked child process: ORB-SLAM3 keeps static state across instances
     (map / frame id counters) and can crash; a child per run keeps runs independent and a crash
     costs only that run (reported with its exit code)."""
@@ -369,7 +369,7 @@ def _require_overlap(name: str, first_ns: int, last_ns: int, gt: Trajectory) -> 
             "(give the offset between the two clocks, or the matching ground truth)")
 
 
-def _first_imu_ready(run) -> float | None:  # type: ignore[no-untyped-def]
+def _first_imu_ready(run: EstimatorRun) -> float | None:
     if not run.frames:
         return None
     for f in run.frames:

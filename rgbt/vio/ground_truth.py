@@ -13,6 +13,7 @@ report).
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -25,7 +26,7 @@ POSE_TYPES = ("geometry_msgs/msg/PoseStamped", "geometry_msgs/msg/PoseWithCovari
               "sensor_msgs/msg/NavSatFix")
 
 
-def _pose_of(msg, msgtype: str):  # type: ignore[no-untyped-def]
+def _pose_of(msg: Any, msgtype: str) -> tuple[tuple[float, float, float], tuple[float, float, float, float]]:
     """``(position xyz, quaternion wxyz)`` of a pose-like message."""
     if msgtype == "geometry_msgs/msg/PoseStamped":
         pose = msg.pose

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import TYPE_CHECKING, Callable, Iterator
 
 import numpy as np
 
@@ -17,6 +17,9 @@ from rgbt.errors import EvaluationError
 from rgbt.eval.trajectory import Trajectory
 from rgbt.stamps import stamp_to_ns
 from rgbt.vio.feed import ImuData
+
+if TYPE_CHECKING:
+    from rgbt.vio.synthetic import Flight, TrajectoryFlight
 
 
 @dataclass
@@ -109,8 +112,8 @@ def cart_trajectory_sequence(tum_path: str | Path, start_s: float = 0.0, duratio
     return seq
 
 
-def _render_sequence(name: str, flight, duration_s: float, rate_hz: float, imu_rate_hz: float, seed: int,  # type: ignore[no-untyped-def]
-                     width: int, height: int, fx: float, T_imu_cam: np.ndarray, ffc_at_s: tuple,
+def _render_sequence(name: str, flight: Flight | TrajectoryFlight, duration_s: float, rate_hz: float,
+                     imu_rate_hz: float, seed: int, width: int, height: int, fx: float, T_imu_cam: np.ndarray, ffc_at_s: tuple,
                      metres_per_px: float, centre_xy: np.ndarray | None = None, drift_counts: float = 0.0) -> Sequence:
     from rgbt.vio.synthetic import PlaneScene, canopy_layer, ground_texture
 

@@ -20,7 +20,7 @@ import math
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import Callable, Iterable, Iterator
 
 import cv2
 import numpy as np
@@ -242,7 +242,7 @@ def ensure_vocabulary(opts: VocabOptions | None = None, force: bool = False, sho
         with Progress(transient=True) as bar:
             task = bar.add_task("ORB features", total=opts.frames)
 
-            def _frames():  # type: ignore[no-untyped-def]
+            def _frames() -> Iterator[np.ndarray]:
                 for f in frames:
                     yield f
                     bar.advance(task)
