@@ -113,7 +113,8 @@ def cart_trajectory_sequence(tum_path: str | Path, start_s: float = 0.0, duratio
 
 
 def _render_sequence(name: str, flight: Flight | TrajectoryFlight, duration_s: float, rate_hz: float,
-                     imu_rate_hz: float, seed: int, width: int, height: int, fx: float, T_imu_cam: np.ndarray, ffc_at_s: tuple,
+                     imu_rate_hz: float, seed: int, width: int, height: int, fx: float, T_imu_cam: np.ndarray,
+                     ffc_at_s: tuple,
                      metres_per_px: float, centre_xy: np.ndarray | None = None, drift_counts: float = 0.0) -> Sequence:
     from rgbt.vio.synthetic import PlaneScene, canopy_layer, ground_texture
 
