@@ -8,6 +8,7 @@ patching it there lets a node restamp an image without deserializing its pixels.
 from __future__ import annotations
 
 import struct
+from typing import Any
 
 from rgbt.errors import DecodeError
 
@@ -15,7 +16,7 @@ _STAMP = struct.Struct("<iI")
 _STAMP_BE = struct.Struct(">iI")
 
 
-def ns_to_stamp(t_ns: int, stamp=None):  # type: ignore[no-untyped-def]
+def ns_to_stamp(t_ns: int, stamp: Any = None) -> Any:
     """Fill (or create) a ``builtin_interfaces.msg.Time`` from integer nanoseconds."""
     if stamp is None:
         from builtin_interfaces.msg import Time
@@ -25,7 +26,7 @@ def ns_to_stamp(t_ns: int, stamp=None):  # type: ignore[no-untyped-def]
     return stamp
 
 
-def stamp_to_ns(stamp) -> int:  # type: ignore[no-untyped-def]
+def stamp_to_ns(stamp: Any) -> int:
     """Integer nanoseconds of a ``builtin_interfaces/Time`` (rclpy or rosbags message)."""
     return int(stamp.sec) * 1_000_000_000 + int(stamp.nanosec)
 

@@ -15,7 +15,7 @@ instead of three times (array -> ``msg.data`` -> rclpy's own serialization).
 from __future__ import annotations
 
 import struct
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -31,7 +31,7 @@ ENCODINGS: dict[str, tuple[str, int]] = {
 }
 
 
-def image_to_numpy(msg) -> np.ndarray:  # type: ignore[no-untyped-def]
+def image_to_numpy(msg: Any) -> np.ndarray:
     """Pixels of an Image message as ``HxW`` or ``HxWxC`` (a view of ``msg.data`` when possible).
 
     Honours ``step`` (row padding) and ``is_bigendian``; raises :class:`ImageError` naming the
@@ -72,7 +72,7 @@ def _check_encoding(arr: np.ndarray, encoding: str) -> int:
     return channels
 
 
-def numpy_to_image(arr: np.ndarray, t_ns: int, frame_id: str, encoding: str, msg=None):  # type: ignore[no-untyped-def]
+def numpy_to_image(arr: np.ndarray, t_ns: int, frame_id: str, encoding: str, msg: Any = None) -> Any:
     """A ``sensor_msgs.msg.Image`` (rclpy) holding ``arr`` (row-major, no padding, little-endian).
 
     ``encoding`` must agree with the array's dtype and channels (e.g. ``mono16`` <-> uint16 HxW).
