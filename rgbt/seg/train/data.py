@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterable
 
 import cv2
 import numpy as np
@@ -106,7 +107,7 @@ def class_weights(counts: np.ndarray, ignore_ids: list[int] | tuple[int, ...]) -
     return w.astype(np.float32)
 
 
-def targets(mask: np.ndarray, spec: InputSpec, fit_kind: str, ignore_ids) -> np.ndarray:  # type: ignore[no-untyped-def]
+def targets(mask: np.ndarray, spec: InputSpec, fit_kind: str, ignore_ids: Iterable[int]) -> np.ndarray:
     """Label (HxW uint8 class ids, frame size) -> model-size int64 targets, ignored ids -> IGNORE."""
     fit = fit_mode(fit_kind, mask.shape, (spec.height, spec.width))
     if fit.mode == "pad":
@@ -126,7 +127,7 @@ class TrainSamples:
     run gives the same samples whatever the worker count, and a resumed run continues the sequence.
     """
 
-    def __init__(self, root: str | Path, items: list[str], spec: InputSpec, fit_kind: str, ignore_ids,  # type: ignore[no-untyped-def]
+    def __init__(self, root: str | Path, items: list[str], spec: InputSpec, fit_kind: str, ignore_ids: Iterable[int],
                  aug: AugmentOptions, seed: int) -> None:
         self.root, self.items, self.spec, self.fit_kind = Path(root), items, spec, fit_kind
         self.ignore_ids, self.aug, self.seed, self.epoch = list(ignore_ids), aug, seed, 0

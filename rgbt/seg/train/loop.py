@@ -19,7 +19,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 import numpy as np
 import torch
@@ -56,11 +56,12 @@ def lr_factor(step: int, total: int, schedule: str) -> float:
     return 0.5 * (1.0 + math.cos(math.pi * t)) if schedule == "cosine" else (1.0 - t) ** 0.9
 
 
-def _collate_val(batch):  # type: ignore[no-untyped-def]
+def _collate_val(batch: list[tuple[np.ndarray, np.ndarray]]) -> tuple[torch.Tensor, list[np.ndarray]]:
     return torch.from_numpy(np.stack([x for x, _ in batch])), [m for _, m in batch]
 
 
-def validate(net: torch.nn.Module, loader, spec: InputSpec, fit_kind: str, device: torch.device,  # type: ignore[no-untyped-def]
+def validate(net: torch.nn.Module, loader: Iterable[tuple[torch.Tensor, list[np.ndarray]]], spec: InputSpec,
+             fit_kind: str, device: torch.device,
              amp: bool) -> IoUResult:
     """Per-class IoU / mIoU as ``rgbt seg eval`` computes it (argmax at model size, back to the frame)."""
     k = len(CART_CLASSES)

@@ -27,7 +27,7 @@ def conv_gflops(net: nn.Module, args: tuple) -> float:
     """2 x multiply-accumulates of all convolutions for one forward pass, in GFLOP."""
     total = [0]
 
-    def hook(mod, inp, out):  # type: ignore[no-untyped-def]
+    def hook(mod: nn.Conv2d, inp: object, out: torch.Tensor) -> None:
         k = mod.kernel_size[0] * mod.kernel_size[1] * (mod.in_channels // mod.groups)
         total[0] += 2 * k * out.numel()
 

@@ -27,7 +27,7 @@ def cbr(cin: int, cout: int, k: int = 3, s: int = 1, d: int = 1, groups: int = 1
     return nn.Sequential(*layers)
 
 
-def up(x: torch.Tensor, size) -> torch.Tensor:  # type: ignore[no-untyped-def]
+def up(x: torch.Tensor, size: tuple[int, int] | torch.Size) -> torch.Tensor:
     return F.interpolate(x, size=size, mode="bilinear", align_corners=False)
 
 
@@ -248,7 +248,7 @@ class WithArgmax(nn.Module):
         super().__init__()
         self.net = net
 
-    def forward(self, x: torch.Tensor):  # type: ignore[no-untyped-def]
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         logits = self.net(x)
         return logits, torch.argmax(logits, dim=1).to(torch.uint8)
 
@@ -269,7 +269,7 @@ class LateFusion(nn.Module):
         self.t_thermal, self.t_rgb, self.thermal_weight = t_thermal, t_rgb, thermal_weight
         self.dark_half, self.dark_min = dark_half, dark_min
 
-    def forward(self, thermal: torch.Tensor, rgb: torch.Tensor):  # type: ignore[no-untyped-def]
+    def forward(self, thermal: torch.Tensor, rgb: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         import math
 
         pt = torch.softmax(self.thermal(thermal) / self.t_thermal, 1)
