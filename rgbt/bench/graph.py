@@ -53,7 +53,10 @@ import tempfile
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from rgbt.graph.launcher import Graph
 
 #: stages of a processing node's latest-frame mailbox (``rgbt.ros.mailbox``) in the breakdown
 STAGES = ("arrival", "wait", "work", "serialize", "publish")
@@ -236,7 +239,7 @@ def read_sources(paths: list[Path]) -> dict:
     return out
 
 
-def _wait_for_recorder(probe: "_Probe", manifest: Path, graph, timeout_s: float = 15.0) -> None:  # type: ignore[no-untyped-def]
+def _wait_for_recorder(probe: _Probe, manifest: Path, graph: Graph, timeout_s: float = 15.0) -> None:
     """After the last sample went out: wait until the recorder's received counts stop growing for
     1.5 s (it has caught up; two diagnostics rounds) or ``timeout_s`` passes, so that a recorder
     that is behind is measured as late, not as lossy."""
@@ -269,7 +272,7 @@ class _Probe:
                                           qos_profile("reliable", 100))
         self._bg.start()
 
-    def _on_diag(self, msg) -> None:  # type: ignore[no-untyped-def]
+    def _on_diag(self, msg: Any) -> None:  # msg: diagnostic_msgs/DiagnosticArray
         for st in msg.status:
             self.status[st.name] = {kv.key: kv.value for kv in st.values}
             self.seen[st.name] = time.monotonic()

@@ -15,10 +15,14 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from rgbt.bench.timing import summarize_ms
+
+if TYPE_CHECKING:
+    from rgbt.seg.stage import SegmentationStage
 
 PAPER_TABLE2 = {  # CART paper Table 2: FPS at batch 1, Jetson AGX Orin (TensorRT) / NUC (CPU)
     "FastSCNN": (124.2, 85.6), "MobileNetV3-L": (59.0, 15.5), "EfficientViT-B0": (51.2, 5.5), "ResNet18": (69.3, 12.4),
@@ -79,7 +83,7 @@ class _PipelineRounds:
     """One lossless ``SegPipeline`` for the whole run; ``round(n)`` submits ``n`` frames and
     returns frames per second from the first submit to the n-th result."""
 
-    def __init__(self, stage, frame: np.ndarray) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, stage: SegmentationStage, frame: np.ndarray) -> None:
         from rgbt.seg.pipeline import SegPipeline
 
         self.frame = frame

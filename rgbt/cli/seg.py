@@ -4,6 +4,11 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from rgbt.seg.metrics import IoUResult
+    from rgbt.seg.train.options import TrainOptions
 
 
 
@@ -92,7 +97,7 @@ def register_train(s: argparse._SubParsersAction) -> None:
     tr.set_defaults(func=_train)
 
 
-def train_options(args: argparse.Namespace):  # type: ignore[no-untyped-def]
+def train_options(args: argparse.Namespace) -> TrainOptions:
     """The TrainOptions of the command line (``--resume``: the run's saved config)."""
     import json
 
@@ -192,11 +197,11 @@ def _eval(args: argparse.Namespace) -> int:
     return 0
 
 
-def print_eval_table(res, model_name: str, show_confusion: bool = False) -> None:  # type: ignore[no-untyped-def]
+def print_eval_table(res: IoUResult, model_name: str, show_confusion: bool = False) -> None:
     """The CART paper's Table 2 layout: one row per model, per-class IoU columns, then mIoU."""
     from rgbt.cli.output import print_table
 
-    def fmt(v):  # type: ignore[no-untyped-def]
+    def fmt(v: float | None) -> str:
         return "-" if v is None else f"{100 * v:.1f}"
 
     names = list(res.per_class)

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rgbt.cli.output import print_json
 from rgbt.errors import EvaluationError
+
+if TYPE_CHECKING:
+    from rgbt.vio.sequence import Sequence
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -321,7 +324,7 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     return 0
 
 
-def _cell_command(args: argparse.Namespace, seq, estimator: str) -> str:  # type: ignore[no-untyped-def]
+def _cell_command(args: argparse.Namespace, seq: Sequence, estimator: str) -> str:
     """The ``rgbt vio eval`` command that reproduces one cell of the table."""
     import shlex
 

@@ -4,12 +4,13 @@ trajectory overlay + error vs time (drawn by ``rgbt.vio.report.plot_run``)."""
 from __future__ import annotations
 
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import numpy as np
 
 
-def _plt():  # type: ignore[no-untyped-def]
+def _plt() -> ModuleType:  # matplotlib.pyplot with the Agg backend
     import matplotlib
 
     matplotlib.use("Agg")

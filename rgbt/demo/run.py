@@ -7,17 +7,20 @@ import shutil
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
 from rgbt.demo import evaluate, plots
-from rgbt.demo.fly import BAG_MANIFEST, VS_MANIFEST, fly, flight_overrides, hardware_overrides
+from rgbt.demo.fly import BAG_MANIFEST, VS_MANIFEST, FlightResult, fly, flight_overrides, hardware_overrides
 from rgbt.demo.options import DemoOptions, flight_start_s, resolve_engine, resolve_trajectory
 from rgbt.demo.report import rel, write_report
-from rgbt.demo.scan import scan_bag
+from rgbt.demo.scan import EvalFrame, Scan, scan_bag
 from rgbt.demo.truth import GT_FILE, SimTruth
 from rgbt.errors import BagError, EvaluationError, RgbtError
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 PLOTS_DIR = "plots"
 REPORT = "report.md"
@@ -178,7 +181,7 @@ def run_demo(options: DemoOptions, console: Any = None) -> dict:
     return summary
 
 
-def _machine(describe) -> str:  # type: ignore[no-untyped-def]
+def _machine(describe: Callable[[], object]) -> str:
     """One line about the machine (``rgbt.bench.machine.describe_machine``)."""
     try:
         m = describe()
@@ -200,13 +203,13 @@ def _json_default(obj: Any) -> Any:
     raise TypeError(type(obj).__name__)
 
 
-def _sample_frame(scan):  # type: ignore[no-untyped-def]
+def _sample_frame(scan: Scan) -> EvalFrame | None:
     """A frame from the middle of the evaluation set, preferring one with mask and label."""
     full = [f for f in scan.frames if f.mask is not None and f.label is not None] or scan.frames
     return full[len(full) // 2] if full else None
 
 
-def _prerender(con, profile: str, overrides: dict, run_dir: Path, notes: list[str]) -> Path | None:  # type: ignore[no-untyped-def]
+def _prerender(con: Console, profile: str, overrides: dict, run_dir: Path, notes: list[str]) -> Path | None:
     """Render the simulated flight of ``profile`` with ``overrides`` into ``run_dir/sim_cache`` and
     have its virtual stack play it (``overrides`` updated); the folder to remove after the flight
     (None: the profile has no virtual stack). Where it cannot be written (a full disk) the flight
@@ -235,7 +238,7 @@ def _prerender(con, profile: str, overrides: dict, run_dir: Path, notes: list[st
     return root
 
 
-def _fly_with_progress(con, options: DemoOptions, overrides: dict, run_dir: Path):  # type: ignore[no-untyped-def]
+def _fly_with_progress(con: Console, options: DemoOptions, overrides: dict, run_dir: Path) -> FlightResult:
     from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
     with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(),

@@ -106,7 +106,7 @@ def position_errors(ref: Trajectory, est: Trajectory, align: str) -> tuple[np.nd
     return np.linalg.norm(ref.positions - (s * est.positions @ rot.T + t), axis=1), s
 
 
-def _align_dispatch(ref: Trajectory, est: Trajectory, method: str):  # type: ignore[no-untyped-def]
+def _align_dispatch(ref: Trajectory, est: Trajectory, method: str) -> tuple[np.ndarray, np.ndarray, float]:
     return align(ref.positions, est.positions, method)
 
 

@@ -4,11 +4,16 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from rgbt.eval.align import align as fit_alignment
 from rgbt.eval.tracking import interpolate
+
+if TYPE_CHECKING:
+    from rgbt.eval.tracking import RunFrame
+    from rgbt.eval.trajectory import Trajectory
 
 
 def _cell(summary: dict, tracked: dict | None = None, full: dict | None = None,
@@ -76,7 +81,8 @@ def markdown_table(results: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def plot_run(frames, gt_camera, out_dir: str | Path, align: str = "sim3", title: str = "") -> list[Path]:  # type: ignore[no-untyped-def]
+def plot_run(frames: list[RunFrame], gt_camera: Trajectory, out_dir: str | Path, align: str = "sim3",
+             title: str = "") -> list[Path]:
     """Trajectory overlay (top view) and position error vs time for one run; returns the PNG paths."""
     import matplotlib
 
@@ -93,9 +99,10 @@ def plot_run(frames, gt_camera, out_dir: str | Path, align: str = "sim3", title:
     ts = (t - t[0]) / 1e9
     est = np.full((len(frames), 3), np.nan)
     for m in sorted({f.map for f in frames}):
-        idx = [i for i, f in enumerate(frames) if f.map == m and f.tracked]
+        posed = [(i, f.pose) for i, f in enumerate(frames) if f.map == m and f.tracked and f.pose is not None]
+        idx = [i for i, _ in posed]  # a tracked frame has a pose
         if len(idx) >= 3:
-            xyz = np.stack([frames[i].pose[:3, 3] for i in idx])
+            xyz = np.stack([pose[:3, 3] for _, pose in posed])
             rot, tr, s = fit_alignment(gt.positions[idx], xyz, align)
             est[idx] = s * xyz @ rot.T + tr
     paths = []
