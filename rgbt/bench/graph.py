@@ -408,8 +408,9 @@ def breakdown(status: dict[str, dict[str, str]]) -> dict:
     if late:  # the source publishing behind its schedule: part of the first hop, not transport
         out["virtual_stack"] = {"late": late}
     rec = next((v for k, v in status.items() if k.startswith("recorder")), {})
-    if _num(rec.get("executor_lag.p50_ms")) is not None:  # how late the recorder's 4 Hz timer ran
-        out["recorder"] = {"executor_lag": {"p50_ms": round(_num(rec["executor_lag.p50_ms"]), 2),  # type: ignore[arg-type]
+    lag_p50_ms = _num(rec.get("executor_lag.p50_ms"))
+    if lag_p50_ms is not None:  # how late the recorder's 4 Hz timer ran
+        out["recorder"] = {"executor_lag": {"p50_ms": round(lag_p50_ms, 2),
                                             "p99_ms": round(_num(rec["executor_lag.p99_ms"]) or 0.0, 2)}}
     return out
 

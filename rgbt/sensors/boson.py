@@ -25,7 +25,7 @@ import struct
 import time
 from dataclasses import dataclass
 from enum import IntEnum
-from typing import Iterator, Protocol
+from typing import Iterator, Protocol, TypeVar
 
 import numpy as np
 
@@ -51,6 +51,8 @@ FUNCTIONS = {
     "get_ext_sync_mode": 0x00050099,
     "get_camera_sn": 0x00050002,
 }
+
+_E = TypeVar("_E", bound=IntEnum)
 
 
 class FfcMode(IntEnum):
@@ -260,7 +262,7 @@ class BosonControl:
                              f"expected at least {size} bytes")
         return struct.unpack_from(">" + fmt, payload)[0]
 
-    def _enum_reply(self, name: str, enum: type[IntEnum]) -> IntEnum:
+    def _enum_reply(self, name: str, enum: type[_E]) -> _E:
         value = self._reply(name, "i")
         try:
             return enum(value)
@@ -269,10 +271,10 @@ class BosonControl:
                              f"{', '.join(f'{m.value} ({m.name})' for m in enum)}") from None
 
     def get_ffc_mode(self) -> FfcMode:
-        return self._enum_reply("get_ffc_mode", FfcMode)  # type: ignore[return-value]
+        return self._enum_reply("get_ffc_mode", FfcMode)
 
     def get_ffc_status(self) -> FfcStatus:
-        return self._enum_reply("get_ffc_status", FfcStatus)  # type: ignore[return-value]
+        return self._enum_reply("get_ffc_status", FfcStatus)
 
     def ffc_in_progress(self) -> bool:
         return self._reply("get_ffc_in_progress", "h") != 0
@@ -285,7 +287,7 @@ class BosonControl:
         self.command("set_ext_sync_mode", struct.pack(">i", int(mode)))
 
     def get_ext_sync_mode(self) -> ExtSyncMode:
-        return self._enum_reply("get_ext_sync_mode", ExtSyncMode)  # type: ignore[return-value]
+        return self._enum_reply("get_ext_sync_mode", ExtSyncMode)
 
     def close(self) -> None:
         self.link.close()

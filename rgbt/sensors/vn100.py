@@ -350,7 +350,7 @@ def parse_ymr(msg: AsciiMessage) -> Ymr:
         v = [float(x) for x in msg.fields]
     except ValueError:
         raise DecodeError(f"VN-100 ASCII: VNYMR fields {msg.fields!r}: expected 12 numbers") from None
-    return Ymr(tuple(v[0:3]), tuple(v[3:6]), tuple(v[6:9]), tuple(v[9:12]))  # type: ignore[arg-type]
+    return Ymr((v[0], v[1], v[2]), (v[3], v[4], v[5]), (v[6], v[7], v[8]), (v[9], v[10], v[11]))
 
 
 # ----------------------------------------------------------------------------- stream parser
