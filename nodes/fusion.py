@@ -20,6 +20,7 @@ from rgbt.ros.spin import node_main
 
 class FusionNode(LatestFrameNode, RgbtNode):
     options_model = FusionOptions
+    options: FusionOptions
     default_name = "fusion"
     prewarm_modules = ("rgbt.graph.seg_adapter", "onnxruntime")
 

@@ -22,6 +22,7 @@ from rgbt.ros.spin import node_main
 
 class GnssNode(DriverNode):
     options_model = DriverOptions
+    options: DriverOptions
     default_name = "gnss"
 
     def __init__(self, name: str | None = None, **kwargs) -> None:  # type: ignore[no-untyped-def]

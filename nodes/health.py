@@ -21,6 +21,7 @@ from rgbt.stamps import ns_to_stamp
 
 class HealthNode(RgbtNode):
     options_model = HealthOptions
+    options: HealthOptions
     default_name = "health"
 
     def __init__(self, name: str | None = None, **kwargs) -> None:  # type: ignore[no-untyped-def]

@@ -30,6 +30,7 @@ from rgbt.sensors.reconnect import DeviceLink, DeviceRunner
 
 class MavlinkBridgeNode(RgbtNode):
     options_model = MavlinkBridgeOptions
+    options: MavlinkBridgeOptions
     default_name = "mavlink_bridge"
 
     def __init__(self, name: str | None = None, **kwargs) -> None:  # type: ignore[no-untyped-def]
@@ -62,7 +63,9 @@ class MavlinkBridgeNode(RgbtNode):
         self.runner.step()  # opens the link when due, else reads what arrived; the timer paces it
 
     def read_once(self) -> None:
-        for out in self.autopilot.poll(timeout=0.0):
+        autopilot = self.autopilot
+        assert autopilot is not None  # the runner reads only while the link is open
+        for out in autopilot.poll(timeout=0.0):
             if isinstance(out, State):
                 if out.armed != self.armed:
                     self.armed = out.armed

@@ -20,6 +20,7 @@ from rgbt.stamps import stamp_to_ns
 
 class OdometryCaptureNode(RgbtNode):
     options_model = OdometryCaptureOptions
+    options: OdometryCaptureOptions
     default_name = "odometry_capture"
 
     def __init__(self, name: str | None = None, **kwargs) -> None:  # type: ignore[no-untyped-def]

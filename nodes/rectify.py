@@ -22,6 +22,7 @@ from rgbt.ros.spin import node_main
 
 class RectifyNode(LatestFrameNode, RgbtNode):
     options_model = RectifyOptions
+    options: RectifyOptions
     default_name = "rectify"
     prewarm_modules = ("rgbt.image.rectify",)
 

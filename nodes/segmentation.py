@@ -21,6 +21,7 @@ from rgbt.seg.pipeline import SegPipeline
 
 class SegmentationNode(RgbtNode):
     options_model = SegmentationOptions
+    options: SegmentationOptions
     default_name = "segmentation"
     prewarm_modules = ("rgbt.graph.seg_adapter", "onnxruntime")
 

@@ -27,6 +27,7 @@ from rgbt.stamps import cdr_stamp_ns
 
 class ThermalPreprocessNode(LatestFrameNode, RgbtNode):
     options_model = PreprocessOptions
+    options: PreprocessOptions
     default_name = "thermal_preprocess"
     prewarm_modules = ("rgbt.image.colormap", "rgbt.image.normalize")
 

@@ -31,6 +31,7 @@ from rgbt.timeref import decode_frame, decode_imu
 
 class TriggerSyncNode(RgbtNode):
     options_model = TriggerSyncOptions
+    options: TriggerSyncOptions
     default_name = "trigger_sync"
     prewarm_modules = ("rgbt.graph.sync_adapter",)
     handles_frames = True

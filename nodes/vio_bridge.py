@@ -31,6 +31,7 @@ from rgbt.stamps import cdr_stamp_ns
 
 class VioBridgeNode(LatestFrameNode, RgbtNode):
     options_model = VioBridgeOptions
+    options: VioBridgeOptions
     default_name = "vio_bridge"
     prewarm_modules = ("rgbt.vio.feed",)
 

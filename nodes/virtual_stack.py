@@ -32,6 +32,7 @@ import os
 import threading
 import time
 import zlib
+from typing import TYPE_CHECKING, Any
 
 from geometry_msgs.msg import PoseStamped
 from sensor_msgs.msg import Image, Imu, NavSatFix, TimeReference
@@ -49,9 +50,14 @@ from rgbt.ros.spin import freeze_startup_objects, node_main
 from rgbt.threadname import name_native_thread
 from rgbt.graph.wallstep import WallStep
 
+if TYPE_CHECKING:
+    from rgbt.sim import SimStack
+    from rgbt.sim.cache import SimCache
+
 
 class VirtualStackNode(RgbtNode):
     options_model = VirtualStackOptions
+    options: VirtualStackOptions
     default_name = "virtual_stack"
     prewarm_modules = ("rgbt.sim", "rgbt.sim.live")
     handles_frames = True
@@ -67,17 +73,19 @@ class VirtualStackNode(RgbtNode):
         if o.stack_path:
             sim_fields.setdefault("stack_path", o.stack_path)
         sim_options = SimOptions(**sim_fields)
-        self.sim, why = open_cache(o.sim_cache, sim_options) if o.sim_cache else (None, "")
-        if self.sim is not None:
-            self.get_logger().info(f"playing the pre-rendered run in {o.sim_cache} ({len(self.sim)} samples)")
+        cache, why = open_cache(o.sim_cache, sim_options) if o.sim_cache else (None, "")
+        self.sim: SimCache | SimStack
+        if cache is not None:
+            self.get_logger().info(f"playing the pre-rendered run in {o.sim_cache} ({len(cache)} samples)")
+            self.sim = cache
         else:
             if why:
                 self.get_logger().warning(f"{why}: rendering while publishing (may fall behind real time)")
             self.sim = SimStack(sim_options)
         out = self.out_qos
         self.kinds = set(o.kinds)  # empty: every kind
-        self.pubs: dict[str, object] = {}
-        self.info_pubs: dict[str, object] = {}
+        self.pubs: dict[str, Any] = {}  # kind -> publisher (rclpy or local)
+        self.info_pubs: dict[str, Any] = {}
         self.topics: dict[str, str] = {}
         # driver topics: delivered in-process to a trigger sync of this process (rgbt.ros.local_topics)
         for cam in ("thermal", "color", "mono"):

@@ -17,6 +17,7 @@ from rgbt.sensors.reconnect import DeviceError
 
 class Vn100Node(DriverNode):
     options_model = DriverOptions
+    options: DriverOptions
     default_name = "vn100"
 
     def __init__(self, name: str | None = None, **kwargs) -> None:  # type: ignore[no-untyped-def]
