@@ -14,6 +14,8 @@ meanwhile and reports the link in its diagnostics (``device.*``; ERROR missing, 
 
 from __future__ import annotations
 
+from typing import Any
+
 from geometry_msgs.msg import PoseStamped
 from sensor_msgs.msg import NavSatFix
 from std_msgs.msg import Bool
@@ -33,7 +35,7 @@ class MavlinkBridgeNode(RgbtNode):
     options: MavlinkBridgeOptions
     default_name = "mavlink_bridge"
 
-    def __init__(self, name: str | None = None, **kwargs) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, name: str | None = None, **kwargs: Any) -> None:
         super().__init__(name, **kwargs)
         o = self.options
         stack = self.stack()
@@ -97,7 +99,7 @@ class MavlinkBridgeNode(RgbtNode):
 NODE = MavlinkBridgeNode
 
 
-def main(args=None) -> int:  # type: ignore[no-untyped-def]
+def main(args: list[str] | None = None) -> int:
     return node_main(NODE, args)
 
 

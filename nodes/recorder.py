@@ -31,7 +31,7 @@ from __future__ import annotations
 import json
 import threading
 import time
-from typing import Any
+from typing import Any, Callable
 
 from diagnostic_msgs.msg import DiagnosticArray
 from rclpy.event_handler import SubscriptionEventCallbacks
@@ -56,7 +56,7 @@ class RecorderNode(RgbtNode):
     default_name = "recorder"
     reserves_memory = True
 
-    def __init__(self, name: str | None = None, **kwargs) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, name: str | None = None, **kwargs: Any) -> None:
         super().__init__(name, **kwargs)
         o = self.options
         stack = self.stack()
@@ -207,8 +207,8 @@ class RecorderNode(RgbtNode):
             if status.name != self.get_name():
                 self.rec.on_peer_status(status.name, {kv.key: kv.value for kv in status.values})
 
-    def _service(self, fn):  # type: ignore[no-untyped-def]
-        def handle(_request, response):  # type: ignore[no-untyped-def]
+    def _service(self, fn: Callable[[], tuple[bool, object]]) -> Callable[[Any, Any], Any]:
+        def handle(_request: Any, response: Any) -> Any:  # std_srvs/Trigger request and response
             try:
                 ok, message = fn()
             except Exception as exc:  # noqa: BLE001 - a service answers, never kills the recorder
@@ -231,7 +231,7 @@ class RecorderNode(RgbtNode):
 NODE = RecorderNode
 
 
-def main(args=None) -> int:  # type: ignore[no-untyped-def]
+def main(args: list[str] | None = None) -> int:
     return node_main(NODE, args)
 
 

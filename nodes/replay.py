@@ -31,7 +31,7 @@ class ReplayNode(RgbtNode):
     options: ReplayOptions
     default_name = "replay"
 
-    def __init__(self, name: str | None = None, **kwargs) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, name: str | None = None, **kwargs: Any) -> None:
         super().__init__(name, **kwargs)
         from rgbt.bag.reader import open_bag
         from rgbt.errors import ConfigError
@@ -110,7 +110,7 @@ class ReplayNode(RgbtNode):
 NODE = ReplayNode
 
 
-def main(args=None) -> int:  # type: ignore[no-untyped-def]
+def main(args: list[str] | None = None) -> int:
     return node_main(NODE, args)
 
 

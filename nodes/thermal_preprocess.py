@@ -14,6 +14,8 @@ bad value (``low >= high``, an unknown colormap) is refused with the reason.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from sensor_msgs.msg import Image
 
 from rgbt.ros.image import cdr_to_image
@@ -24,6 +26,9 @@ from rgbt.graph.options import PreprocessOptions
 from rgbt.ros.spin import node_main
 from rgbt.stamps import cdr_stamp_ns
 
+if TYPE_CHECKING:
+    from rgbt.image.normalize import Normalizer
+
 
 class ThermalPreprocessNode(LatestFrameNode, RgbtNode):
     options_model = PreprocessOptions
@@ -31,7 +36,7 @@ class ThermalPreprocessNode(LatestFrameNode, RgbtNode):
     default_name = "thermal_preprocess"
     prewarm_modules = ("rgbt.image.colormap", "rgbt.image.normalize")
 
-    def __init__(self, name: str | None = None, **kwargs) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, name: str | None = None, **kwargs: Any) -> None:
         super().__init__(name, **kwargs)
         from rgbt.image.colormap import apply_colormap
         from rgbt.image.normalize import to_uint8
@@ -54,7 +59,7 @@ class ThermalPreprocessNode(LatestFrameNode, RgbtNode):
         )
 
     @staticmethod
-    def normalizer(o: PreprocessOptions):  # type: ignore[no-untyped-def]
+    def normalizer(o: PreprocessOptions) -> Normalizer:
         from rgbt.image.colormap import COLORMAPS
         from rgbt.image.normalize import NormalizeOptions, Normalizer
 
@@ -94,7 +99,7 @@ class ThermalPreprocessNode(LatestFrameNode, RgbtNode):
 NODE = ThermalPreprocessNode
 
 
-def main(args=None) -> int:  # type: ignore[no-untyped-def]
+def main(args: list[str] | None = None) -> int:
     return node_main(NODE, args)
 
 

@@ -47,7 +47,7 @@ class ThermalQueryNode(RgbtNode):
     options: ThermalQueryOptions
     default_name = "thermal_query"
 
-    def __init__(self, name: str | None = None, **kwargs) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, name: str | None = None, **kwargs: Any) -> None:
         super().__init__(name, **kwargs)
         o = self.options
         self.to_celsius = converter(o.radiometry)
@@ -107,7 +107,7 @@ class ThermalQueryNode(RgbtNode):
 NODE = ThermalQueryNode
 
 
-def main(args=None) -> int:  # type: ignore[no-untyped-def]
+def main(args: list[str] | None = None) -> int:
     return node_main(NODE, args)
 
 

@@ -19,6 +19,8 @@ it is applied exactly once.
 
 from __future__ import annotations
 
+from typing import Any
+
 from sensor_msgs.msg import Image, Imu
 
 from rgbt.ros.image import cdr_to_image
@@ -35,7 +37,7 @@ class VioBridgeNode(LatestFrameNode, RgbtNode):
     default_name = "vio_bridge"
     prewarm_modules = ("rgbt.vio.feed",)
 
-    def __init__(self, name: str | None = None, **kwargs) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, name: str | None = None, **kwargs: Any) -> None:
         super().__init__(name, **kwargs)
         from rgbt.vio.feed import FEED_IMU_TOPIC, ImuRelay, StreamFeed, feed_image_topic, feed_rate_hz, grid_step
 
@@ -91,7 +93,7 @@ class VioBridgeNode(LatestFrameNode, RgbtNode):
 NODE = VioBridgeNode
 
 
-def main(args=None) -> int:  # type: ignore[no-untyped-def]
+def main(args: list[str] | None = None) -> int:
     return node_main(NODE, args)
 
 

@@ -51,8 +51,11 @@ from rgbt.threadname import name_native_thread
 from rgbt.graph.wallstep import WallStep
 
 if TYPE_CHECKING:
+    from rclpy.qos import QoSProfile
+
     from rgbt.sim import SimStack
     from rgbt.sim.cache import SimCache
+    from rgbt.sim.simstack import SimSample
 
 
 class VirtualStackNode(RgbtNode):
@@ -62,7 +65,7 @@ class VirtualStackNode(RgbtNode):
     prewarm_modules = ("rgbt.sim", "rgbt.sim.live")
     handles_frames = True
 
-    def __init__(self, name: str | None = None, **kwargs) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, name: str | None = None, **kwargs: Any) -> None:
         super().__init__(name, **kwargs)
         from rgbt.sim import SimOptions, SimStack
         from rgbt.sim.cache import open_cache
@@ -123,7 +126,7 @@ class VirtualStackNode(RgbtNode):
     def _wanted(self, kind: str) -> bool:
         return not self.kinds or kind in self.kinds
 
-    def _pub(self, kind: str, msg_type, topic: str, qos, local: bool = False) -> None:  # type: ignore[no-untyped-def]
+    def _pub(self, kind: str, msg_type: Any, topic: str, qos: QoSProfile, local: bool = False) -> None:
         create = self.create_local_publisher if local else self.create_publisher
         self.pubs[kind] = create(msg_type, topic, qos)
         self.topics[kind] = topic
@@ -193,7 +196,7 @@ class VirtualStackNode(RgbtNode):
         if o.exit_when_done:
             self.finished = True
 
-    def _start_ns(self, first) -> int:  # type: ignore[no-untyped-def]
+    def _start_ns(self, first: SimSample) -> int:
         """When the first sample (host-arrival order) is due (wall ns): ``start_delay_s`` from now, or on
         the shared timeline of ``schedule_anchor_path`` (written now when this stack is the first)."""
         from rgbt.sim.live import ScheduleAnchor, schedule_anchor
@@ -228,7 +231,7 @@ class VirtualStackNode(RgbtNode):
             json.dump(self.manifest, fh)
         os.replace(tmp, self.options.manifest_path)
 
-    def _publish(self, s, t_host: int, t_true: int) -> None:  # type: ignore[no-untyped-def]
+    def _publish(self, s: SimSample, t_host: int, t_true: int) -> None:
         kind = s.kind
         if kind in ("thermal", "color", "mono"):
             cam = self.stack_model.cameras[kind]
@@ -288,7 +291,7 @@ class VirtualStackNode(RgbtNode):
 NODE = VirtualStackNode
 
 
-def main(args=None) -> int:  # type: ignore[no-untyped-def]
+def main(args: list[str] | None = None) -> int:
     return node_main(NODE, args)
 
 
