@@ -8,14 +8,19 @@ A camera missing at start or unplugged (a Spinnaker error) is closed and reopene
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from rgbt.ros.driver_node import CameraDriverNode
 from rgbt.ros.spin import node_main
+
+if TYPE_CHECKING:
+    from rgbt.sensors.blackfly import PySpinSource
 
 
 class ColorCameraNode(CameraDriverNode):
     default_name = "color_camera"
 
-    def open_device(self):  # type: ignore[no-untyped-def]
+    def open_device(self) -> PySpinSource:
         from rgbt.sensors.blackfly import PySpinSource, spinnaker_params
 
         o = self.options
@@ -33,7 +38,7 @@ class ColorCameraNode(CameraDriverNode):
 NODE = ColorCameraNode
 
 
-def main(args=None) -> int:  # type: ignore[no-untyped-def]
+def main(args: list[str] | None = None) -> int:
     return node_main(NODE, args)
 
 

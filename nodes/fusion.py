@@ -9,6 +9,8 @@ pairs are dropped unread and counted (``latest.dropped_stale``).
 
 from __future__ import annotations
 
+from typing import Any
+
 from sensor_msgs.msg import Image
 
 from rgbt.image.codec import cdr_to_image
@@ -21,10 +23,11 @@ from rgbt.ros.spin import node_main
 
 class FusionNode(LatestFrameNode, RgbtNode):
     options_model = FusionNodeOptions
+    options: FusionNodeOptions
     default_name = "fusion"
     prewarm_modules = ("rgbt.graph.seg_adapter", "onnxruntime")
 
-    def __init__(self, name: str | None = None, **kwargs) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, name: str | None = None, **kwargs: Any) -> None:
         super().__init__(name, **kwargs)
 
         o = self.options
@@ -52,7 +55,7 @@ class FusionNode(LatestFrameNode, RgbtNode):
 NODE = FusionNode
 
 
-def main(args=None) -> int:  # type: ignore[no-untyped-def]
+def main(args: list[str] | None = None) -> int:
     return node_main(NODE, args)
 
 

@@ -11,6 +11,7 @@ does not parse is skipped by the UBX reader."""
 from __future__ import annotations
 
 import time
+from typing import Any
 
 from sensor_msgs.msg import NavSatFix, NavSatStatus, TimeReference
 
@@ -24,9 +25,10 @@ from rgbt.sensors.ubx import fix_from_nav_pvt
 
 class GnssNode(DriverNode):
     options_model = DriverOptions
+    options: DriverOptions
     default_name = "gnss"
 
-    def __init__(self, name: str | None = None, **kwargs) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, name: str | None = None, **kwargs: Any) -> None:
         super().__init__(name, **kwargs)
         self.topic = self.stack_model.gnss.topic
         self.pub = self.create_publisher(NavSatFix, self.topic, self.out_qos)
@@ -35,7 +37,7 @@ class GnssNode(DriverNode):
         self.diag.values["no_utc"] = "0"
         self.start()
 
-    def open_device(self):  # type: ignore[no-untyped-def]
+    def open_device(self) -> Any:  # a pyserial port (untyped)
         import serial
         from pyubx2 import UBXReader
 
@@ -68,7 +70,7 @@ class GnssNode(DriverNode):
 NODE = GnssNode
 
 
-def main(args=None) -> int:  # type: ignore[no-untyped-def]
+def main(args: list[str] | None = None) -> int:
     return node_main(NODE, args)
 
 

@@ -8,6 +8,7 @@ driver reports (open, lost, missing; ``rgbt.graph.health.device_status``). ``per
 from __future__ import annotations
 
 import time
+from typing import Any
 
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 
@@ -21,9 +22,10 @@ from rgbt.stamps import ns_to_stamp
 
 class HealthNode(RgbtNode):
     options_model = HealthOptions
+    options: HealthOptions
     default_name = "health"
 
-    def __init__(self, name: str | None = None, **kwargs) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, name: str | None = None, **kwargs: Any) -> None:
         super().__init__(name, **kwargs)
         self.probe = HealthProbe(self.options.disk_path)
         self.pub = self.create_publisher(DiagnosticArray, self.options.topic, qos_profile("reliable"))
@@ -62,7 +64,7 @@ class HealthNode(RgbtNode):
 NODE = HealthNode
 
 
-def main(args=None) -> int:  # type: ignore[no-untyped-def]
+def main(args: list[str] | None = None) -> int:
     return node_main(NODE, args)
 
 

@@ -14,6 +14,8 @@ meanwhile and reports the link in its diagnostics (``device.*``; ERROR missing, 
 
 from __future__ import annotations
 
+from typing import Any
+
 from geometry_msgs.msg import PoseStamped
 from sensor_msgs.msg import NavSatFix
 from std_msgs.msg import Bool
@@ -31,9 +33,10 @@ from rgbt.sensors.reconnect import DeviceLink, DeviceRunner
 
 class MavlinkBridgeNode(RgbtNode):
     options_model = MavlinkBridgeOptions
+    options: MavlinkBridgeOptions
     default_name = "mavlink_bridge"
 
-    def __init__(self, name: str | None = None, **kwargs) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, name: str | None = None, **kwargs: Any) -> None:
         super().__init__(name, **kwargs)
         o = self.options
         stack = self.stack()
@@ -63,7 +66,9 @@ class MavlinkBridgeNode(RgbtNode):
         self.runner.step()  # opens the link when due, else reads what arrived; the timer paces it
 
     def read_once(self) -> None:
-        for out in self.autopilot.poll(timeout=0.0):
+        autopilot = self.autopilot
+        assert autopilot is not None  # the runner reads only while the link is open
+        for out in autopilot.poll(timeout=0.0):
             if isinstance(out, State):
                 if out.armed != self.armed:
                     self.armed = out.armed
@@ -95,7 +100,7 @@ class MavlinkBridgeNode(RgbtNode):
 NODE = MavlinkBridgeNode
 
 
-def main(args=None) -> int:  # type: ignore[no-untyped-def]
+def main(args: list[str] | None = None) -> int:
     return node_main(NODE, args)
 
 

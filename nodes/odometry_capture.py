@@ -9,6 +9,8 @@ estimator; ``rgbt vio ate --est out_path`` scores the result.
 
 from __future__ import annotations
 
+from typing import Any
+
 from nav_msgs.msg import Odometry
 
 from rgbt.ros.node import RgbtNode
@@ -20,9 +22,10 @@ from rgbt.stamps import stamp_to_ns
 
 class OdometryCaptureNode(RgbtNode):
     options_model = OdometryCaptureOptions
+    options: OdometryCaptureOptions
     default_name = "odometry_capture"
 
-    def __init__(self, name: str | None = None, **kwargs) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, name: str | None = None, **kwargs: Any) -> None:
         super().__init__(name, **kwargs)
         o = self.options
         self.writer = TumWriter(o.out_path)
@@ -56,7 +59,7 @@ class OdometryCaptureNode(RgbtNode):
 NODE = OdometryCaptureNode
 
 
-def main(args=None) -> int:  # type: ignore[no-untyped-def]
+def main(args: list[str] | None = None) -> int:
     return node_main(NODE, args)
 
 

@@ -6,9 +6,9 @@ history (``reliable_stack``; a best-effort publisher there makes it fall back to
 and counted as ``qos_fallbacks``); other topics best effort (``input_qos``).
 
 Starts on the autopilot's arm (``std_msgs/Bool`` on ``/rgbt/armed``, latched on both ends: a recorder
-(re)started after the arm learns it at once) and stops when disarmed for ``debounce_s``; ``start: always`` records from start-up; services ``~/start``, ``~/stop``,
-``~/split`` (``std_srvs/Trigger``) and ``~/prearm_check`` (its ``message`` is a JSON report).
-Memory: lossless within ``memory_budget_mb`` (default ``buffer_s`` seconds of the recorded streams),
+(re)started after the arm learns it at once) and stops when disarmed for ``debounce_s``; ``start: always`` records from
+start-up; services ``~/start``, ``~/stop``, ``~/split`` (``std_srvs/Trigger``) and ``~/prearm_check`` (its ``message``
+is a JSON report). Memory: lossless within ``memory_budget_mb`` (default ``buffer_s`` seconds of the recorded streams),
 split between the middleware's reader queues and the writer queue (``rgbt.graph.recording.plan_buffers``);
 a message beyond it is dropped and counted (``dropped_budget``), never lost silently.
 Never corrupts a bag: SIGINT / SIGTERM (the spin loop calls ``close()``), a write error, the size
@@ -20,8 +20,8 @@ predecessor left open: the stack topics are durable (transient local), so the ne
 the publishers' last seconds and the old bag is recovered without what the new one holds again
 (``rgbt.graph.recording``). Bags of an earlier run left open (a power loss) are recovered at start.
 By default it records the stack topics, the trigger sync's before-lock streams
-(``/rgbt/raw/<kind>/unlocked``) and the GNSS fix's UTC (``/gps/time_reference``). Each topic's offered QoS in the bag is its publishers'
-(``rgbt.ros.qos.topic_qos``), so ``ros2 bag play`` republishes ``/rgbt/armed`` latched. Thresholds
+(``/rgbt/raw/<kind>/unlocked``) and the GNSS fix's UTC (``/gps/time_reference``). Each topic's offered QoS in the bag is
+its publishers' (``rgbt.ros.qos.topic_qos``), so ``ros2 bag play`` republishes ``/rgbt/armed`` latched. Thresholds
 (``debounce_s``, size cap, disk space, the sync-lock gate) are live parameters.
 The logic lives in :mod:`rgbt.graph.recording`; this module is the wiring.
 """
@@ -31,9 +31,11 @@ from __future__ import annotations
 import json
 import threading
 import time
+from typing import Any, Callable
 
 from diagnostic_msgs.msg import DiagnosticArray
 from rclpy.event_handler import SubscriptionEventCallbacks
+from rclpy.subscription import Subscription
 from std_msgs.msg import Bool
 from std_srvs.srv import Trigger
 
@@ -51,10 +53,11 @@ from rgbt.ros.spin import node_main
 
 class RecorderNode(RgbtNode):
     options_model = RecorderOptions
+    options: RecorderOptions
     default_name = "recorder"
     reserves_memory = True
 
-    def __init__(self, name: str | None = None, **kwargs) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, name: str | None = None, **kwargs: Any) -> None:
         super().__init__(name, **kwargs)
         o = self.options
         stack = self.stack()
@@ -76,8 +79,9 @@ class RecorderNode(RgbtNode):
         self.rec.writer_budget_bytes = self.plan.writer_bytes
         self.get_logger().info(f"memory budget {self.plan.budget_bytes / 1e6:.0f} MB: reader queues "
                                f"{self.plan.depths}, writer queue {self.plan.writer_bytes / 1e6:.0f} MB")
-        self.subscribed: dict[str, str] = {}
-        self._recorded_subs: dict[str, object] = {}
+        # topic -> message type (not `subscribed`: RgbtNode.subscribed(publisher) is a method)
+        self.subscribed_types: dict[str, str] = {}
+        self._recorded_subs: dict[str, Subscription] = {}
         # subscribed reliable (as the trigger sync publishes them) until a best-effort publisher shows up
         self.reliable = set(reliable_stack_topics(stack)) if o.reliable_stack else set()
         # durable as the trigger sync publishes them: a restarted recorder receives what it missed
@@ -111,7 +115,8 @@ class RecorderNode(RgbtNode):
         for srv, fn in (("start", self.rec.manual_start), ("stop", self.rec.manual_stop),
                         ("split", self.rec.split), ("prearm_check", self.rec.prearm_report)):
             self.create_service(Trigger, f"~/{srv}", self._service(fn))
-        self._tick_period_ns, self._last_tick_ns = 250_000_000, None
+        self._tick_period_ns = 250_000_000
+        self._last_tick_ns: int | None = None
         self.create_timer(0.25, self.guard(self.tick))
         if o.start == "always":
             self.rec.start("always")
@@ -134,16 +139,19 @@ class RecorderNode(RgbtNode):
         else:  # the planned depth, else in_qos's / small_qos's
             depth = depth or (o.input_depth if msgtype == "sensor_msgs/msg/Image" else 8 * o.input_depth)
             qos = qos_profile("latched" if durable else "reliable" if reliable else o.input_qos, depth)
-        events = SubscriptionEventCallbacks(message_lost=lambda info, t=topic: self.rec.lost(t, info.total_count_change))
+        def on_lost(info: Any, t: str = topic) -> None:
+            self.rec.lost(t, info.total_count_change)
+
+        events = SubscriptionEventCallbacks(message_lost=on_lost)
         if reliable:  # a volatile / best-effort publisher cannot match: subscribe less strictly (next tick)
             events.incompatible_qos = lambda info, t=topic: self._fall_back.add(t)
         self._recorded_subs[topic] = self.create_subscription(
             get_message(msgtype), topic, self.guard(lambda raw, t=topic: self.rec.on_message(t, raw, self.now_ns()),
                                                     topic), qos, raw=True, event_callbacks=events)
-        if topic not in self.subscribed:
+        if topic not in self.subscribed_types:
             # the publishers' QoS (what ``ros2 bag play`` offers again)
             self.rec.add_topic(topic, msgtype, qos_to_yaml(qos_profile("reliable") if reliable else topic_qos(topic)))
-        self.subscribed[topic] = msgtype
+        self.subscribed_types[topic] = msgtype
 
     def _fall_back_to_best_effort(self) -> None:
         """Durable -> reliable volatile -> best effort, one step per incompatible publisher seen."""
@@ -159,7 +167,7 @@ class RecorderNode(RgbtNode):
             sub = self._recorded_subs.pop(topic, None)
             if sub is not None:
                 self.destroy_subscription(sub)
-            self._subscribe(topic, self.subscribed[topic])
+            self._subscribe(topic, self.subscribed_types[topic])
             self.diag.values["qos_fallbacks"] = str(int(self.diag.values["qos_fallbacks"]) + 1)
             self.get_logger().warning(f"{topic}: {why}")
         self._fall_back.clear()
@@ -177,10 +185,10 @@ class RecorderNode(RgbtNode):
         self._last_tick_ns = now
         if self._fall_back:
             self._fall_back_to_best_effort()
-        if len(self.subscribed) < len(self.wanted):
+        if len(self.subscribed_types) < len(self.wanted):
             types = dict(self.get_topic_names_and_types())
             for topic in self.wanted:
-                if topic not in self.subscribed and types.get(topic):
+                if topic not in self.subscribed_types and types.get(topic):
                     self._subscribe(topic, types[topic][0])
         self.rec.tick(self.now_ns())
         while self._write_errors_seen < self.rec.write_errors:  # errors of the writer thread
@@ -198,8 +206,8 @@ class RecorderNode(RgbtNode):
             if status.name != self.get_name():
                 self.rec.on_peer_status(status.name, {kv.key: kv.value for kv in status.values})
 
-    def _service(self, fn):  # type: ignore[no-untyped-def]
-        def handle(_request, response):  # type: ignore[no-untyped-def]
+    def _service(self, fn: Callable[[], tuple[bool, object]]) -> Callable[[Any, Any], Any]:
+        def handle(_request: Any, response: Any) -> Any:  # std_srvs/Trigger request and response
             try:
                 ok, message = fn()
             except Exception as exc:  # noqa: BLE001 - a service answers, never kills the recorder
@@ -222,7 +230,7 @@ class RecorderNode(RgbtNode):
 NODE = RecorderNode
 
 
-def main(args=None) -> int:  # type: ignore[no-untyped-def]
+def main(args: list[str] | None = None) -> int:
     return node_main(NODE, args)
 
 

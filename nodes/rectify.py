@@ -11,6 +11,8 @@ pairs are dropped unread and counted (``latest.dropped_stale``).
 
 from __future__ import annotations
 
+from typing import Any
+
 from sensor_msgs.msg import Image
 
 from rgbt.image.codec import cdr_to_image
@@ -22,10 +24,11 @@ from rgbt.ros.spin import node_main
 
 class RectifyNode(LatestFrameNode, RgbtNode):
     options_model = RectifyNodeOptions
+    options: RectifyNodeOptions
     default_name = "rectify"
     prewarm_modules = ("rgbt.image.rectify",)
 
-    def __init__(self, name: str | None = None, **kwargs) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, name: str | None = None, **kwargs: Any) -> None:
         super().__init__(name, **kwargs)
         from rgbt.image.rectify import RgbtRectifier
 
@@ -54,7 +57,7 @@ class RectifyNode(LatestFrameNode, RgbtNode):
 NODE = RectifyNode
 
 
-def main(args=None) -> int:  # type: ignore[no-untyped-def]
+def main(args: list[str] | None = None) -> int:
     return node_main(NODE, args)
 
 

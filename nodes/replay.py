@@ -10,6 +10,7 @@ acknowledged it (``Publisher.wait_for_all_acked``). ``/clock`` carries each mess
 from __future__ import annotations
 
 import threading
+from typing import Any
 
 from rclpy.duration import Duration
 from rosgraph_msgs.msg import Clock
@@ -28,9 +29,10 @@ from rgbt.threadname import name_native_thread
 
 class ReplayNode(RgbtNode):
     options_model = ReplayOptions
+    options: ReplayOptions
     default_name = "replay"
 
-    def __init__(self, name: str | None = None, **kwargs) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, name: str | None = None, **kwargs: Any) -> None:
         super().__init__(name, **kwargs)
         from rgbt.bag.reader import open_bag
 
@@ -39,7 +41,7 @@ class ReplayNode(RgbtNode):
             raise ConfigError(f"node {self.get_name()}", "path", o.path, "a bag path")
         self.bag = open_bag(o.path)
         self.renames = dict(r.split(":=", 1) for r in o.renames)
-        self.pubs: dict[str, object] = {}
+        self.pubs: dict[str, Any] = {}  # topic -> rclpy publisher
         self.ros1 = self.bag.kind == "ros1"  # ROS 1 raw bytes are not CDR: convert field by field
         for topic, info in self.bag.topics.items():
             if o.topics and topic not in o.topics:
@@ -108,7 +110,7 @@ class ReplayNode(RgbtNode):
 NODE = ReplayNode
 
 
-def main(args=None) -> int:  # type: ignore[no-untyped-def]
+def main(args: list[str] | None = None) -> int:
     return node_main(NODE, args)
 
 

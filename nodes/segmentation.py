@@ -10,6 +10,8 @@ comes too late (``pipeline.dropped_late``, option ``late_after_periods``).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from sensor_msgs.msg import Image
 
 from rgbt.graph.liveness import WORKER_STALL_S
@@ -20,21 +22,29 @@ from rgbt.graph.seg_adapter import make_stage
 from rgbt.ros.spin import node_main
 from rgbt.seg.pipeline import SegPipeline
 
+if TYPE_CHECKING:
+    from rgbt.seg.stage import SegResult
+
 
 class SegmentationNode(RgbtNode):
     options_model = SegmentationOptions
+    options: SegmentationOptions
     default_name = "segmentation"
     prewarm_modules = ("rgbt.graph.seg_adapter", "onnxruntime")
 
-    def __init__(self, name: str | None = None, **kwargs) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, name: str | None = None, **kwargs: Any) -> None:
         super().__init__(name, **kwargs)
 
         o = self.options
         self.input_topic = o.input_topic or self.stack().cameras["thermal"].topic
         # class colours (the model's palette) are drawn per frame, only while /color has a subscriber
         self.stage = make_stage(o.model, o.backend, {**o.stage, "color": False})
-        self.pipeline = SegPipeline(self.stage, self.on_result, late_after_periods=o.late_after_periods,
-                                    on_error=lambda t_ns, exc: self.report_error(f"frame {t_ns}", exc, self.input_topic))
+        self.pipeline = SegPipeline(
+            self.stage,
+            self.on_result,
+            late_after_periods=o.late_after_periods,
+            on_error=lambda t_ns, exc: self.report_error(f"frame {t_ns}", exc, self.input_topic),
+        )
         self.get_logger().info(f"{self.stage.options}")
         self.last_timing: dict = {}  # of the newest result, for diagnostics
         self.pub_ids = self.create_publisher(Image, f"{o.output_prefix}/class_ids", self.out_qos)
@@ -46,8 +56,8 @@ class SegmentationNode(RgbtNode):
         t_ns, frame_id, _, pixels = cdr_to_image(raw)
         self.pipeline.submit(t_ns, pixels, tag=frame_id)
 
-    def on_result(self, t_ns: int, result) -> None:  # type: ignore[no-untyped-def]  # inference thread
-        frame_id = result.tag
+    def on_result(self, t_ns: int, result: SegResult) -> None:  # inference thread
+        frame_id = str(result.tag)  # the frame_id submitted with the frame
         self.pub_ids.publish(image_to_cdr(result.class_ids, t_ns, frame_id, "mono8"))
         if self.options.publish_color and self.subscribed(self.pub_color):
             self.pub_color.publish(image_to_cdr(self.stage.colorize(result.class_ids), t_ns, frame_id, "rgb8"))
@@ -76,7 +86,7 @@ class SegmentationNode(RgbtNode):
 NODE = SegmentationNode
 
 
-def main(args=None) -> int:  # type: ignore[no-untyped-def]
+def main(args: list[str] | None = None) -> int:
     return node_main(NODE, args)
 
 

@@ -9,15 +9,20 @@ with the same back-off bounds, and its errors never stop the video.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from rgbt.ros.driver_node import CameraDriverNode
 from rgbt.ros.spin import node_main
 from rgbt.sensors.reconnect import ReadFailed
+
+if TYPE_CHECKING:
+    from rgbt.sensors.boson import BosonCamera
 
 
 class ThermalCameraNode(CameraDriverNode):
     default_name = "thermal_camera"
 
-    def open_device(self):  # type: ignore[no-untyped-def]
+    def open_device(self) -> BosonCamera:
         from rgbt.sensors.boson import BosonCamera, BosonControl, BosonOptions, V4l2Options, V4l2Source
 
         o = self.options
@@ -39,7 +44,7 @@ class ThermalCameraNode(CameraDriverNode):
 NODE = ThermalCameraNode
 
 
-def main(args=None) -> int:  # type: ignore[no-untyped-def]
+def main(args: list[str] | None = None) -> int:
     return node_main(NODE, args)
 
 

@@ -14,6 +14,8 @@ bad value (``low >= high``, an unknown colormap) is refused with the reason.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from sensor_msgs.msg import Image
 
 from rgbt.image.codec import cdr_to_image
@@ -24,13 +26,17 @@ from rgbt.graph.options import PreprocessOptions
 from rgbt.ros.spin import node_main
 from rgbt.stamps import cdr_stamp_ns
 
+if TYPE_CHECKING:
+    from rgbt.image.normalize import Normalizer
+
 
 class ThermalPreprocessNode(LatestFrameNode, RgbtNode):
     options_model = PreprocessOptions
+    options: PreprocessOptions
     default_name = "thermal_preprocess"
     prewarm_modules = ("rgbt.image.colormap", "rgbt.image.normalize")
 
-    def __init__(self, name: str | None = None, **kwargs) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, name: str | None = None, **kwargs: Any) -> None:
         super().__init__(name, **kwargs)
         from rgbt.image.colormap import apply_colormap
         from rgbt.image.normalize import to_uint8
@@ -44,11 +50,16 @@ class ThermalPreprocessNode(LatestFrameNode, RgbtNode):
         self.pub_color = self.create_publisher(Image, f"{o.output_prefix}/colormap", self.out_qos)
         self.unread = 0  # frames taken while no output had a subscriber (not normalized)
         self.mailbox = self.latest(self.on_image, self.input_topic)
-        self.create_subscription(Image, self.input_topic, self.guard(lambda raw: self.mailbox.submit(raw, cdr_stamp_ns(raw)),
-                                                                self.input_topic), self.in_qos, raw=True)
+        self.create_subscription(
+            Image,
+            self.input_topic,
+            self.guard(lambda raw: self.mailbox.submit(raw, cdr_stamp_ns(raw)), self.input_topic),
+            self.in_qos,
+            raw=True,
+        )
 
     @staticmethod
-    def normalizer(o: PreprocessOptions):  # type: ignore[no-untyped-def]
+    def normalizer(o: PreprocessOptions) -> Normalizer:
         from rgbt.image.colormap import COLORMAPS
         from rgbt.image.normalize import NormalizeOptions, Normalizer
 
@@ -88,7 +99,7 @@ class ThermalPreprocessNode(LatestFrameNode, RgbtNode):
 NODE = ThermalPreprocessNode
 
 
-def main(args=None) -> int:  # type: ignore[no-untyped-def]
+def main(args: list[str] | None = None) -> int:
     return node_main(NODE, args)
 
 

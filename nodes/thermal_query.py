@@ -17,7 +17,7 @@ thermal frame and the latest class-id mask with the same stamp.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sensor_msgs.msg import Image
 from std_msgs.msg import String
@@ -28,6 +28,9 @@ from rgbt.graph.options import ThermalQueryOptions
 from rgbt.ros.qos import qos_profile
 from rgbt.ros.spin import node_main
 from rgbt.stamps import stamp_to_ns
+
+if TYPE_CHECKING:
+    import numpy as np
 from rgbt.graph.thermal_query import answer, answer_typed, converter
 
 try:  # built from ros2_ws/src/rgbt_interfaces; absent where that package is not built
@@ -41,15 +44,16 @@ except ImportError as exc:
 
 class ThermalQueryNode(RgbtNode):
     options_model = ThermalQueryOptions
+    options: ThermalQueryOptions
     default_name = "thermal_query"
 
-    def __init__(self, name: str | None = None, **kwargs) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, name: str | None = None, **kwargs: Any) -> None:
         super().__init__(name, **kwargs)
         o = self.options
         self.to_celsius = converter(o.radiometry)
         self.thermal_topic = o.thermal_topic or self.stack().cameras["thermal"].topic
-        self.frame = None
-        self.stamp_ns = None
+        self.frame: np.ndarray | None = None
+        self.stamp_ns: int | None = None
         self.class_ids = None
         self.create_subscription(Image, self.thermal_topic, self.guard(self.on_thermal, self.thermal_topic),
                                  qos_profile(o.input_qos, depth=1))
@@ -103,7 +107,7 @@ class ThermalQueryNode(RgbtNode):
 NODE = ThermalQueryNode
 
 
-def main(args=None) -> int:  # type: ignore[no-untyped-def]
+def main(args: list[str] | None = None) -> int:
     return node_main(NODE, args)
 
 

@@ -19,8 +19,11 @@ waits for it).
 
 from __future__ import annotations
 
+import functools
 import threading
+from typing import Any, Callable
 
+from rclpy.qos import QoSProfile
 from sensor_msgs.msg import Image, Imu, TimeReference
 
 from rgbt.ros.node import RgbtNode
@@ -33,11 +36,12 @@ from rgbt.timeref import decode_frame, decode_imu
 
 class TriggerSyncNode(RgbtNode):
     options_model = TriggerSyncOptions
+    options: TriggerSyncOptions
     default_name = "trigger_sync"
     prewarm_modules = ("rgbt.graph.sync_adapter",)
     handles_frames = True
 
-    def __init__(self, name: str | None = None, **kwargs) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, name: str | None = None, **kwargs: Any) -> None:
         super().__init__(name, **kwargs)
 
         o = self.options
@@ -58,8 +62,8 @@ class TriggerSyncNode(RgbtNode):
                 self.unlocked_outputs[cam] = self.create_publisher(Image, unlocked_topic(cam, o.raw_prefix),
                                                                    self.out_qos_for(spec.rate_hz))
             self._input(TimeReference, f"{o.raw_prefix}/{cam}/frame_info",
-                        lambda m, c=cam: self.on_frame_info(c, m), spec.topic, self.small_qos)
-            self._input(Image, f"{o.raw_prefix}/{cam}/image", lambda raw, c=cam: self.on_frame(c, raw), spec.topic,
+                        functools.partial(self.on_frame_info, cam), spec.topic, self.small_qos)
+            self._input(Image, f"{o.raw_prefix}/{cam}/image", functools.partial(self.on_frame, cam), spec.topic,
                         self.in_qos, raw=True)
         self.imu_topic = self.stack_model.imu.topic
         self.pairs["imu"] = StampPairer()
@@ -79,10 +83,11 @@ class TriggerSyncNode(RgbtNode):
         self.get_logger().info(f"driver topics received {' and '.join(ways)}: "
                                + ", ".join(f"{t} ({w})" for t, w in self.inputs.items()))
 
-    def _input(self, msg_type, topic: str, handler, stack_topic: str, qos, raw: bool = False) -> None:  # type: ignore[no-untyped-def]
+    def _input(self, msg_type: Any, topic: str, handler: Callable[[Any], None], stack_topic: str, qos: QoSProfile,
+               raw: bool = False) -> None:
         """Subscribe a driver topic: in-process when its driver runs in this process (the handler then
         runs on the driver's thread, under ``self._lock``), else through the middleware."""
-        def locked(m):  # type: ignore[no-untyped-def]
+        def locked(m: Any) -> None:
             with self._lock:
                 handler(m)
 
@@ -138,7 +143,7 @@ class TriggerSyncNode(RgbtNode):
 NODE = TriggerSyncNode
 
 
-def main(args=None) -> int:  # type: ignore[no-untyped-def]
+def main(args: list[str] | None = None) -> int:
     return node_main(NODE, args)
 
 

@@ -19,6 +19,8 @@ it is applied exactly once.
 
 from __future__ import annotations
 
+from typing import Any
+
 from sensor_msgs.msg import Image, Imu
 
 from rgbt.image.codec import cdr_to_image
@@ -32,10 +34,11 @@ from rgbt.vio.feed import ImuRelay, StreamFeed, feed_rate_hz, grid_step
 
 class VioBridgeNode(LatestFrameNode, RgbtNode):
     options_model = VioBridgeOptions
+    options: VioBridgeOptions
     default_name = "vio_bridge"
     prewarm_modules = ("rgbt.vio.feed",)
 
-    def __init__(self, name: str | None = None, **kwargs) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, name: str | None = None, **kwargs: Any) -> None:
         super().__init__(name, **kwargs)
         from rgbt.topics import VIO_FEED_IMU_TOPIC, vio_feed_image_topic
 
@@ -52,8 +55,13 @@ class VioBridgeNode(LatestFrameNode, RgbtNode):
         self.frame_id = cam.frame_id
         self.pub_image = self.create_publisher(Image, self.output_topic, self.out_qos)
         self.mailbox = self.latest(self.on_image, self.input_topic)
-        self.create_subscription(Image, self.input_topic, self.guard(lambda raw: self.mailbox.submit(raw, cdr_stamp_ns(raw)),
-                                                                self.input_topic), self.in_qos, raw=True)
+        self.create_subscription(
+            Image,
+            self.input_topic,
+            self.guard(lambda raw: self.mailbox.submit(raw, cdr_stamp_ns(raw)), self.input_topic),
+            self.in_qos,
+            raw=True,
+        )
         if o.relay_imu:
             self.imu_input_topic = o.imu_input_topic or stack.imu.topic
             self.imu_output_topic = o.imu_output_topic or VIO_FEED_IMU_TOPIC
@@ -86,7 +94,7 @@ class VioBridgeNode(LatestFrameNode, RgbtNode):
 NODE = VioBridgeNode
 
 
-def main(args=None) -> int:  # type: ignore[no-untyped-def]
+def main(args: list[str] | None = None) -> int:
     return node_main(NODE, args)
 
 

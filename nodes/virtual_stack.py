@@ -4,8 +4,8 @@ in host-arrival order (``rgbt.sim.live.host_order``), each at its simulated arri
 Frames and IMU samples go to the driver-level topics (host-stamped) with their counters on companion
 ``sensor_msgs/TimeReference`` topics (frames: ``source`` = device frame counter, ``;ffc`` when frozen
 by a flat-field correction; IMU: ``source`` = ``SyncInCnt;TimeSyncIn_ns``, ``time_ref`` = the IMU's own
-clock, here the simulator's true clock); the trigger sync node restamps them onto the stack topics. GNSS, autopilot pose and
-the armed state (``std_msgs/Bool`` on ``/rgbt/armed``, latched) go straight to their topics.
+clock, here the simulator's true clock); the trigger sync node restamps them onto the stack topics. GNSS, autopilot pose
+and the armed state (``std_msgs/Bool`` on ``/rgbt/armed``, latched) go straight to their topics.
 Samples marked ``dropped`` are never published. Pacing and preloading (``preload_s``: the first
 seconds generated before playing) are ``rgbt.sim.live``'s. With ``manifest_path`` set, a JSON manifest of what
 was published (counts, CRC32 and true trigger time of every frame) is written once every sample is
@@ -30,6 +30,7 @@ from __future__ import annotations
 import threading
 import time
 import zlib
+from typing import TYPE_CHECKING, Any
 
 from geometry_msgs.msg import PoseStamped
 from sensor_msgs.msg import Image, Imu, NavSatFix, TimeReference
@@ -50,14 +51,22 @@ from rgbt.graph.wallstep import WallStep
 from rgbt.sim.cache import open_cache
 from rgbt.fileio import write_json_atomic
 
+if TYPE_CHECKING:
+    from rclpy.qos import QoSProfile
+
+    from rgbt.sim import SimStack
+    from rgbt.sim.cache import SimCache
+    from rgbt.sim.simstack import SimSample
+
 
 class VirtualStackNode(RgbtNode):
     options_model = VirtualStackOptions
+    options: VirtualStackOptions
     default_name = "virtual_stack"
     prewarm_modules = ("rgbt.sim", "rgbt.sim.live")
     handles_frames = True
 
-    def __init__(self, name: str | None = None, **kwargs) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, name: str | None = None, **kwargs: Any) -> None:
         super().__init__(name, **kwargs)
         from rgbt.sim import SimOptions, SimStack
 
@@ -67,23 +76,27 @@ class VirtualStackNode(RgbtNode):
         if o.stack_path:
             sim_fields.setdefault("stack_path", o.stack_path)
         sim_options = SimOptions(**sim_fields)
-        self.sim, why = open_cache(o.sim_cache, sim_options) if o.sim_cache else (None, "")
-        if self.sim is not None:
-            self.get_logger().info(f"playing the pre-rendered run in {o.sim_cache} ({len(self.sim)} samples)")
+        cache, why = open_cache(o.sim_cache, sim_options) if o.sim_cache else (None, "")
+        self.sim: SimCache | SimStack
+        if cache is not None:
+            self.get_logger().info(f"playing the pre-rendered run in {o.sim_cache} ({len(cache)} samples)")
+            self.sim = cache
         else:
             if why:
                 self.get_logger().warning(f"{why}: rendering while publishing (may fall behind real time)")
             self.sim = SimStack(sim_options)
         out = self.out_qos
         self.kinds = set(o.kinds)  # empty: every kind
-        self.pubs: dict[str, object] = {}
-        self.info_pubs: dict[str, object] = {}
+        self.pubs: dict[str, Any] = {}  # kind -> publisher (rclpy or local)
+        self.info_pubs: dict[str, Any] = {}
         self.topics: dict[str, str] = {}
         # driver topics: delivered in-process to a trigger sync of this process (rgbt.ros.local_topics)
         for cam in ("thermal", "color", "mono"):
             if cam in self.stack_model.cameras and self._wanted(cam):
                 self._pub(cam, Image, f"{o.raw_prefix}/{cam}/image", out, local=True)
-                self.info_pubs[cam] = self.create_local_publisher(TimeReference, f"{o.raw_prefix}/{cam}/frame_info", out)
+                self.info_pubs[cam] = self.create_local_publisher(
+                    TimeReference, f"{o.raw_prefix}/{cam}/frame_info", out
+                )
         if self._wanted("imu"):
             self._pub("imu", Imu, f"{o.raw_prefix}/imu", out, local=True)
             self.info_pubs["imu"] = self.create_local_publisher(TimeReference, f"{o.raw_prefix}/imu/sync_info", out)
@@ -113,7 +126,7 @@ class VirtualStackNode(RgbtNode):
     def _wanted(self, kind: str) -> bool:
         return not self.kinds or kind in self.kinds
 
-    def _pub(self, kind: str, msg_type, topic: str, qos, local: bool = False) -> None:  # type: ignore[no-untyped-def]
+    def _pub(self, kind: str, msg_type: Any, topic: str, qos: QoSProfile, local: bool = False) -> None:
         create = self.create_local_publisher if local else self.create_publisher
         self.pubs[kind] = create(msg_type, topic, qos)
         self.topics[kind] = topic
@@ -183,7 +196,7 @@ class VirtualStackNode(RgbtNode):
         if o.exit_when_done:
             self.finished = True
 
-    def _start_ns(self, first) -> int:  # type: ignore[no-untyped-def]
+    def _start_ns(self, first: SimSample) -> int:
         """When the first sample (host-arrival order) is due (wall ns): ``start_delay_s`` from now, or on
         the shared timeline of ``schedule_anchor_path`` (written now when this stack is the first)."""
         from rgbt.sim.live import ScheduleAnchor, schedule_anchor
@@ -215,7 +228,7 @@ class VirtualStackNode(RgbtNode):
         self.manifest["devices"] = self.devices.counters()  # simulated unplugs (state, reopens, time gone)
         write_json_atomic(self.options.manifest_path, self.manifest)
 
-    def _publish(self, s, t_host: int, t_true: int) -> None:  # type: ignore[no-untyped-def]
+    def _publish(self, s: SimSample, t_host: int, t_true: int) -> None:
         kind = s.kind
         if kind in ("thermal", "color", "mono"):
             cam = self.stack_model.cameras[kind]
@@ -275,7 +288,7 @@ class VirtualStackNode(RgbtNode):
 NODE = VirtualStackNode
 
 
-def main(args=None) -> int:  # type: ignore[no-untyped-def]
+def main(args: list[str] | None = None) -> int:
     return node_main(NODE, args)
 
 

@@ -7,6 +7,8 @@ samples it repeats after a reopen are dropped (``rgbt.sensors.vn100.Vn100``)."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from sensor_msgs.msg import Imu, TimeReference
 
 from rgbt.ros.driver_node import DriverNode, imu_messages
@@ -14,12 +16,16 @@ from rgbt.graph.options import DriverOptions
 from rgbt.ros.spin import node_main
 from rgbt.sensors.reconnect import DeviceError
 
+if TYPE_CHECKING:
+    from rgbt.sensors.vn100 import Vn100
+
 
 class Vn100Node(DriverNode):
     options_model = DriverOptions
+    options: DriverOptions
     default_name = "vn100"
 
-    def __init__(self, name: str | None = None, **kwargs) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, name: str | None = None, **kwargs: Any) -> None:
         super().__init__(name, **kwargs)
         p = self.options.raw_prefix
         self.pub = self.create_local_publisher(Imu, f"{p}/imu", self.out_qos)
@@ -27,7 +33,7 @@ class Vn100Node(DriverNode):
         self.last_t_sensor_ns: int | None = None  # the device time of the last sample, kept across reopens
         self.start()
 
-    def open_device(self):  # type: ignore[no-untyped-def]
+    def open_device(self) -> Vn100:
         from rgbt.sensors.vn100 import Vn100, Vn100Options
 
         o = self.options  # the driver (re)configures the sensor on every connection
@@ -53,7 +59,7 @@ class Vn100Node(DriverNode):
 NODE = Vn100Node
 
 
-def main(args=None) -> int:  # type: ignore[no-untyped-def]
+def main(args: list[str] | None = None) -> int:
     return node_main(NODE, args)
 
 

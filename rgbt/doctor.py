@@ -487,7 +487,9 @@ def check_realtime(specs: list[Any], status_text: str | None = None,
                             "a stuck real-time thread could take a core for good: sysctl "
                             "kernel.sched_rt_runtime_us=950000 (the kernel's default)"))
     else:
-        checks.append(Check("real-time throttling", "ok", f"on: real time takes at most {runtime / 1e4:.0f} % of each second"))
+        checks.append(
+            Check("real-time throttling", "ok", f"on: real time takes at most {runtime / 1e4:.0f} % of each second")
+        )
     return checks
 
 

@@ -76,4 +76,5 @@ def ned_frd_to_enu_flu(w: float, x: float, y: float, z: float) -> tuple[float, f
 def _canonical(q: tuple[float, float, float, float]) -> tuple[float, float, float, float]:
     n = math.sqrt(sum(c * c for c in q))
     sign = -1.0 if q[0] < 0.0 else 1.0
-    return tuple(float(sign * c / n) for c in q)  # type: ignore[return-value]
+    a, b, c, d = (float(sign * v / n) for v in q)
+    return a, b, c, d

@@ -22,8 +22,8 @@ The frame period is the median of the last ``window`` stamp steps (the stream's 
 sub-sampled or slower streams need no configuration). Header stamps and ``now`` are both wall-clock
 ns (``time.time_ns``). Only a live stream is judged: one whose stamps advance as fast as the wall
 clock (the quickest arrival age of the window's older half and of its newer half differ by at most
-``rate_tolerance`` of the stamp time between them; late frames do not move those minima). A bag replayed at another rate or as fast as the
-subscribers keep up, or stamps that are not times at all, are never late (``realtime`` 0 in
+``rate_tolerance`` of the stamp time between them; late frames do not move those minima). A bag replayed at another rate
+or as fast as the subscribers keep up, or stamps that are not times at all, are never late (``realtime`` 0 in
 :meth:`LatenessGate.stats`). A driver holds its clock offset across a step of the host's wall clock
 (``rgbt.hostclock``), so after a step every age is off by the step: an arrival age more than
 ``step_s`` above the baseline restarts the baseline from that frame (counted ``clock_resets``),
@@ -85,7 +85,7 @@ class LatenessGate:
     def period_ns(self) -> int | None:
         """The median stamp step of the window (ns), or None before ``min_frames`` frames."""
         stamps = [s for s, _ in self._frames]
-        steps = [b - a for a, b in zip(stamps, stamps[1:]) if b > a]
+        steps = [b - a for a, b in zip(stamps, stamps[1:], strict=False) if b > a]
         if len(steps) < self.min_frames - 1:
             return None
         return int(median(steps))

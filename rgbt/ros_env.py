@@ -117,7 +117,7 @@ def _distro_of(path: Path, environ: Mapping[str, str], distributions: Sequence[s
 def _dist_infos(directory: Path) -> list[tuple[str, Path]]:
     """(normalized distribution name, ``*.dist-info`` folder) of the pip installs in ``directory``
     (names from the folder names, no metadata read: fast on a big site-packages)."""
-    out = []
+    out: list[tuple[str, Path]] = []
     try:
         entries = os.listdir(directory)
     except OSError:

@@ -13,7 +13,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal, Optional
+from typing import Any, Literal, Mapping, Optional
 
 import numpy as np
 import yaml
@@ -205,9 +205,9 @@ class Stack(_Model):
             for side in (pair.cam0, pair.cam1):
                 if side not in self.cameras:
                     raise ValueError(f"pair {key!r} names camera {side!r}; cameras are {sorted(self.cameras)}")
-        for cam in self.trigger.cameras:
-            if cam not in self.cameras:
-                raise ValueError(f"trigger.cameras names {cam!r}; cameras are {sorted(self.cameras)}")
+        for name in self.trigger.cameras:
+            if name not in self.cameras:
+                raise ValueError(f"trigger.cameras names {name!r}; cameras are {sorted(self.cameras)}")
         return self
 
     def camera(self, name: str) -> CameraSpec:
@@ -249,7 +249,7 @@ def config_error(source: str, exc: ValidationError, prefix: str = "") -> ConfigE
     return ConfigError(source, key, value, _expectation(err))
 
 
-def _expectation(err: dict) -> str:
+def _expectation(err: Mapping[str, Any]) -> str:
     kind = err.get("type", "")
     if kind == "missing":
         return "this required field"

@@ -8,6 +8,7 @@ patching it there lets a node restamp an image without deserializing its pixels.
 from __future__ import annotations
 
 import struct
+from typing import Any
 
 from rgbt.errors import DecodeError
 
@@ -15,14 +16,14 @@ _STAMP = struct.Struct("<iI")
 _STAMP_BE = struct.Struct(">iI")
 
 
-def ns_to_stamp(t_ns: int, stamp):  # type: ignore[no-untyped-def]
+def ns_to_stamp(t_ns: int, stamp: Any) -> Any:
     """Fill a ``builtin_interfaces/Time`` (an rclpy or rosbags message: the caller owns it, so this
     module needs no ROS package) from integer nanoseconds; returns it."""
     stamp.sec, stamp.nanosec = divmod(int(t_ns), 1_000_000_000)
     return stamp
 
 
-def stamp_to_ns(stamp) -> int:  # type: ignore[no-untyped-def]
+def stamp_to_ns(stamp: Any) -> int:
     """Integer nanoseconds of a ``builtin_interfaces/Time`` (rclpy or rosbags message)."""
     return int(stamp.sec) * 1_000_000_000 + int(stamp.nanosec)
 

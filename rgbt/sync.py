@@ -32,8 +32,12 @@ from __future__ import annotations
 
 from collections import OrderedDict, deque
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from rgbt.stack import Stack
 
 
 @dataclass
@@ -62,7 +66,7 @@ class RestamperOptions:
     max_pulses: int = 4096  # pulses remembered (about a minute at 60 Hz)
 
     @classmethod
-    def from_stack(cls, stack, **overrides) -> "RestamperOptions":  # noqa: ANN001 - rgbt.stack.Stack
+    def from_stack(cls, stack: Stack, **overrides: Any) -> RestamperOptions:
         cams = {name: CameraSync(int(c.trigger_divider), 0) for name, c in stack.cameras.items()}
         return cls(trigger_rate_hz=float(stack.trigger.rate_hz), cameras=cams, **overrides)
 
@@ -92,10 +96,10 @@ def _support_line(x: np.ndarray, y: np.ndarray, bin_ns: float) -> tuple[float, f
     xs, ys = x[order], y[order]
     bins = np.floor((xs - xs[0]) / bin_ns).astype(np.int64)
     starts = np.flatnonzero(np.r_[True, bins[1:] != bins[:-1]])
-    idx = starts + np.array([int(np.argmin(ys[a:b])) for a, b in zip(starts, np.r_[starts[1:], len(ys)])])
+    idx = starts + np.array([int(np.argmin(ys[a:b])) for a, b in zip(starts, np.r_[starts[1:], len(ys)], strict=False)])
     px, py = xs[idx].tolist(), ys[idx].tolist()
     hull: list[tuple[float, float]] = []
-    for p in zip(px, py):
+    for p in zip(px, py, strict=False):
         while len(hull) >= 2:
             (x1, y1), (x2, y2) = hull[-2], hull[-1]
             if (x2 - x1) * (p[1] - y1) - (y2 - y1) * (p[0] - x1) <= 0:  # not a left turn: drop
@@ -106,7 +110,7 @@ def _support_line(x: np.ndarray, y: np.ndarray, bin_ns: float) -> tuple[float, f
     if len(hull) == 1:
         return 0.0, hull[0][1]
     xm = float(np.mean(x))
-    for (x1, y1), (x2, y2) in zip(hull, hull[1:]):
+    for (x1, y1), (x2, y2) in zip(hull, hull[1:], strict=False):
         if x2 >= xm or (x2, y2) == hull[-1]:
             slope = (y2 - y1) / (x2 - x1)
             return slope, y1 - slope * x1

@@ -62,13 +62,14 @@ def write_sampled_dataset(out: Path, rows: list[dict], stack: Any, *, method: st
         fid = f"{(int(slot) - 1) // divider:06d}" if slot not in ("", None) else f"{i:06d}"
         item = f"{seq}/{fid}"
 
-        def match(name: str) -> np.ndarray | None:
-            j = nearest_within(colour[name], int(r["stamp_ns"]), tol)
+        def match(name: str, stamp_ns: int) -> np.ndarray | None:
+            j = nearest_within(colour[name], stamp_ns, tol)
             return None if j is None else read_image(Path(out) / colour_rows[name][j]["file"])
 
-        rgb = match("color")
-        mask_rgb = match("labels_color") if rgb is not None else None
-        write_item(root, item, read_image(Path(out) / r["file"]), match(f"labels_{camera}"), rgb, mask_rgb)
+        stamp_ns = int(r["stamp_ns"])
+        rgb = match("color", stamp_ns)
+        mask_rgb = match("labels_color", stamp_ns) if rgb is not None else None
+        write_item(root, item, read_image(Path(out) / r["file"]), match(f"labels_{camera}", stamp_ns), rgb, mask_rgb)
         items.append((item, r))
         if progress is not None:
             progress(n + 1, len(picked))

@@ -184,7 +184,9 @@ class _Ros2Out:
 
     def __init__(self, bag: BagReader, dst: Path, opts: ConvertOptions, custom: dict[str, str]) -> None:
         self.bag, self.store = bag, new_ros2_typestore()
-        self.writer = BagWriter(dst, compression=opts.compression, split_size_bytes=opts.split_size_bytes,
+        # MCAP chunks: zstd or none (convert_bag checked opts.compression against COMPRESSIONS["ros2"])
+        compression: Literal["none", "zstd"] = "zstd" if opts.compression == "zstd" else "none"
+        self.writer = BagWriter(dst, compression=compression, split_size_bytes=opts.split_size_bytes,
                                 split_duration_ns=opts.split_duration_ns, custom_data=custom,
                                 typestore=self.store)
         self.writer.__enter__()

@@ -282,7 +282,7 @@ def extract_bags(bags: Sequence[str | Path], out: str | Path, options: ExtractOp
     try:
         with _ExitStackOf(bags, scratch) as opened:
             total = sum(r.message_count for r, _ in opened)
-            for path, (reader, salvage) in zip(bags, opened):
+            for path, (reader, salvage) in zip(bags, opened, strict=False):
                 if salvage:
                     salvaged.append({"bag": str(path), **salvage})
                 n_bag = 0

@@ -106,13 +106,13 @@ def build_index(src: FrameSources, *, slot_tolerance_ns: int, moving_threshold_m
         return out
     if src.pulses:
         pt = np.asarray(sorted(src.pulses), dtype=np.int64)
-        for row, k in zip(out, nearest_index(pt, t)):
+        for row, k in zip(out, nearest_index(pt, t), strict=False):
             res = int(row["stamp_ns"] - pt[k])
             row["sync_residual_ns"] = res
             if abs(res) <= slot_tolerance_ns:
                 row["trigger_slot"] = src.pulses[int(pt[k])]
     for row in out:
-        flags = src.ffc.get(src.frame_topic.get(row["camera"], ""), {})
+        flags = src.ffc.get(src.frame_topic.get(str(row["camera"]), ""), {})
         if row["stamp_ns"] in flags:
             row["ffc"] = int(flags[row["stamp_ns"]])
     if src.gnss:
@@ -136,7 +136,7 @@ def build_index(src: FrameSources, *, slot_tolerance_ns: int, moving_threshold_m
         if inside.any():
             uniq, back = np.unique(t[inside], return_inverse=True)  # cameras share stamps: interpolate once
             at = interpolate(traj, uniq)
-            for k, i in zip(back, np.flatnonzero(inside)):
+            for k, i in zip(back, np.flatnonzero(inside).tolist(), strict=False):
                 row = out[i]
                 row["pose_x"], row["pose_y"], row["pose_z"] = (float(v) for v in at.positions[k])
                 row["pose_qw"], row["pose_qx"], row["pose_qy"], row["pose_qz"] = (float(v) for v in at.quat_wxyz[k])

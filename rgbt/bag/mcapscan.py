@@ -17,7 +17,15 @@ from rosbags.rosbag2.storage_mcap import decompress
 MAGIC = b"\x89MCAP0\r\n"
 # 256 MiB: rosbags closes a chunk at 1 MiB plus one message; a larger size is damage
 MAX_CHUNK_BYTES = 1 << 28
-OP_HEADER, OP_FOOTER, OP_SCHEMA, OP_CHANNEL, OP_MESSAGE, OP_CHUNK, OP_DATA_END = 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x0F
+OP_HEADER, OP_FOOTER, OP_SCHEMA, OP_CHANNEL, OP_MESSAGE, OP_CHUNK, OP_DATA_END = (
+    0x01,
+    0x02,
+    0x03,
+    0x04,
+    0x05,
+    0x06,
+    0x0F,
+)
 
 
 @dataclass

@@ -151,7 +151,9 @@ class BagReader:
             try:
                 data = yaml.safe_load(rec.msg.data)
             except yaml.YAMLError as exc:
-                raise BagError(f"{self.path}: topic {ROS1_METADATA_TOPIC}: expected YAML key: value text ({exc})") from exc
+                raise BagError(
+                    f"{self.path}: topic {ROS1_METADATA_TOPIC}: expected YAML key: value text ({exc})"
+                ) from exc
             if isinstance(data, dict):
                 self.metadata = {str(k): str(v) for k, v in data.items()}
             break
@@ -360,7 +362,7 @@ class BagReader:
         """
         directory = getattr(self._reader, "storage", None)
         storages = getattr(directory, "storages", None)
-        if self.kind != "ros2" or storages is None:
+        if self.kind != "ros2" or directory is None or storages is None:
             yield from self._reader.messages(connections=conns, start=start, stop=stop)
             return
         wanted = {(c.topic, c.msgtype): c for c in conns}
@@ -369,7 +371,8 @@ class BagReader:
             sconns = [x for x in storage.connections if (x.topic, x.msgtype) in wanted]
             if sconns:
                 sources.append(_named_source(storage, sconns, wanted, start, stop))
-        merged = (m for m in heapq.merge(*sources, key=lambda m: m[1]) if m[0] is not None)
+        merged: Iterator[tuple[Any, int, bytes]] = (m for m in heapq.merge(*sources, key=lambda m: m[1])
+                                                    if m[0] is not None)
         if directory.metadata.compression_mode == "message":
             merged = ((c, t, zstd.decompress(d)) for c, t, d in merged)
         yield from merged
@@ -448,7 +451,8 @@ def _bounded_ros2_reader() -> type:
     class BoundedMcapReader(McapReader):
         def open(self) -> None:
             path = self.path
-            self.path = _BoundedPath(Path(path))  # type: ignore[assignment]
+            # rosbags hands its storage a pathlib.Path, typed as its own RPath protocol
+            self.path = _BoundedPath(Path(path))  # type: ignore[arg-type, assignment]
             try:
                 super().open()
             finally:
@@ -556,7 +560,7 @@ def _mcap_custom_data(path: Path) -> dict[str, str]:
                     off += 4 + v
                 if name == "rosbag2" and "serialized_metadata" in entries:
                     try:
-                        meta = yaml.safe_load(entries["serialized_metadata"]) or {}
+                        meta: Any = yaml.safe_load(entries["serialized_metadata"]) or {}
                     except Exception:  # noqa: BLE001
                         return {}
                     meta = meta.get("rosbag2_bagfile_information", meta)

@@ -17,10 +17,6 @@ from typing import Any, Callable
 
 from rosbags.rosbag2.storage_mcap import McapReader
 from rosbags.typesys import Stores, get_types_from_msg, get_typestore
-
-#: ``keep(topic, msgtype, log_time_ns, cdr) -> bool``: whether a salvaged message stays in the file
-KeepFilter = Callable[[str, str, int, bytes], bool]
-
 from rosbags.interfaces import Connection, ConnectionExtRosbag2, MessageDefinition, MessageDefinitionFormat
 from rosbags.rosbag2.enums import CompressionMode
 from rosbags.rosbag2.metadata import dump_qos_v9, parse_qos
@@ -29,6 +25,9 @@ import yaml
 from rgbt.bag.mcapscan import Channel, Schema, read_chunk, scan_mcap
 from rgbt.bag.writer import BAG_VERSION, McapFile, _yaml_text
 from rgbt.errors import BagError
+
+#: ``keep(topic, msgtype, log_time_ns, cdr) -> bool``: whether a salvaged message stays in the file
+KeepFilter = Callable[[str, str, int, bytes], bool]
 
 
 def _split_index(path: Path) -> tuple[int, str]:
@@ -135,7 +134,7 @@ def rebuild_metadata(path: str | Path, custom_data: dict[str, str] | None = None
     path = Path(path)
     files = sorted(path.glob("*.mcap"), key=_split_index)
     topics: dict[tuple[str, str], dict[str, Any]] = {}
-    entries = []
+    entries: list[dict[str, Any]] = []
     for file in files:
         reader = McapReader(file)
         try:

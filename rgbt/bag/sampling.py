@@ -15,8 +15,12 @@ CART_MOVING_PERIOD_S = 3.0
 CART_STILL_PERIOD_S = 20.0
 
 
-def sample_cart(stamps_ns: Sequence[int], moving: Sequence[float], moving_period_s: float = CART_MOVING_PERIOD_S,
-                still_period_s: float = CART_STILL_PERIOD_S) -> list[int]:
+def sample_cart(
+    stamps_ns: Sequence[int],
+    moving: Sequence[float] | np.ndarray,
+    moving_period_s: float = CART_MOVING_PERIOD_S,
+    still_period_s: float = CART_STILL_PERIOD_S,
+) -> list[int]:
     """Indices of the frames to keep (``stamps_ns`` increasing; ``moving`` 1 / 0 / NaN per frame).
 
     The first frame is kept; after that a frame is kept when at least ``moving_period_s`` has passed

@@ -79,9 +79,9 @@ class _Panels:
     def render(self, name: str, rec: Any, state: str) -> np.ndarray:
         w, h = self.widths[name], self.height
         if rec is None:
-            img = np.zeros((h, w, 3), np.uint8)
-            _text(img, [f"{name}: no frame"])
-            return img
+            blank = np.zeros((h, w, 3), np.uint8)
+            _text(blank, [f"{name}: no frame"])
+            return blank
         msg = rec.msg
         arr = image_to_numpy(msg, rgb=True)
         stamp = stamp_to_ns(msg.header.stamp)
@@ -92,6 +92,7 @@ class _Panels:
                 self._thermal_rgb = apply_colormap(norm.image, self.o.cmap)
                 if self.stage is not None:
                     res = self.stage.process(arr)
+                    assert res.color is not None  # the stage was made with color=True
                     self._thermal_rgb = overlay(self._thermal_rgb, res.color, self.o.overlay_alpha)
             rgb = self._thermal_rgb
         elif arr.ndim == 2:
@@ -143,10 +144,11 @@ def write_video(bag: str | Path, out: str | Path, options: VideoOptions | None =
                 rec = newest.get(name)
                 tiles.append(panels.render(name, rec, _state(name, rec, pulses, slots, ffc, panels)))
             frame = np.hstack(tiles)
+            assert tick is not None  # emit() runs from the first camera frame on
             _text(frame, [f"t = {(tick - t0) / 1e9:7.2f} s"], (6, frame.shape[0] - 10))
             if writer is None:
                 size = (frame.shape[1], frame.shape[0])
-                fourcc = cv2.VideoWriter_fourcc(*("MJPG" if out.suffix.lower() == ".avi" else "mp4v"))
+                fourcc = cv2.VideoWriter.fourcc(*("MJPG" if out.suffix.lower() == ".avi" else "mp4v"))
                 writer = cv2.VideoWriter(str(out), fourcc, o.rate_hz, size)
                 if not writer.isOpened():
                     raise BagError(f"{out}: OpenCV cannot open a video writer for this file")

@@ -381,7 +381,7 @@ class McapFile(McapWriter):
     def rollback(self) -> int:
         """Forget the pending chunk and anything after the last whole chunk; returns messages lost."""
         lost = sum(self.pending.values())
-        self.bio.truncate(self.good_end)  # type: ignore[attr-defined]
+        self.bio.truncate(self.good_end)
         self.chunks = self.chunks[: len(self.committed)]
         self.chunk = PendingChunk(MAXTIME, 0, BytesIO(), defaultdict(list))
         self.pending, self.pending_last = defaultdict(int), {}
@@ -392,7 +392,7 @@ class McapFile(McapWriter):
         """Remove the last whole chunk (to make room for the summary); returns messages lost."""
         chunk = self.committed.pop()
         self.chunks = self.chunks[: len(self.committed)]
-        self.bio.truncate(chunk.start)  # type: ignore[attr-defined]
+        self.bio.truncate(chunk.start)
         self._recount()
         return sum(chunk.counts.values())
 
@@ -415,7 +415,7 @@ class McapFile(McapWriter):
                 return lost
             except OSError:
                 if not self.committed:
-                    self.bio.truncate(self.header_end)  # type: ignore[attr-defined]
+                    self.bio.truncate(self.header_end)
                     self.bio.close()
                     self.finished = False
                     return lost

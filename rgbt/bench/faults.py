@@ -8,8 +8,8 @@ launcher's own faults, under a real ``rgbt up`` process (:mod:`rgbt.bench.launch
 is rendered ahead (:mod:`rgbt.sim.cache`) with cameras that drop nothing, and played on a timeline the
 virtual stack writes down (its anchor), so every sample the sensors produced has a time it was due;
 a restarted virtual stack continues on that timeline. ``LEAD_S`` after the sources publish
-with the trigger sync locked (the steady state), the fault is injected (``--quick``: the thermal camera only, and the faults that leave the
-sources up one after the other, ``SPACING_S`` apart, in one flight):
+with the trigger sync locked (the steady state), the fault is injected (``--quick``: the thermal camera only, and the
+faults that leave the sources up one after the other, ``SPACING_S`` apart, in one flight):
 
 * ``kill_<group>``: ``kill -9`` of a process group (the supervisor restarts it); ``kill_recorder``
   too: the flight goes on in a new bag.
@@ -58,6 +58,7 @@ import sys
 import tempfile
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -98,13 +99,35 @@ QUICK = ("kill_segmentation", "kill_pipeline", "hang_segmentation", f"clock_step
 LAUNCHER_FAULTS = ("kill_launcher", "power_loss")
 
 
+@dataclass(frozen=True)
+class FaultsBenchOptions:
+    """What ``rgbt bench faults`` flies: which faults, how long, on which profile."""
+
+    quick: bool = False  #: only the QUICK faults, thermal camera only, short flights (CI)
+    faults: tuple[str, ...] = ()  #: run only these faults (empty: all, or QUICK with ``quick``)
+    sim_s: float | None = None  #: simulated seconds per flight (None: from LEAD_S, SPACING_S and TAIL_S)
+    profile: str = "bench-sim"
+    keep: str | None = None  #: keep each flight's folder (bag, logs) under this directory
+    isolate_drivers: bool | None = None  #: each simulated device in its own process (None: the profile's)
+
+
+def options_from_args(args: argparse.Namespace) -> FaultsBenchOptions:
+    """The options of the command line :func:`add_arguments` defines."""
+    return FaultsBenchOptions(quick=args.quick, faults=tuple(args.fault), sim_s=args.sim_s, profile=args.profile,
+                              keep=args.keep, isolate_drivers=args.isolate_drivers)
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--quick", action="store_true",
                         help=f"only {', '.join(QUICK)}: thermal camera only, short flights (CI)")
     parser.add_argument("--fault", action="append", default=[], metavar="NAME", help="run only these faults")
-    parser.add_argument("--sim-s", type=float, default=None,
-                        help=f"simulated seconds per flight (default: {LEAD_S:g} s before the first fault, "
-                             f"{SPACING_S:g} s between faults, {TAIL_S:g} s after the last, --quick {TAIL_QUICK_S:g} s)")
+    parser.add_argument(
+        "--sim-s",
+        type=float,
+        default=None,
+        help=f"simulated seconds per flight (default: {LEAD_S:g} s before the first fault, "
+        f"{SPACING_S:g} s between faults, {TAIL_S:g} s after the last, --quick {TAIL_QUICK_S:g} s)",
+    )
     parser.add_argument("--profile", default="bench-sim", help="profile to fly (default bench-sim)")
     parser.add_argument("--keep", help="keep each flight's folder (bag, logs) under this directory")
     parser.add_argument("--isolate-drivers", action=argparse.BooleanOptionalAction, default=None,
@@ -135,45 +158,58 @@ def flights(names: list[str], quick: bool) -> list[list[str]]:
     return ([shared] if shared else []) + [[n] for n in names if n not in shared]
 
 
-def run(args: argparse.Namespace) -> dict:
+def run(options: FaultsBenchOptions) -> dict:
     from rgbt.ros_env import apply_ros_defaults
     from rgbt.graph.profile import isolate_drivers, node_specs, profile_isolates_drivers
 
     # a private DDS domain unless one is set: other graphs on this machine must not reach the bag
     os.environ.setdefault("ROS_DOMAIN_ID", str(random.randint(100, 180)))
     apply_ros_defaults()
-    isolate = args.isolate_drivers if args.isolate_drivers is not None else profile_isolates_drivers(args.profile)
-    specs = node_specs(args.profile)
+    isolate = (
+        options.isolate_drivers if options.isolate_drivers is not None else profile_isolates_drivers(options.profile)
+    )
+    specs = node_specs(options.profile)
     known = fault_names(isolate_drivers(specs) if isolate else specs)
-    names = list(args.fault) or ([n for n in known if n in QUICK] if args.quick else known)
+    names = list(options.faults) or ([n for n in known if n in QUICK] if options.quick else known)
     unknown = [n for n in names if n not in known]
     if unknown:
         raise ConfigError("--fault", "NAME", unknown, f"one of {known}")
-    cameras = ["thermal"] if args.quick else None
+    cameras = ["thermal"] if options.quick else None
     faults: dict[str, dict] = {}
-    plan = flights(names, args.quick)
+    plan = flights(names, options.quick)
     # each flight length is rendered once ahead and played from disk: rendering while publishing runs the
     # stack below real time on 2 cores (every stream later and later), which is not what a flight does
     sim_root = Path(tempfile.mkdtemp(prefix="rgbt_faults_sim_"))
     try:
         for i, group in enumerate(plan):
-            sim_s = args.sim_s or (LEAD_S + SPACING_S * (len(group) - 1) + (TAIL_QUICK_S if args.quick else TAIL_S)
-                                   + (SPARE_WAIT_S if any(f.startswith(("kill_", "hang_")) for f in group) else 0.0))
+            sim_s = options.sim_s or (
+                LEAD_S
+                + SPACING_S * (len(group) - 1)
+                + (TAIL_QUICK_S if options.quick else TAIL_S)
+                + (SPARE_WAIT_S if any(f.startswith(("kill_", "hang_")) for f in group) else 0.0)
+            )
             _log(f"flight {i + 1}/{len(plan)}: {', '.join(group)} ...")
             if group[0] in LAUNCHER_FAULTS:
                 from rgbt.bench.launcher_faults import fly_launcher_fault
 
-                rows = fly_launcher_fault(args.profile, group[0], sim_s, cameras=cameras, keep=args.keep,
+                rows = fly_launcher_fault(options.profile, group[0], sim_s, cameras=cameras, keep=options.keep,
                                           sim_root=sim_root)
             else:
-                rows = fly_with_faults(args.profile, group, sim_s, cameras=cameras, keep=args.keep, sim_root=sim_root,
-                                       isolate=isolate)
+                rows = fly_with_faults(
+                    options.profile,
+                    group,
+                    sim_s,
+                    cameras=cameras,
+                    keep=options.keep,
+                    sim_root=sim_root,
+                    isolate=isolate,
+                )
             for name, row in rows.items():
                 _log(f"{name}: {_short(row)}")
             faults.update(rows)
     finally:
         shutil.rmtree(sim_root, ignore_errors=True)
-    return {"faults": faults, "profile": args.profile, "quick": bool(args.quick), "isolate_drivers": isolate,
+    return {"faults": faults, "profile": options.profile, "quick": bool(options.quick), "isolate_drivers": isolate,
             "cameras": cameras or "all", "synthetic": True,
             "sources": "simulated run rendered ahead (rgbt.sim.cache), cameras dropping nothing, played at the "
                        "real rate on one timeline; lost is judged against it",
@@ -343,7 +379,7 @@ def fly_with_faults(profile: str, faults: list[str], sim_s: float, cameras: list
                         # the group's first restart after this fault (a group may be hit twice in one flight)
                         t_restart = next((t for t in sup.state[group].restarts if t >= t_mono[fault]), None) \
                             if group in flight.members else None
-                        if fault not in back and t_restart is not None:
+                        if fault not in back and t_restart is not None and group is not None:
                             if all(probe.seen.get(n, 0.0) > t_restart for n in flight.members[group]):
                                 back[fault] = round(time.time_ns() / 1e9 - t_events[fault] / 1e9, 3)
                     if not pending and flight.published().get("done"):
@@ -451,7 +487,12 @@ def inject(fault: str, graph: Any, recorder: str, flight: Flight) -> int:
         end = time.monotonic() + STARVE_S
         busy = [subprocess.Popen([sys.executable, "-c", HOG, str(min(top + 1, 99) if top else 0), repr(end)])
                 for _ in range(2 * (os.cpu_count() or 1))]
-        threading.Timer(STARVE_S, lambda: [p.kill() or p.wait() for p in busy]).start()
+        def stop_busy() -> None:
+            for p in busy:
+                p.kill()
+                p.wait()
+
+        threading.Timer(STARVE_S, stop_busy).start()
     elif fault.startswith("clock_step_"):
         # replaced whole: the virtual stack never reads a partial value
         write_atomic(flight.step_file, str(int(float(fault[len("clock_step_"):-1]) * 1e9)))
@@ -571,7 +612,10 @@ def judge_flight(flight: Flight, t_events: dict[str, int], until_ns: int | None 
             row["stop_reasons"] = [m.get("stop_reason") for m in manifests]
         if fault.startswith("clock_step_"):
             clock = flight.published().get("clock", {})
-            row["clock_steps"], row["clock_last_step_ns"] = int(clock.get("steps", 0)), int(clock.get("last_step_ns", 0))
+            row["clock_steps"], row["clock_last_step_ns"] = (
+                int(clock.get("steps", 0)),
+                int(clock.get("last_step_ns", 0)),
+            )
         published = flight.published()
         row["source_skipped"] = {k: published.get(k, {}) for k in ("late_dropped", "restart_skipped", "unplugged")}
         rows[fault] = row
@@ -620,9 +664,10 @@ def recovered_s(streams: dict, t_event: int, window_s: float = 30.0) -> tuple[fl
             prev = t
         if back is not None:
             down[topic] = round((back[1] - t_event) / 1e9, 3)
-    if any(v is None for v in down.values()):
+    back_s = [v for v in down.values() if v is not None]
+    if len(back_s) < len(down):
         return None, down
-    return max(down.values(), default=0.0), down
+    return max(back_s, default=0.0), down
 
 
 def _manifest(bag: Path) -> dict:

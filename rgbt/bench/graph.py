@@ -51,14 +51,26 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from rgbt.graph.launcher import Graph
+
+import numpy as np
 
 from rgbt.errors import ConfigError
 from rgbt.output import print_table
-import numpy as np
-from rgbt.topics import (FUSION_CLASS_IDS_TOPIC, FUSION_PREFIX, RAW_PREFIX, RECTIFIED_PREFIX, SEG_CLASS_IDS_TOPIC, SEG_PREFIX,
-                         THERMAL_PREFIX)
+from rgbt.topics import (
+    FUSION_CLASS_IDS_TOPIC,
+    FUSION_PREFIX,
+    RAW_PREFIX,
+    RECTIFIED_PREFIX,
+    SEG_CLASS_IDS_TOPIC,
+    SEG_PREFIX,
+    THERMAL_PREFIX,
+)
 
 #: stages of a processing node's latest-frame mailbox (``rgbt.ros.mailbox``) in the breakdown
 STAGES = ("arrival", "wait", "work", "serialize", "publish")
@@ -70,6 +82,27 @@ OUTPUTS = {f"{SEG_PREFIX}/": ("segmentation", "pipeline.processed"),
 #: pipeline output topic prefix -> the cameras its input needs (its frame period is the slowest one's)
 OUTPUT_INPUTS = {f"{SEG_PREFIX}/": ("thermal",), f"{THERMAL_PREFIX}/": ("thermal",),
                  f"{RECTIFIED_PREFIX}/": ("thermal", "color"), f"{FUSION_PREFIX}/": ("thermal", "color")}
+
+
+@dataclass(frozen=True)
+class GraphBenchOptions:
+    """What ``rgbt bench graph`` runs: a profile's graph on simulated full-rate data."""
+
+    duration_s: float = 10.0  #: seconds of full-rate data (simulated first, kept in memory, ~110 MB/s)
+    profile: str = "bench-sim"
+    segmentation: bool = True  #: run the segmentation node
+    fusion: bool = True  #: run the RGB-T fusion node
+    load: int = 0  #: extra busy processes while the graph runs (overload; 0-8)
+    single_process: bool = False  #: all nodes in one process
+    isolate_drivers: bool = False  #: each device driver in its own process (rgbt.graph.profile.isolate_drivers)
+    overrides: tuple[str, ...] = ()  #: ``NODE.PARAM=VALUE`` parameter overrides (``--set``)
+
+
+def options_from_args(args: argparse.Namespace) -> GraphBenchOptions:
+    """The options of the command line :func:`add_arguments` defines."""
+    return GraphBenchOptions(duration_s=args.duration, profile=args.profile, segmentation=not args.no_segmentation,
+                             fusion=not args.no_fusion, load=args.load, single_process=args.single_process,
+                             isolate_drivers=args.isolate_drivers, overrides=tuple(args.set))
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -87,49 +120,49 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--set", action="append", default=[], metavar="NODE.PARAM=VALUE")
 
 
-def run(args: argparse.Namespace) -> dict:
+def run(options: GraphBenchOptions) -> dict:
     from rgbt.graph.launcher import clean_shm, shm_files, start_graph
-    from rgbt.ros_env import apply_ros_defaults
     from rgbt.graph.profile import node_specs, parse_set, profile_env
     from rgbt.graph.recording import ARRIVALS
+    from rgbt.ros_env import apply_ros_defaults
     from rgbt.stack import load_stack
 
-    if not 0 <= args.load <= 8:
-        raise ConfigError("--load", "load", args.load, "0 to 8 busy processes")
-    if args.duration <= 0:
-        raise ConfigError("--duration", "duration", args.duration, "a positive number of seconds")
+    if not 0 <= options.load <= 8:
+        raise ConfigError("--load", "load", options.load, "0 to 8 busy processes")
+    if options.duration_s <= 0:
+        raise ConfigError("--duration", "duration", options.duration_s, "a positive number of seconds")
     apply_ros_defaults()
     # a private DDS domain (unless one is set): another graph on this host must not join the measurement
     os.environ.setdefault("ROS_DOMAIN_ID", str(random.SystemRandom().randint(30, 200)))
     work = Path(tempfile.mkdtemp(prefix="rgbt_bench_graph_"))
     manifest = work / "sources.json"
-    overrides = parse_set(args.set)
-    specs = node_specs(args.profile, overrides)
+    overrides = parse_set(list(options.overrides))
+    specs = node_specs(options.profile, overrides)
     for s in specs:
         if s.executable == "virtual_stack":  # the whole run simulated first, then played at the real rate
             node = overrides.setdefault(s.name, {})
             # counts and send times only: the frames' CRC32s (the fault bench's check) would load the sources
-            node.update({"manifest_path": str(manifest), "manifest_crc": False, "preload_s": args.duration})
-            node.setdefault("sim", {}).update({"duration_s": args.duration, "world_size_px": 1024})
-            if args.isolate_drivers:
+            node.update({"manifest_path": str(manifest), "manifest_crc": False, "preload_s": options.duration_s})
+            node.setdefault("sim", {}).update({"duration_s": options.duration_s, "world_size_px": 1024})
+            if options.isolate_drivers:
                 # one virtual stack per camera process, on one timeline: played from a run rendered ahead
                 # (each starts at once, not after its own preload; the timeline waits 3 s for them all)
                 from rgbt.sim.cache import render_for_virtual_stack
 
-                params = next(x for x in node_specs(args.profile, overrides) if x.name == s.name).parameters
+                params = next(x for x in node_specs(options.profile, overrides) if x.name == s.name).parameters
                 cache = render_for_virtual_stack(params, work / "sim",
                                                  log=lambda line: print(f"rgbt bench graph: {line}", file=sys.stderr))
                 node.update({"sim_cache": str(cache), "preload_s": 0.0, "start_delay_s": 3.0})
         elif s.executable == "recorder":
             overrides.setdefault(s.name, {}).update({"out_dir": str(work / "bags"), "start": "always",
                                                      "min_free_mb": 100, "arrival_trace": True})
-    specs = node_specs(args.profile, overrides)
-    dropped_nodes = {"segmentation"} if args.no_segmentation else set()
-    dropped_nodes |= {"fusion"} if args.no_fusion else set()
+    specs = node_specs(options.profile, overrides)
+    dropped_nodes = {"segmentation"} if not options.segmentation else set()
+    dropped_nodes |= {"fusion"} if not options.fusion else set()
     specs = [s for s in specs if s.executable not in dropped_nodes]
-    if args.single_process:
+    if options.single_process:
         specs = [replace(s, process="all") for s in specs]
-    if args.isolate_drivers:
+    if options.isolate_drivers:
         from rgbt.graph.profile import isolate_drivers
 
         specs = isolate_drivers(specs, work / "anchor.json")
@@ -138,11 +171,11 @@ def run(args: argparse.Namespace) -> dict:
     shm_before = shm_files()
     probe = _Probe()
     # the run is simulated first (preload: ~2-10 s per simulated second, more on a loaded machine)
-    limit_s = args.duration * 20 + 120
-    load = _Load(args.load, limit_s + 30)
+    limit_s = options.duration_s * 20 + 120
+    load = _Load(options.load, limit_s + 30)
     cpu = _CpuSampler()
     try:
-        graph = start_graph(specs, profile_env(args.profile), duration_s=limit_s + 30)
+        graph = start_graph(specs, profile_env(options.profile), duration_s=limit_s + 30)
         cpu.procs = {g: p.pid for g, p in graph.procs.items()}
         cpu.procs.update({f"load-{i}": p.pid for i, p in enumerate(load.procs)})  # what the load got
         t_start = time.monotonic()
@@ -176,10 +209,19 @@ def run(args: argparse.Namespace) -> dict:
         probe.close()
         clean_shm(shm_before)  # the probe's own Fast DDS files too
         shutil.rmtree(work, ignore_errors=True)
-    result.update({"profile": args.profile, "duration_s": args.duration, "load": args.load, "exit_codes": codes,
-                   "ros_domain_id": int(os.environ["ROS_DOMAIN_ID"]),
-                   "processes": sorted({s.process for s in specs}), "nodes": [s.name for s in specs],
-                   "synthetic": True, "note": "shared machine: see cpu.machine for the load during the run"})
+    result.update(
+        {
+            "profile": options.profile,
+            "duration_s": options.duration_s,
+            "load": options.load,
+            "exit_codes": codes,
+            "ros_domain_id": int(os.environ["ROS_DOMAIN_ID"]),
+            "processes": sorted({s.process for s in specs}),
+            "nodes": [s.name for s in specs],
+            "synthetic": True,
+            "note": "shared machine: see cpu.machine for the load during the run",
+        }
+    )
     return result
 
 
@@ -213,7 +255,7 @@ def read_sources(paths: list[Path]) -> dict:
     return out
 
 
-def _wait_for_recorder(probe: "_Probe", manifest: Path, graph, timeout_s: float = 15.0) -> None:  # type: ignore[no-untyped-def]
+def _wait_for_recorder(probe: _Probe, manifest: Path, graph: Graph, timeout_s: float = 15.0) -> None:
     """After the last sample went out: wait until the recorder's received counts stop growing for
     1.5 s (it has caught up; two diagnostics rounds) or ``timeout_s`` passes, so that a recorder
     that is behind is measured as late, not as lossy."""
@@ -246,7 +288,7 @@ class _Probe:
                                           qos_profile("reliable", 100))
         self._bg.start()
 
-    def _on_diag(self, msg) -> None:  # type: ignore[no-untyped-def]
+    def _on_diag(self, msg: Any) -> None:  # msg: diagnostic_msgs/DiagnosticArray
         for st in msg.status:
             self.status[st.name] = {kv.key: kv.value for kv in st.values}
             self.seen[st.name] = time.monotonic()
@@ -294,7 +336,7 @@ class _CpuSampler:
     def __init__(self) -> None:
         self.procs: dict[str, int] = {}
         # (wall s, group -> (cpu s, runqueue wait s or None), machine)
-        self.samples: list[tuple[float, dict[str, tuple[float, float | None]], object]] = []
+        self.samples: list[tuple[float, dict[str, tuple[float, float | None]], Any]] = []  # Any: psutil scputimes
 
     def sample(self) -> None:
         import psutil
@@ -334,8 +376,8 @@ class _CpuSampler:
             if cpu_s is not None:
                 workers[name] = cpu_s
         m0, m1 = first[2], last[2]
-        total = sum(m1) - sum(m0)  # type: ignore[arg-type]
-        idle = (m1.idle + getattr(m1, "iowait", 0)) - (m0.idle + getattr(m0, "iowait", 0))  # type: ignore[attr-defined]
+        total = sum(m1) - sum(m0)
+        idle = (m1.idle + getattr(m1, "iowait", 0)) - (m0.idle + getattr(m0, "iowait", 0))
         steal = getattr(m1, "steal", 0) - getattr(m0, "steal", 0)
         cores = os.cpu_count() or 1
         return {"window_s": round(span, 1), "processes": groups,
@@ -382,8 +424,9 @@ def breakdown(status: dict[str, dict[str, str]]) -> dict:
     if late:  # the source publishing behind its schedule: part of the first hop, not transport
         out["virtual_stack"] = {"late": late}
     rec = next((v for k, v in status.items() if k.startswith("recorder")), {})
-    if _num(rec.get("executor_lag.p50_ms")) is not None:  # how late the recorder's 4 Hz timer ran
-        out["recorder"] = {"executor_lag": {"p50_ms": round(_num(rec["executor_lag.p50_ms"]), 2),  # type: ignore[arg-type]
+    lag_p50_ms = _num(rec.get("executor_lag.p50_ms"))
+    if lag_p50_ms is not None:  # how late the recorder's 4 Hz timer ran
+        out["recorder"] = {"executor_lag": {"p50_ms": round(lag_p50_ms, 2),
                                             "p99_ms": round(_num(rec["executor_lag.p99_ms"]) or 0.0, 2)}}
     return out
 
@@ -400,7 +443,7 @@ def since_host(sources: dict, arrivals: dict[str, list], stack_topics: list[str]
     latency; the latency since the trigger also holds the simulated sensor-to-host transport."""
     from rgbt.timematch import nearest_index
 
-    def table(true_ns: list, host_ns: list) -> tuple[np.ndarray, np.ndarray]:
+    def table(true_ns: list | np.ndarray, host_ns: list | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(true times sorted, host arrival of each); empty without host arrivals (an older manifest)."""
         true, host = np.asarray(true_ns, dtype=np.int64), np.asarray(host_ns, dtype=np.int64)
         if len(true) != len(host):
@@ -418,14 +461,14 @@ def since_host(sources: dict, arrivals: dict[str, list], stack_topics: list[str]
         last = np.append(true[1:] != true[:-1], True)
         complete = (true[last], host[last])
     out: dict[str, dict] = {}
-    for topic, rec in arrivals.items():
+    for topic, arrived in arrivals.items():
         if topic in streams:
             true, host = streams[topic]
         elif cams and topic.startswith(tuple(OUTPUTS)):
             true, host = complete
         else:
             continue
-        rec = np.asarray(rec, dtype=np.int64).reshape(-1, 2)
+        rec = np.asarray(arrived, dtype=np.int64).reshape(-1, 2)
         if not len(true) or not len(rec):
             continue
         i = nearest_index(true, rec[:, 0])
@@ -507,9 +550,9 @@ def summarize(sources: dict, recorded: dict, status: dict[str, dict[str, str]], 
             topics[topic].update({"host_p50_ms": lat["p50_ms"], "host_p99_ms": lat["p99_ms"]})
         cams = next((v for k, v in OUTPUT_INPUTS.items() if topic.startswith(k)), ())
         hz = min((camera_hz or {}).get(c, 0.0) for c in cams) if cams else 0.0
-        node = next((v for k, v in OUTPUTS.items() if topic.startswith(k)), ("", ""))
-        diag = next((v for k, v in status.items() if node[0] and k.startswith(node[0])), {})
-        limit = _num(diag.get(node[1].split(".")[0] + ".max_rate_hz")) or 0.0
+        output = next((v for k, v in OUTPUTS.items() if topic.startswith(k)), ("", ""))
+        diag = next((v for k, v in status.items() if output[0] and k.startswith(output[0])), {})
+        limit = _num(diag.get(output[1].split(".")[0] + ".max_rate_hz")) or 0.0
         if hz > 0:  # host arrival of the input -> output at the recorder, in the input's frame periods
             entry = {"p99_ms": round(lat["p99_ms"], 2), "frame_period_ms": round(1e3 / hz, 2),
                      "p99_frame_periods": round(lat["p99_ms"] * hz / 1e3, 2)}
@@ -555,7 +598,9 @@ def print_result(result: dict) -> None:
     print_table("where the latency goes (p50 / p99 ms)", ["node", "processed", "stale dropped", "late dropped",
                                                           *STAGES], rows)
     cpu = result.get("cpu", {})
-    rows = [[g, v["cpu_pct"], v.get("cpu_wait_pct"), ", ".join(v["nodes"])] for g, v in cpu.get("processes", {}).items()]
+    rows = [
+        [g, v["cpu_pct"], v.get("cpu_wait_pct"), ", ".join(v["nodes"])] for g, v in cpu.get("processes", {}).items()
+    ]
     print_table(f"CPU share of one core over {cpu.get('window_s')} s (machine: {cpu.get('machine')}); "
                 "cpu_wait: ready to run, waiting for a CPU", ["process", "cpu_pct", "cpu_wait_pct", "nodes"], rows)
     print(f"recorder: {result['recorder']}")

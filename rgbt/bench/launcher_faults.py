@@ -94,7 +94,9 @@ def fly_launcher_fault(profile: str, fault: str, sim_s: float, cameras: list[str
                                      stdout=log, stderr=log, env=env, timeout=RESTART_S + 120)
             row["restart_exit_code"] = restart.returncode
             row["state_after_restart"] = [_state(b) for b in flight.bags()]
-        row["recovered_on_restart"] = "recording" in row["state_after_kill"] and "recording" not in row["state_after_restart"]
+        row["recovered_on_restart"] = (
+            "recording" in row["state_after_kill"] and "recording" not in row["state_after_restart"]
+        )
         margin = FSYNC_S if fault == "power_loss" else KILL_MARGIN_S
         rows = judge_flight(flight, {fault: t_kill}, until_ns=t_kill - int(margin * 1e9))
         rows[fault].update(row, flight=[fault], sim_s=sim_s, t_kill_ns=t_kill,

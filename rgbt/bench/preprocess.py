@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import time
+from dataclasses import dataclass
 from typing import Callable
 
 import cv2
@@ -24,6 +25,20 @@ from rgbt.output import print_table
 from rgbt.timing import summarize_ms
 
 BUDGET_MS = {"percentile": 0.8, "normalize_clahe": 2.5, "rectify_pair": 3.0}
+
+
+@dataclass(frozen=True)
+class PreprocessBenchOptions:
+    """What ``rgbt bench preprocess`` measures."""
+
+    frames: int = 200  #: timed calls per stage
+    ref_frames: int | None = None  #: timed calls of the slow CART reference (None: ``frames``)
+    parity: bool = True  #: also measure the output's difference to the CART reference
+
+
+def options_from_args(args: argparse.Namespace) -> PreprocessBenchOptions:
+    """The options of the command line :func:`add_arguments` defines."""
+    return PreprocessBenchOptions(frames=args.frames, ref_frames=args.ref_frames, parity=not args.no_parity)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -130,14 +145,14 @@ def measure_parity() -> list[dict]:
     return rows
 
 
-def run(args: argparse.Namespace) -> dict:
+def run(options: PreprocessBenchOptions) -> dict:
     from rich.console import Console
     from rich.progress import Progress
 
     from rgbt.image.normalize import Normalizer, NormalizeOptions, TemporalNormalizer, percentile_bounds
 
-    n = int(args.frames)
-    n_ref = int(args.ref_frames or n)
+    n = int(options.frames)
+    n_ref = int(options.ref_frames or n)
     frames, source = _thermal_frames()
     clahe = Normalizer(NormalizeOptions())
     linear = Normalizer(NormalizeOptions(clahe=False))
@@ -149,7 +164,7 @@ def run(args: argparse.Namespace) -> dict:
         return temporal(frame, clock["t"])
 
     stages: dict[str, dict] = {}
-    plan = [
+    plan: list[tuple[str, Callable[[np.ndarray], object], int]] = [
         ("percentile", lambda f: percentile_bounds(f, 1.0, 99.0), n),
         ("normalize_clahe", clahe, n),
         ("normalize_linear", linear, n),
@@ -167,7 +182,7 @@ def run(args: argparse.Namespace) -> dict:
         stages["rectify_pair"] = _rectify_stage(n, frames)
         progress.advance(task)
         progress.update(task, description="parity")
-        parity = [] if args.no_parity else measure_parity()
+        parity = measure_parity() if options.parity else []
         progress.advance(task)
 
     def speedup(ref: str, ours: str) -> float | None:

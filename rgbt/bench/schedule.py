@@ -86,8 +86,15 @@ def schedule(cache_dir: str | Path, anchor: dict[str, int], stack: Any, kinds: I
         spec = stack.imu if kind == "imu" else stack.cameras[kind]
         due, stamp = np.asarray(rows[kind]["due"], np.int64), np.asarray(rows[kind]["stamp"], np.int64)
         order = np.argsort(stamp, kind="stable")
-        out[spec.topic] = Stream(kind, spec.topic, unlocked_topic(kind), int(round(1e9 / spec.rate_hz)),
-                                 due[order], stamp[order], [rows[kind]["crc"][i] for i in order] if rows[kind]["crc"] else [])
+        out[spec.topic] = Stream(
+            kind,
+            spec.topic,
+            unlocked_topic(kind),
+            int(round(1e9 / spec.rate_hz)),
+            due[order],
+            stamp[order],
+            [rows[kind]["crc"][i] for i in order] if rows[kind]["crc"] else [],
+        )
     return out
 
 
@@ -166,7 +173,7 @@ def match(stream: Stream, recorded: Recorded) -> Match:
         return Match(found, dups)
     due_order = np.argsort(stream.due_ns, kind="stable")
     due_sorted = stream.due_ns[due_order]
-    for stamp, locked in zip(recorded.stamp_ns, recorded.locked):
+    for stamp, locked in zip(recorded.stamp_ns, recorded.locked, strict=False):
         ref, order = (stream.stamp_ns, None) if locked else (due_sorted, due_order)
         k = int(np.searchsorted(ref, stamp))
         best = min((j for j in (k - 1, k) if 0 <= j < n), key=lambda j: abs(int(ref[j]) - stamp), default=None)

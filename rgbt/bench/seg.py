@@ -4,7 +4,8 @@ For every model: the bare backend (``run`` on a prepared 1xCxHxW array, class-id
 the stage run serially (``process``: raw 16-bit frame -> normalization -> infer -> class ids at
 input resolution -> colour mask) and the stage as the segmentation node runs it (a
 ``SegPipeline``, lossless here: normalization on an idle-priority thread overlapped with
-inference), all in one process, interleaved in rounds so load changes hit all three alike. Beside each row: the CART paper's FPS (Orin TensorRT / NUC CPU).
+inference), all in one process, interleaved in rounds so load changes hit all three alike. Beside each row: the CART
+paper's FPS (Orin TensorRT / NUC CPU).
 """
 
 from __future__ import annotations
@@ -12,32 +13,56 @@ from __future__ import annotations
 import argparse
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from rgbt.output import print_table
 from rgbt.timing import summarize_ms
 
+if TYPE_CHECKING:
+    from rgbt.seg.stage import SegmentationStage
+
 PAPER_TABLE2 = {  # CART paper Table 2: FPS at batch 1, Jetson AGX Orin (TensorRT) / NUC (CPU)
     "FastSCNN": (124.2, 85.6), "MobileNetV3-L": (59.0, 15.5), "EfficientViT-B0": (51.2, 5.5), "ResNet18": (69.3, 12.4),
 }
 
 
+@dataclass(frozen=True)
+class SegBenchOptions:
+    """What ``rgbt bench seg`` measures (also one campaign job: ``rgbt.campaign.worker``)."""
+
+    models: tuple[str, ...] = ()  #: ONNX files (empty: the thermal zoo models in engines/ and sim_thermal_seg)
+    backend: str = "onnxruntime"
+    threads: int = 0  #: ONNX Runtime intra-op threads (0: all cores)
+    calls_per_round: int = 20  #: timed calls per round and mode
+    rounds: int = 6  #: interleaved rounds (bare backend, serial stage, streamed stage)
+
+
+def options_from_args(args: argparse.Namespace) -> SegBenchOptions:
+    """The options of the command line :func:`add_arguments` defines."""
+    return SegBenchOptions(models=tuple(args.models or ()), backend=args.backend, threads=args.threads,
+                           calls_per_round=args.n, rounds=args.rounds)
+
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--models", nargs="*", help="ONNX files (default: the thermal zoo models in engines/ and sim_thermal_seg)")
+    p.add_argument(
+        "--models", nargs="*", help="ONNX files (default: the thermal zoo models in engines/ and sim_thermal_seg)"
+    )
     p.add_argument("--backend", default="onnxruntime")
     p.add_argument("--threads", type=int, default=0, help="ORT intra-op threads (0 = all cores)")
     p.add_argument("-n", type=int, default=20, help="timed calls per round and mode")
     p.add_argument("--rounds", type=int, default=6, help="interleaved rounds (bare, serial, stream)")
 
 
-def _models(args: argparse.Namespace) -> list[Path]:
+def _models(options: SegBenchOptions) -> list[Path]:
     from rgbt.paths import ENGINES_DIR
     from rgbt.seg.sidecar import load_sidecar
 
-    if args.models:
-        return [Path(m) for m in args.models]
+    if options.models:
+        return [Path(m) for m in options.models]
     out = []
     for p in sorted(ENGINES_DIR.glob("*.onnx")):
         try:
@@ -59,13 +84,18 @@ class _PipelineRounds:
     """One lossless ``SegPipeline`` for the whole run; ``round(n)`` submits ``n`` frames and
     returns frames per second from the first submit to the n-th result."""
 
-    def __init__(self, stage, frame: np.ndarray) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, stage: SegmentationStage, frame: np.ndarray) -> None:
         from rgbt.seg.pipeline import SegPipeline
 
-        self.frame, self.errors = frame, []
+        self.frame = frame
+        self.errors: list[Exception] = []
         self._done = threading.Semaphore(0)
         self._pipe = SegPipeline(stage, lambda t, r: self._done.release(), lossless=True,
-                                 on_error=lambda t, e: (self.errors.append(e), self._done.release()))
+                                 on_error=self._on_error)
+
+    def _on_error(self, _t_ns: int, exc: Exception) -> None:
+        self.errors.append(exc)
+        self._done.release()
 
     def round(self, n: int) -> float:
         t0 = time.perf_counter_ns()
@@ -82,16 +112,18 @@ class _PipelineRounds:
         return self._pipe.stats()
 
 
-def bench_model(path: Path, args: argparse.Namespace) -> dict:
+def bench_model(path: Path, options: SegBenchOptions) -> dict:
     from rgbt.seg.stage import SegmentationStage, SegStageOptions
 
-    opts = {"threads": args.threads} if args.backend == "onnxruntime" else {}
-    stage = SegmentationStage(SegStageOptions(str(path), args.backend, opts, color=True))
+    opts = {"threads": options.threads} if options.backend == "onnxruntime" else {}
+    stage = SegmentationStage(SegStageOptions(str(path), options.backend, opts, color=True))
     sc = stage.model.sidecar
     spec = sc.inputs[0]
     frame = _frame(512, 640)  # a Boson frame; the stage fits it to the model
     x, _ = stage.prepare(frame, stage.new_buffer())
-    be, out = stage.model.backend, [stage.model.class_output or stage.model.float_output]
+    output = stage.model.class_output or stage.model.float_output
+    assert output is not None  # a loaded model has one or the other
+    be, out = stage.model.backend, [output]
     feeds = {spec.name: x}
     be.warmup(3)
     for _ in range(3):
@@ -99,21 +131,21 @@ def bench_model(path: Path, args: argparse.Namespace) -> dict:
     pipe = _PipelineRounds(stage, frame)  # kept for the whole run, as a node keeps it
     pipe.round(10)
     bare, serial, streamed_fps = [], [], []
-    tiers = {"copy_in": [], "compute": [], "copy_out": []}
-    for _ in range(args.rounds):
+    tiers: dict[str, list[int]] = {"copy_in": [], "compute": [], "copy_out": []}
+    for _ in range(options.rounds):
         be.timing.reset()
-        for _ in range(args.n):
+        for _ in range(options.calls_per_round):
             t0 = time.perf_counter_ns()
             be.run(feeds, out)
             bare.append(time.perf_counter_ns() - t0)
         tiers["copy_in"] += be.timing.copy_in_ns
         tiers["compute"] += be.timing.compute_ns
         tiers["copy_out"] += be.timing.copy_out_ns
-        for _ in range(args.n):
+        for _ in range(options.calls_per_round):
             t0 = time.perf_counter_ns()
             stage.process(frame)
             serial.append(time.perf_counter_ns() - t0)
-        streamed_fps.append(pipe.round(args.n))
+        streamed_fps.append(pipe.round(options.calls_per_round))
     pipeline_stats = pipe.close()
     b, s = summarize_ms(bare), summarize_ms(serial)
     backend_fps = 1000.0 / b["mean_ms"]
@@ -133,12 +165,12 @@ def bench_model(path: Path, args: argparse.Namespace) -> dict:
     }
 
 
-def run(args: argparse.Namespace) -> dict:
+def run(options: SegBenchOptions) -> dict:
     from rich.progress import track
 
-    models = _models(args)
-    results = [bench_model(p, args) for p in track(models, description="bench seg", transient=True)]
-    return {"benchmark": "seg", "backend": args.backend, "n": args.n, "rounds": args.rounds,
+    models = _models(options)
+    results = [bench_model(p, options) for p in track(models, description="bench seg", transient=True)]
+    return {"benchmark": "seg", "backend": options.backend, "n": options.calls_per_round, "rounds": options.rounds,
             "note": "stage_fps = the stage as the segmentation node runs it (SegPipeline: normalization on an "
                     "idle-priority thread overlapped with inference), fed without gaps; stage_serial_fps = "
                     "process() one frame at a time; fps/p*_ms = bare backend, batch 1, class-id output",

@@ -17,9 +17,27 @@ import argparse
 import shutil
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from rgbt.output import print_table
+
+
+@dataclass(frozen=True)
+class SimBenchOptions:
+    """What ``rgbt bench sim`` measures."""
+
+    duration_s: float = 5.0  #: simulated seconds per measurement
+    trajectory: str = "circle"  #: a TUM file or circle | lawnmower | hover
+    seed: int = 0
+    tmp_dir: str | None = None  #: folder for the temporary bag (None: the system's temporary folder)
+    skip_bag: bool = False  #: only measure generation
+
+
+def options_from_args(args: argparse.Namespace) -> SimBenchOptions:
+    """The options of the command line :func:`add_arguments` defines."""
+    return SimBenchOptions(duration_s=args.duration, trajectory=args.trajectory, seed=args.seed, tmp_dir=args.tmp,
+                           skip_bag=args.skip_bag)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -30,15 +48,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--skip-bag", action="store_true", help="only measure generation")
 
 
-def run(args: argparse.Namespace) -> dict:
+def run(bench: SimBenchOptions) -> dict:
     from rgbt.sim import SimOptions, SimStack
+    from rgbt.sim.simstack import SimSample
     from rgbt.sim.messages import MessageFactory, typestore
     from rgbt.sim.record import open_writer, write_sim_bag
 
     from rgbt.memory import tune_allocator
 
     tune_allocator()  # as `rgbt simulate` runs (its BagWriter applies it): glibc keeps big buffers
-    options = SimOptions(trajectory=args.trajectory, duration_s=args.duration, seed=args.seed)
+    options = SimOptions(trajectory=bench.trajectory, duration_s=bench.duration_s, seed=bench.seed)
     sim = SimStack(options)
     t0 = time.perf_counter()
     _ = sim.world
@@ -49,7 +68,7 @@ def run(args: argparse.Namespace) -> dict:
 
     counts: dict[str, int] = {}
     raw_bytes = 0
-    kept = {}
+    kept: dict[str, SimSample] = {}
     t0, c0 = time.perf_counter(), time.process_time()
     for s in sim.samples():
         counts[s.kind] = counts.get(s.kind, 0) + 1
@@ -63,7 +82,7 @@ def run(args: argparse.Namespace) -> dict:
     result = {
         "synthetic": True,
         "duration_s": options.duration_s,
-        "trajectory": args.trajectory,
+        "trajectory": bench.trajectory,
         "realtime_factor": round(options.duration_s / gen_s, 3),
         "generation_wall_s": round(gen_s, 3),
         "generation_cpu_s": round(gen_cpu_s, 3),
@@ -73,7 +92,7 @@ def run(args: argparse.Namespace) -> dict:
         "raw_data_rate_mb_s": round(raw_bytes / options.duration_s / 1e6, 2),
         "budget": {"realtime_factor": ">= 2", "mcap_vs_data_rate": ">= 1.5"},
     }
-    if args.skip_bag:
+    if bench.skip_bag:
         return result
 
     # MCAP write rate of the full raw stack: one second of pre-serialized messages written
@@ -92,7 +111,7 @@ def run(args: argparse.Namespace) -> dict:
             store.serialize_cdr(factory.image(s.data, s.t_ns, spec.frame_id, spec.encoding), "sensor_msgs/msg/Image")
         serialize_ms[cam] = round((time.perf_counter() - t0) * 1e2, 3)
         raws.append((spec.topic, raw, int(round(spec.rate_hz))))
-    tmp = Path(tempfile.mkdtemp(prefix="rgbt-bench-sim-", dir=args.tmp))
+    tmp = Path(tempfile.mkdtemp(prefix="rgbt-bench-sim-", dir=bench.tmp_dir))
     try:
         writer = open_writer(tmp / "write", compression="none", custom_data={"rgbt.synthetic": "true"}, store=store)
         for topic, _, _ in raws:
@@ -124,7 +143,7 @@ def run(args: argparse.Namespace) -> dict:
         # serialize + write each message, median of 3 runs)
         from rgbt.bag.writer import measure_write_rate
 
-        ref = measure_write_rate(duration_s=min(2.0, options.duration_s), out_dir=args.tmp, serialize=True)
+        ref = measure_write_rate(duration_s=min(2.0, options.duration_s), out_dir=bench.tmp_dir, serialize=True)
         result["mcap_write_serialize_mb_s"] = round(ref["mb_s"], 1)
         result["mcap_write_serialize_ratio"] = round(ref["ratio"], 2)
     finally:

@@ -20,6 +20,7 @@ import argparse
 import importlib.util
 import time
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -83,7 +84,7 @@ def generate(o: GenOptions) -> tuple[list[Event], dict]:
         k = int(count[i])
         since = int(round(t_sensor[i] - (boot + pulse_true[k - 1] * scale))) if k > 0 else 0
         events.append(Event(int(round(t_host[i])), "imu", k, int(round(t_sensor[i])), since))
-    truth = {"drops": {}, "ffc_gaps": 0, "frames": {}}
+    truth: dict[str, Any] = {"drops": {}, "ffc_gaps": 0, "frames": {}}
     for cam, div, lat, counter0 in (("thermal", 1, o.thermal_latency_ms, 1000), ("color", 2, o.color_latency_ms, 50)):
         ks = np.arange(1, n_pulses + 1)
         ks = ks[ks % div == 0] if div > 1 else ks
@@ -165,7 +166,7 @@ def evaluate(events: list[Event], truth: dict, options: RestamperOptions) -> dic
             continue
         r = rs.add_frame(e.kind, e.seq, e.t_host_ns, e.ffc)
         detected[e.kind] += r.dropped_before
-        if not r.locked or r.t_trigger_ns is None:
+        if not r.locked or r.t_trigger_ns is None or r.slot is None:  # slot: None exactly when the stamp is
             unlocked += 1
             continue
         err = r.t_trigger_ns - e.truth_t_ns
@@ -208,30 +209,50 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=0)
 
 
+@dataclass(frozen=True)
+class SyncBenchOptions:
+    """What ``rgbt bench sync`` measures (both sources are synthetic)."""
+
+    source: str = "auto"  #: "sim" (rgbt.sim.SimStack), "builtin" (:func:`generate`) or "auto" (sim when installed)
+    duration_s: float | None = None  #: seconds of streams (None: 30 with the simulator, 120 with the generator)
+    jitter_ms: float = 3.0  #: host arrival jitter scale
+    drop_prob: float = 0.01  #: probability a frame is lost
+    jitter_model: str = "one_sided"  #: or "symmetric" (:class:`rgbt.sync.RestamperOptions`)
+    seed: int = 0
+
+
+def options_from_args(args: argparse.Namespace) -> SyncBenchOptions:
+    """The options of the command line :func:`add_arguments` defines."""
+    return SyncBenchOptions(source=args.source, duration_s=args.duration, jitter_ms=args.jitter_ms,
+                            drop_prob=args.drop_prob, jitter_model=args.jitter_model, seed=args.seed)
+
+
 def _sim_available() -> bool:
     return importlib.util.find_spec("rgbt.sim") is not None
 
 
-def run(args: argparse.Namespace) -> dict:
-    source = args.source if args.source != "auto" else ("sim" if _sim_available() else "builtin")
-    if args.duration is None:
-        args.duration = 30.0 if source == "sim" else 120.0
+def run(options: SyncBenchOptions) -> dict:
+    source = options.source if options.source != "auto" else ("sim" if _sim_available() else "builtin")
+    duration_s = options.duration_s
+    if duration_s is None:
+        duration_s = 30.0 if source == "sim" else 120.0
     if source == "sim":
-        events, truth, lat = sim_events(args.duration, args.seed, args.jitter_ms, args.drop_prob)
+        events, truth, lat = sim_events(duration_s, options.seed, options.jitter_ms, options.drop_prob)
         # the simulator clamps arrivals to >= the true time + 1 us: the IMU's lower envelope is ~0 latency
         opts = RestamperOptions(cameras={"thermal": CameraSync(1, int(lat["thermal"] * 1e6)),
                                          "color": CameraSync(2, int(lat["color"] * 1e6))},
-                                imu_latency_ns=0, jitter_model=args.jitter_model)
-        gen = {"source": "rgbt.sim.SimStack (synthetic)", "duration_s": args.duration, "seed": args.seed,
-               "jitter_ms": args.jitter_ms, "drop_prob": args.drop_prob, "latency_ms": lat}
+                                imu_latency_ns=0, jitter_model=options.jitter_model)
+        gen = {"source": "rgbt.sim.SimStack (synthetic)", "duration_s": duration_s, "seed": options.seed,
+               "jitter_ms": options.jitter_ms, "drop_prob": options.drop_prob, "latency_ms": lat}
     else:
-        g = GenOptions(duration_s=args.duration, jitter_ms=args.jitter_ms, drop_prob=args.drop_prob, seed=args.seed)
+        g = GenOptions(duration_s=duration_s, jitter_ms=options.jitter_ms, drop_prob=options.drop_prob,
+                       seed=options.seed)
         events, truth = generate(g)
         opts = RestamperOptions(
             trigger_rate_hz=g.rate_hz,
             cameras={"thermal": CameraSync(1, int(g.thermal_latency_ms * 1e6)),
                      "color": CameraSync(2, int(g.color_latency_ms * 1e6))},
-            imu_latency_ns=int(g.imu_latency_ms * 1e6), jitter_model=args.jitter_model)
+            imu_latency_ns=int(g.imu_latency_ms * 1e6), jitter_model=options.jitter_model)
         gen = {"source": "built-in generator (synthetic)", **g.__dict__}
     result = evaluate(events, truth, opts)
     result["streams"] = gen

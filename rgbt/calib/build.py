@@ -13,8 +13,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
+import numpy as np
+
 from rgbt.calib.camera_info import read_camera_info
-from rgbt.calib.kalibr import KalibrChain, KalibrImu, read_camchain, read_imu
+from rgbt.calib.kalibr import KalibrCamera, KalibrChain, KalibrImu, read_camchain, read_imu
 from rgbt.calib.vins import read_vins_config, read_vins_pinhole
 from rgbt.errors import ConfigError
 from rgbt.stack import ImuNoise, Stack, invert_transform, load_stack, stack_from_dict
@@ -85,12 +87,12 @@ def cart_calibration(root: str | Path) -> dict:
             entry["vio"] = {"intrinsics": intr.model_dump(), "distortion": dist.model_dump()}
         cameras[name] = entry
     pairs: dict[str, dict] = {}
-    for key, files in CART_PAIRS.items():
-        path = calib_dir / files.camchain
+    for key, pair_files in CART_PAIRS.items():
+        path = calib_dir / pair_files.camchain
         chain = read_camchain(path)
-        pairs[key] = pair_from_camchain(chain, files.cam0, files.cam1, source=str(path),
+        pairs[key] = pair_from_camchain(chain, pair_files.cam0, pair_files.cam1, source=str(path),
                                         native={n: (cameras[n]["width"], cameras[n]["height"])
-                                                for n in (files.cam0, files.cam1)})
+                                                for n in (pair_files.cam0, pair_files.cam1)})
     out: dict = {"cameras": cameras, "pairs": pairs}
     noise = read_vins_config(vins_dir / CART_VINS_IMU).imu_noise
     if noise is not None:
@@ -109,7 +111,7 @@ def pair_from_camchain(chain: KalibrChain, cam0: str, cam1: str, source: str = "
         raise ConfigError(source, "cam1.resolution", c1.resolution, f"the same canvas as cam0 {c0.resolution}")
     T = c1.T_cn_cnm1_matrix()
     if T is None:
-        T = c1.T_cam_imu_matrix() @ invert_transform(c0.T_cam_imu_matrix())
+        T = _T_cam_imu(c1, source, "cam1") @ invert_transform(_T_cam_imu(c0, source, "cam0"))
     w, h = c0.resolution
     native = native or {}
     off0 = centered_offset(native.get(cam0, (w, h)), (w, h))
@@ -122,6 +124,14 @@ def pair_from_camchain(chain: KalibrChain, cam0: str, cam1: str, source: str = "
         "cam1_offset": list(off1),
         "T_cam1_cam0": T.tolist(),
     }
+
+
+def _T_cam_imu(cam: KalibrCamera, source: str, key: str) -> np.ndarray:
+    """``cam``'s 4x4 ``T_cam_imu``; a :class:`ConfigError` naming ``key`` when the chain lacks it."""
+    T = cam.T_cam_imu_matrix()
+    if T is None:
+        raise ConfigError(source, f"{key}.T_cam_imu", None, "T_cam_imu (or T_cn_cnm1 for the pair)")
+    return T
 
 
 def _merge(base: dict, update: dict) -> dict:
@@ -169,14 +179,14 @@ def stack_from_kalibr(imucam: str | Path | KalibrChain, imu: str | Path | Kalibr
     base = base if base is not None else load_stack()
     data = base.model_dump(mode="json")
     cameras = {}
-    for i, (cam_name, cam) in enumerate(zip(names, chain.cameras)):
+    for i, (cam_name, cam) in enumerate(zip(names, chain.cameras, strict=False)):
         w, h = cam.resolution
         cameras[cam_name] = {
             "name": cam_name, "model": f"Kalibr cam{i}", "modality": "mono", "topic": cam.rostopic or f"/{cam_name}",
             "frame_id": cam_name, "width": w, "height": h, "rate_hz": rate_hz, "encoding": "mono8",
             "trigger_divider": 1, "intrinsics": cam.intrinsics_model().model_dump(),
             "distortion": cam.distortion().model_dump(),
-            "T_imu_cam": invert_transform(cam.T_cam_imu_matrix()).tolist(),
+            "T_imu_cam": invert_transform(_T_cam_imu(cam, source, f"cam{i}")).tolist(),
             "td_s": cam.timeshift_cam_imu or 0.0,
         }
     pairs = {}

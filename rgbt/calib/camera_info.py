@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 
@@ -56,7 +57,7 @@ class CameraInfo:
         coeffs = list(self.distortion_coefficients)
         if not coeffs:
             return Distortion(model="none", coeffs=[])
-        model = "equidistant" if self.distortion_model == "equidistant" else "radtan"
+        model: Literal["equidistant", "radtan"] = "equidistant" if self.distortion_model == "equidistant" else "radtan"
         return Distortion(model=model, coeffs=coeffs)
 
 

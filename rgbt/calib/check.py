@@ -49,7 +49,7 @@ def transform_difference(T_a: np.ndarray, T_b: np.ndarray) -> tuple[float, float
 def check_stack(stack: Stack, options: CheckOptions | None = None) -> list[Finding]:
     opt = options or CheckOptions()
     out: list[Finding] = []
-    for key, pair in stack.pairs.items():
+    for key in stack.pairs:
         out.append(_check_pair_extrinsic(stack, key, opt))
         out.extend(_check_pair_intrinsics(stack, key, opt))
     out.extend(_check_trigger(stack, opt))

@@ -48,7 +48,7 @@ class KalibrCamera:
         return Intrinsics(fx=fx, fy=fy, cx=cx, cy=cy)
 
     def distortion(self) -> Distortion:
-        return Distortion(model=self.distortion_model, coeffs=list(self.distortion_coeffs))
+        return Distortion.model_validate({"model": self.distortion_model, "coeffs": list(self.distortion_coeffs)})
 
     def T_cam_imu_matrix(self) -> Optional[np.ndarray]:
         return None if self.T_cam_imu is None else np.asarray(self.T_cam_imu, dtype=np.float64)

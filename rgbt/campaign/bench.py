@@ -13,6 +13,7 @@ import argparse
 import os
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from rgbt.output import print_table
@@ -31,27 +32,44 @@ def _cpu_seconds() -> float:
     return t.children_user + t.children_system
 
 
-def run(args: argparse.Namespace) -> dict:
+@dataclass(frozen=True)
+class CampaignBenchOptions:
+    """What ``rgbt bench campaign`` measures: the same small VIO campaign with each worker count."""
+
+    inputs: int = 2  #: synthetic loops (seeds 1..inputs)
+    duration_s: float = 3.0  #: seconds of each loop
+    runs: int = 2  #: runs per input
+    workers: tuple[int, ...] = (1, 2)  #: local worker counts to time
+    vocab: str | None = None  #: DBoW2 vocabulary (None: the cached one, built if missing)
+
+
+def options_from_args(args: argparse.Namespace) -> CampaignBenchOptions:
+    """The options of the command line :func:`add_arguments` defines."""
+    return CampaignBenchOptions(inputs=args.inputs, duration_s=args.duration, runs=args.runs,
+                                workers=tuple(int(w) for w in args.workers.split(",")), vocab=args.vocab)
+
+
+def run(options: CampaignBenchOptions) -> dict:
     from rgbt.campaign.run import run_campaign
     from rgbt.campaign.spec import Campaign
     from rgbt.campaign.worker import load_result
     from rgbt.campaign.jobs import expand
     from rgbt.vio.vocab import ensure_vocabulary
 
-    vocab = args.vocab or str(ensure_vocabulary(show_progress=True))
+    vocab = options.vocab or str(ensure_vocabulary(show_progress=True))
     campaign = Campaign.model_validate({"name": "bench", "retries": 0, "vio": {
-        "inputs": [{"synthetic": {"duration_s": args.duration, "seed": s}} for s in range(1, args.inputs + 1)],
-        "modes": ["mono"], "normalizations": ["percentile"], "runs": args.runs, "pace": 0, "vocab": vocab}})
+        "inputs": [{"synthetic": {"duration_s": options.duration_s, "seed": s}} for s in range(1, options.inputs + 1)],
+        "modes": ["mono"], "normalizations": ["percentile"], "runs": options.runs, "pace": 0, "vocab": vocab}})
     keys = [j.key for j in expand(campaign)]
     rows = []
     with tempfile.TemporaryDirectory(prefix="rgbt-bench-campaign-") as tmp:
-        for workers in [int(w) for w in args.workers.split(",")]:
+        for workers in options.workers:
             out = Path(tmp) / f"w{workers}"
             load0, cpu0, t0 = os.getloadavg()[0], _cpu_seconds(), time.perf_counter()
             summary = run_campaign(campaign, out, "local", workers, show_progress=True, command=["rgbt", "bench",
                                                                                                  "campaign"])
             wall = time.perf_counter() - t0
-            job_walls = [load_result(out, k)["provenance"]["wall_s"] for k in keys if load_result(out, k)]
+            job_walls = [r["provenance"]["wall_s"] for k in keys if (r := load_result(out, k))]
             rows.append({"workers": workers, "wall_s": wall, "jobs": summary["jobs"], "failed": summary["failed"],
                          "job_wall_s_mean": sum(job_walls) / max(len(job_walls), 1),
                          "cpu_s_per_job": (_cpu_seconds() - cpu0) / max(summary["jobs"], 1),
@@ -61,8 +79,8 @@ def run(args: argparse.Namespace) -> dict:
     for r in rows:
         r["speedup"] = base / r["wall_s"]
         r["efficiency"] = r["speedup"] / (r["workers"] / rows[0]["workers"])
-    return {"benchmark": "campaign", "campaign": f"{args.inputs} synthetic loops x {args.duration:g} s x ORB-SLAM3 "
-            f"mono x {args.runs} runs (local executor)", "jobs": len(keys), "rows": rows,
+    return {"benchmark": "campaign", "campaign": f"{options.inputs} synthetic loops x {options.duration_s:g} s x "
+            f"ORB-SLAM3 mono x {options.runs} runs (local executor)", "jobs": len(keys), "rows": rows,
             "note": "SYNTHETIC inputs; wall includes pool start-up (spawned workers import rgbt) and the vocabulary "
                     "load of every job"}
 

@@ -92,12 +92,14 @@ def input_name(item: Input) -> str:
     """The row label of an input: its ``name``, else derived from its source."""
     if item.name:
         return item.name
-    src = item.source
-    if item.kind == "synthetic":
-        return f"synthetic-loop-{src.duration_s:g}s-seed{src.seed}"  # type: ignore[attr-defined]
-    if item.kind == "trajectory":
-        return f"{Path(src.tum).stem}@{src.start_s:g}+{src.duration_s:g}s"  # type: ignore[attr-defined]
-    return Path(src.path).name  # type: ignore[attr-defined]
+    if item.synthetic is not None:
+        return f"synthetic-loop-{item.synthetic.duration_s:g}s-seed{item.synthetic.seed}"
+    if item.trajectory is not None:
+        tr = item.trajectory
+        return f"{Path(tr.tum).stem}@{tr.start_s:g}+{tr.duration_s:g}s"
+    src = item.bag or item.dataset  # an Input has exactly one source
+    assert src is not None
+    return Path(src.path).name
 
 
 def input_fingerprint(item: Input) -> dict:

@@ -80,7 +80,7 @@ def vio_cells(records: list[dict]) -> tuple[list[dict], list[dict]]:
         data["modality"] = key[3]
         merged.append(data)
         pending = sum(1 for r in recs if not r["result"] and not r["failed"])
-        cells.append({**dict(zip(VIO_CELL, key)), "ate_rmse_mean": data["ate_rmse"]["mean"],
+        cells.append({**dict(zip(VIO_CELL, key, strict=False)), "ate_rmse_mean": data["ate_rmse"]["mean"],
                       "ate_rmse_std": data["ate_rmse"]["std"], "tracked_fraction_mean": data["tracked_fraction"],
                       "runs": len(runs) - data["failed_runs"], "runs_failed": data["failed_runs"],
                       "runs_pending": pending, "runs_scored": data["ate_rmse"]["n"],
@@ -96,7 +96,7 @@ def seg_cells(records: list[dict]) -> list[dict]:
     for key, recs in _groups(records, SEG_CELL).items():
         r = recs[0]
         res = r["result"]["result"] if r["result"] else None
-        cells.append({**dict(zip(SEG_CELL, key)),
+        cells.append({**dict(zip(SEG_CELL, key, strict=False)),
                       "status": "done" if res else "failed" if r["failed"] else "pending",
                       "miou": res["miou"] if res else None, "per_class": res["per_class"] if res else None,
                       "n_images": res["n_images"] if res else None,
@@ -192,7 +192,7 @@ def _plot(cells: list[dict], kind: str, path: Path) -> Path:
     fig, axes = plt.subplots(1, 2, figsize=(max(8, 1.4 * len(cells)), 4))
     axes[0].bar(x, left, yerr=err, color="tab:blue", capsize=3)
     axes[1].bar(x, right, color="tab:green")
-    for ax, title in zip(axes, titles):
+    for ax, title in zip(axes, titles, strict=False):
         ax.set_title(title)
         ax.set_xticks(x, labels, rotation=60, ha="right", fontsize=7)
     fig.tight_layout()

@@ -15,7 +15,6 @@ to notice.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import platform
@@ -23,9 +22,13 @@ import time
 import traceback
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rgbt.errors import EvaluationError
 from rgbt.fileio import to_json, write_atomic
+
+if TYPE_CHECKING:
+    from rgbt.vio.sequence import Sequence
 
 RESULT, FAILED = "result.json", "failed.json"
 
@@ -95,7 +98,7 @@ def _inject_fault(fault: dict | None, attempt: int) -> None:
     raise RuntimeError(f"injected fault (attempt {attempt}): the campaign file's faults: entry")
 
 
-def input_sequence(spec: dict, camera: str, rate_hz: float):  # type: ignore[no-untyped-def]
+def input_sequence(spec: dict, camera: str, rate_hz: float) -> Sequence:
     """The :class:`rgbt.vio.sequence.Sequence` of a campaign input (see :mod:`rgbt.campaign.spec`)."""
     from rgbt.vio import sequence as s
 
@@ -148,13 +151,14 @@ def run_seg(job: dict) -> dict:
     """mIoU of a model on a dataset split (:func:`rgbt.seg.evaluate.evaluate`, exact) and its FPS
     (:func:`rgbt.bench.seg.bench_model`, a measurement)."""
     from rgbt.bench.seg import bench_model
+    from rgbt.bench.seg import SegBenchOptions
     from rgbt.seg.evaluate import evaluate
 
     p, o = job["params"], job["params"]["options"]
     iou = evaluate(p["dataset"], p["model"], p["split"], o["backend"]).to_json()
     iou.pop("confusion", None)
-    bench = bench_model(Path(p["model"]), argparse.Namespace(threads=o["threads"], backend=o["backend"],
-                                                             n=o["bench_n"], rounds=o["bench_rounds"]))
+    bench = bench_model(Path(p["model"]), SegBenchOptions(backend=o["backend"], threads=o["threads"],
+                                                          calls_per_round=o["bench_n"], rounds=o["bench_rounds"]))
     keep = ("fps", "p50_ms", "p90_ms", "p99_ms", "stage_fps", "stage_serial_fps", "params", "gflops", "architecture",
             "backend", "paper")
     return {**iou, "bench": {k: bench[k] for k in keep}}

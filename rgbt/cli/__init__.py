@@ -23,6 +23,7 @@ import argparse
 import importlib
 import sys
 import traceback
+from types import ModuleType
 from typing import Callable
 
 from rgbt import __version__
@@ -51,7 +52,7 @@ VERBS: dict[str, str] = {
 EXIT_OK, EXIT_INTERNAL, EXIT_BAD_INPUT, EXIT_MISSING, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 
 
-def import_optional(module_name: str) -> object:
+def import_optional(module_name: str) -> ModuleType | MissingCapability:
     """Import a verb (or benchmark) module.
 
     Returns the module, or a :class:`MissingCapability` when a third-party package it needs is
@@ -104,7 +105,7 @@ def build_parser() -> argparse.ArgumentParser:
             p = sub.add_parser(verb, help=f"(unavailable: {module.what})")
             p.set_defaults(func=unavailable(module))
             continue
-        module.register(sub)  # type: ignore[attr-defined]
+        module.register(sub)
         verb_parser = sub.choices[verb]
         if _has_subcommands(verb_parser):
             require_subcommand(verb_parser)

@@ -77,7 +77,9 @@ def register(subparsers: Any) -> None:
                                    "pose, moving flag) from one flight's bags. Rerunning into the same --out skips "
                                    "images already written with the same content.")
     p.add_argument("bags", nargs="+", metavar="BAG", help="ROS 1 .bag, ROS 2 bag directory, or .mcap / .db3 file")
-    p.add_argument("--out", required=True, metavar="DIR", help="output directory (new, empty, or an earlier extraction)")
+    p.add_argument(
+        "--out", required=True, metavar="DIR", help="output directory (new, empty, or an earlier extraction)"
+    )
     p.add_argument("--stack", metavar="YAML", help="stack YAML (topics, trigger rate, pair calibration)")
     p.add_argument("--thermal8", choices=("cart", "vio", "linear"),
                    help="also write normalized 8-bit thermal: cart (1-99 %% + CLAHE), vio (temporally smoothed), "
@@ -200,10 +202,14 @@ def _write_rate(args: argparse.Namespace) -> int:
     if args.json:
         print_json(res)
     else:
-        print(f"MCAP write ({res['path']}, {args.compression}, allocator tuned: {res['allocator_tuned']}): {res['mb_s']:.0f} MB/s = {res['ratio']:.2f} x the "
-              f"full stack's raw rate ({res['data_rate_mb_s']:.1f} MB/s); runs "
-              + ", ".join(f"{x:.0f}" for x in res["runs_mb_s"]) + f"; read back {res['read_mb_s']:.0f} MB/s; "
-              f"O_DIRECT {res['direct_io']}, CPU {res['cpu_ms_per_mb']:.2f} ms per MB written")
+        print(
+            f"MCAP write ({res['path']}, {args.compression}, allocator tuned: {res['allocator_tuned']}): "
+            f"{res['mb_s']:.0f} MB/s = {res['ratio']:.2f} x the "
+            f"full stack's raw rate ({res['data_rate_mb_s']:.1f} MB/s); runs "
+            + ", ".join(f"{x:.0f}" for x in res["runs_mb_s"])
+            + f"; read back {res['read_mb_s']:.0f} MB/s; "
+            f"O_DIRECT {res['direct_io']}, CPU {res['cpu_ms_per_mb']:.2f} ms per MB written"
+        )
     return 0
 
 
@@ -303,13 +309,18 @@ def _extract(args: argparse.Namespace) -> int:
     if args.json:
         print_json(summary)
         return 0
-    print(f"{args.out}: {summary['frames_total']} frames (" + ", ".join(f"{c} {n}" for c, n in summary["frames"].items())
-          + f"), {len(summary['tables'])} tables; {summary['written']} written, {summary['skipped_unchanged']} "
-          f"unchanged; {summary['frames_per_s']} frames/s, {summary['mb_per_s']} MB/s")
+    print(
+        f"{args.out}: {summary['frames_total']} frames ("
+        + ", ".join(f"{c} {n}" for c, n in summary["frames"].items())
+        + f"), {len(summary['tables'])} tables; {summary['written']} written, {summary['skipped_unchanged']} "
+        f"unchanged; {summary['frames_per_s']} frames/s, {summary['mb_per_s']} MB/s"
+    )
     if summary["bad_messages"]:
         print("bad messages (skipped): " + ", ".join(f"{t} {n}" for t, n in summary["bad_messages"].items()))
     for s in summary["salvaged"]:
-        print(f"salvaged {s['bag']}: damaged end, kept the first {s['kept_bytes']} of {s['size']} bytes ({s['problem']})")
+        print(
+            f"salvaged {s['bag']}: damaged end, kept the first {s['kept_bytes']} of {s['size']} bytes ({s['problem']})"
+        )
     for s in summary["stopped"]:
         print(f"stopped {s['bag']} after {s['after_messages']} messages (last log time {s['last_log_ns']} ns): "
               f"{s['reason']}")
@@ -344,8 +355,10 @@ def _video(args: argparse.Namespace) -> int:
     if args.json:
         print_json(result)
     else:
-        print(f"{result['video']}: {result['frames']} frames at {args.rate:g} Hz, {result['size'][0]}x{result['size'][1]}"
-              f"; contact sheet {result['sheet']} ({result['sheet_frames']} frames)")
+        print(
+            f"{result['video']}: {result['frames']} frames at {args.rate:g} Hz, {result['size'][0]}x{result['size'][1]}"
+            f"; contact sheet {result['sheet']} ({result['sheet_frames']} frames)"
+        )
     return 0
 
 

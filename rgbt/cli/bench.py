@@ -1,13 +1,16 @@
 """``rgbt bench NAME``: performance harnesses; numbers go to BENCHMARKS.md.
 
 Each benchmark lives in ``rgbt.bench.NAME`` (``rgbt.campaign.bench`` for ``campaign``: it drives
-the campaign runner, which sits above the benches) and defines ``add_arguments(parser)`` and
-``run(args) -> dict``. The result always carries a ``machine`` description.
+the campaign runner, which sits above the benches) and defines ``add_arguments(parser)``, its typed
+options (a frozen dataclass), ``options_from_args(args)`` that builds them from the parsed command
+line, and ``run(options) -> dict``. The result always carries a ``machine`` description.
 """
 
 from __future__ import annotations
 
 import argparse
+from types import ModuleType
+from typing import Callable
 
 from rgbt.cli import import_optional, unavailable
 from rgbt.output import print_json
@@ -43,11 +46,11 @@ def register(sub: argparse._SubParsersAction) -> None:
         p.set_defaults(func=_runner(module))
 
 
-def _runner(module):  # type: ignore[no-untyped-def]
+def _runner(module: ModuleType) -> Callable[[argparse.Namespace], int]:
     def run(args: argparse.Namespace) -> int:
         from rgbt.bench.machine import describe_machine
 
-        result = module.run(args)
+        result = module.run(module.options_from_args(args))
         result.setdefault("machine", describe_machine())
         if args.out:
             with open(args.out, "w") as fh:

@@ -38,7 +38,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     imk.add_argument("--names", default=None, help="comma-separated camera names (default cam0,cam1,...)")
     imk.add_argument("--rate", type=float, default=20.0, help="camera frame rate, Hz (not in Kalibr files)")
     imk.add_argument("--out", type=Path, required=True, help="stack YAML to write")
-    imk.add_argument("--base", type=Path, default=None, help="stack giving the other fields (default: calib/stack.yaml)")
+    imk.add_argument(
+        "--base", type=Path, default=None, help="stack giving the other fields (default: calib/stack.yaml)"
+    )
     imk.set_defaults(func=_import_kalibr)
 
     exp = sub.add_parser("export", help="write camera_info or Kalibr files from the stack")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TextIO
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -21,7 +22,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def print_checks(profile: str, checks: list, file=None) -> None:  # type: ignore[no-untyped-def]
+def print_checks(profile: str, checks: list, file: TextIO | None = None) -> None:
     """The doctor table (rich) on stdout, or plain lines on ``file``."""
     if file is not None:
         for c in checks:

@@ -43,9 +43,14 @@ def _build(args: argparse.Namespace) -> int:
     if args.json:
         print_json(out)
     else:
-        print_table("engines", ["model", "backend", "precision", "engine / providers"],
-                    [[Path(d["model"]).name, d["backend"], d.get("precision"), d.get("engine") or d.get("providers_active")]
-                     for d in out])
+        print_table(
+            "engines",
+            ["model", "backend", "precision", "engine / providers"],
+            [
+                [Path(d["model"]).name, d["backend"], d.get("precision"), d.get("engine") or d.get("providers_active")]
+                for d in out
+            ],
+        )
     return 0
 
 

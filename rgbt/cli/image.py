@@ -92,12 +92,13 @@ def _temperature(args: argparse.Namespace) -> int:
     if args.x is not None and args.region is not None:
         raise ImageError("give either --x/--y or --region, not both")
     src = read_thermal(args.input)
-    if not src.radiometric:
+    fff = src.fff
+    if fff is None:
         raise ImageError(f"{args.input}: not a radiometric input (no Planck constants); temperatures need a "
                          "FLIR .fff frame")
-    temps = src.fff.celsius(atmospheric=not args.no_atmosphere)
+    temps = fff.celsius(atmospheric=not args.no_atmosphere)
     result: dict = {"input": str(args.input), "unit": "degC", "atmospheric_correction": not args.no_atmosphere,
-                    "params": src.fff.params.describe(), "camera": src.fff.camera}
+                    "params": fff.params.describe(), "camera": fff.camera}
     if args.x is not None:
         result["pixel"] = {"x": args.x, "y": args.y, "counts": int(src.frame[args.y, args.x])
                            if 0 <= args.y < src.frame.shape[0] and 0 <= args.x < src.frame.shape[1] else None,
@@ -130,10 +131,12 @@ def _colorize(args: argparse.Namespace) -> int:
     lo, hi = normalizer.bounds(src.frame)
     rgb = apply_colormap(normalizer.apply(src.frame, lo, hi), args.cmap)
     if args.colorbar:
-        if src.radiometric:
+        if src.fff is not None:
+            import numpy as np
+
             from rgbt.image.radiometry import counts_to_celsius
 
-            t_lo, t_hi = counts_to_celsius([lo, hi], src.fff.params)
+            t_lo, t_hi = counts_to_celsius(np.array([lo, hi], dtype=np.float64), src.fff.params)
             rgb = with_colorbar(rgb, float(t_lo), float(t_hi), name=args.cmap, unit="degC")
         else:
             rgb = with_colorbar(rgb, lo, hi, name=args.cmap, unit="counts")

@@ -4,6 +4,11 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from rgbt.seg.metrics import IoUResult
+    from rgbt.seg.train.options import TrainOptions
 
 
 
@@ -55,7 +60,9 @@ def register_train(s: argparse._SubParsersAction) -> None:
                     "splits/... files work) or its name in the dataset root (default: train)")
     tr.add_argument("--val", default="val", help="validation split file or name (default: val)")
     tr.add_argument("--model", help=f"one of: {', '.join(MODEL_NAMES)}")
-    tr.add_argument("--out", help="ONNX to write (sidecar NAME.json and NAME.ref.npz beside it), e.g. engines/NAME.onnx")
+    tr.add_argument(
+        "--out", help="ONNX to write (sidecar NAME.json and NAME.ref.npz beside it), e.g. engines/NAME.onnx"
+    )
     tr.add_argument("--run-dir", help="run folder: config, log, history, curves.png, last/best checkpoints, "
                     "the exported model (default: runs/seg/NAME)")
     tr.add_argument("--resume", metavar="RUN_DIR", help="continue the run in RUN_DIR from its last checkpoint "
@@ -90,7 +97,7 @@ def register_train(s: argparse._SubParsersAction) -> None:
     tr.set_defaults(func=_train)
 
 
-def train_options(args: argparse.Namespace):  # type: ignore[no-untyped-def]
+def train_options(args: argparse.Namespace) -> TrainOptions:
     """The TrainOptions of the command line (``--resume``: the run's saved config)."""
     import json
 
@@ -133,7 +140,9 @@ def _train(args: argparse.Namespace) -> int:
         opts = train_options(args)
     except ValidationError as exc:
         first = exc.errors()[0]
-        raise ModelError(f"{'.'.join(str(p) for p in first['loc'])}: {first['msg']} (got {first.get('input')!r})") from None
+        raise ModelError(
+            f"{'.'.join(str(p) for p in first['loc'])}: {first['msg']} (got {first.get('input')!r})"
+        ) from None
     from rgbt.seg.train.data import check_inputs
 
     scans = check_inputs(opts, bool(args.resume))  # bad data is reported before torch loads
@@ -188,11 +197,11 @@ def _eval(args: argparse.Namespace) -> int:
     return 0
 
 
-def print_eval_table(res, model_name: str, show_confusion: bool = False) -> None:  # type: ignore[no-untyped-def]
+def print_eval_table(res: IoUResult, model_name: str, show_confusion: bool = False) -> None:
     """The CART paper's Table 2 layout: one row per model, per-class IoU columns, then mIoU."""
     from rgbt.output import print_table
 
-    def fmt(v):  # type: ignore[no-untyped-def]
+    def fmt(v: float | None) -> str:
         return "-" if v is None else f"{100 * v:.1f}"
 
     names = list(res.per_class)
@@ -220,7 +229,7 @@ def _run(args: argparse.Namespace) -> int:
     from rgbt.image.io import write_image
 
     for path, img in ((args.output, res.class_ids), (args.color, res.color), (args.overlay, res.overlay)):
-        if path:
+        if path and img is not None:  # colour and overlay are made when their path is given
             out = cv2.cvtColor(img, cv2.COLOR_RGB2BGR) if img.ndim == 3 else img
             write_image(path, out)
     return 0

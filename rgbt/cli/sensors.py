@@ -101,8 +101,11 @@ def _decode(args: argparse.Namespace) -> int:
     if args.json:
         print_json({"fixes": rows, **counts})
     else:
-        print_table(f"{path.name}: fixes (height m above ellipsoid)", ["source", "lat", "lon", "height", "fix"],
-                    [(r["source"], f"{r['lat']:.7f}", f"{r['lon']:.7f}", f"{r['height']:.3f}", r["fix_type"]) for r in rows])
+        print_table(
+            f"{path.name}: fixes (height m above ellipsoid)",
+            ["source", "lat", "lon", "height", "fix"],
+            [(r["source"], f"{r['lat']:.7f}", f"{r['lon']:.7f}", f"{r['height']:.3f}", r["fix_type"]) for r in rows],
+        )
         print_table(f"{path.name}: {args.kind.upper()} frames", list(counts), [tuple(counts.values())])
     return 0
 
@@ -116,7 +119,7 @@ def _decode_vn100(path: Path, args: argparse.Namespace) -> int:
     fh = None
     columns: list[str] | None = None
 
-    def write(pkts: list) -> None:  # type: ignore[type-arg]
+    def write(pkts: list) -> None:
         nonlocal columns
         if writer is None:
             return

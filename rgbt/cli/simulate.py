@@ -13,6 +13,12 @@ from __future__ import annotations
 import argparse
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from rich.progress import Progress, TaskID
+
+    from rgbt.sim import SimOptions
 
 from rgbt.errors import ConfigError
 
@@ -56,7 +62,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
-def _options(args: argparse.Namespace, trajectory: str, night: bool):  # noqa: ANN202
+def _options(args: argparse.Namespace, trajectory: str, night: bool) -> SimOptions:
     from pydantic import ValidationError
 
     from rgbt.sim import SimOptions
@@ -82,12 +88,19 @@ def _options(args: argparse.Namespace, trajectory: str, night: bool):  # noqa: A
         raise ConfigError("<command line>", ".".join(map(str, err["loc"])), err.get("input"), err["msg"]) from None
 
 
-def _progress():  # noqa: ANN202
+def _progress() -> Progress:
     from rich.console import Console
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-    return Progress(TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.completed:.1f}/{task.total:.1f} s"),
-                    TimeElapsedColumn(), TimeRemainingColumn(), console=Console(stderr=True), transient=False)
+    return Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        TextColumn("{task.completed:.1f}/{task.total:.1f} s"),
+        TimeElapsedColumn(),
+        TimeRemainingColumn(),
+        console=Console(stderr=True),
+        transient=False,
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -105,7 +118,7 @@ def run(args: argparse.Namespace) -> int:
         runs = [_options(args, tr, n) for tr in args.trajectory for n in nights]
         stride = max(1, args.labels_every)
         with _progress() as bar:
-            tasks = {}
+            tasks: dict[str, TaskID] = {}
 
             def cb(name: str, t: float) -> None:
                 key = name

@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from rgbt.output import print_json
 from rgbt.errors import EvaluationError
+
+if TYPE_CHECKING:
+    from rgbt.vio.sequence import Sequence
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -320,7 +324,7 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     return 0
 
 
-def _cell_command(args: argparse.Namespace, seq, estimator: str) -> str:  # type: ignore[no-untyped-def]
+def _cell_command(args: argparse.Namespace, seq: Sequence, estimator: str) -> str:
     """The ``rgbt vio eval`` command that reproduces one cell of the table."""
     import shlex
 
@@ -356,8 +360,14 @@ def _cmd_ablation(args: argparse.Namespace) -> int:
     rows, results = [], []
     for seq in _sequences(args):
         for mode in modes:
-            opts = EvalOptions(inertial=args.inertial, runs=args.runs, rate_hz=args.rate, normalization=mode, vocab=vocab,
-                               pace=args.pace)
+            opts = EvalOptions(
+                inertial=args.inertial,
+                runs=args.runs,
+                rate_hz=args.rate,
+                normalization=mode,
+                vocab=vocab,
+                pace=args.pace,
+            )
             data = evaluate_sequence(seq, opts, show_progress=args.progress).to_dict()
             data.pop("runs_frames", None)
             data["modality"] = f"thermal/{mode}"
@@ -399,7 +409,7 @@ def ablation_table(rows: list[dict]) -> str:
 def _cmd_estimators(args: argparse.Namespace) -> int:
     from rgbt.vio.runners import SPECS, capture_command, command_line, detect
 
-    rows = []
+    rows: list[dict[str, Any]] = []
     for name in SPECS:
         info = detect(name)
         rows.append({"estimator": name, "installed": info.installed, "reason": info.reason,
@@ -413,7 +423,16 @@ def _cmd_estimators(args: argparse.Namespace) -> int:
     else:
         from rgbt.output import print_table
 
-        print_table("VIO estimators", ["estimator", "installed", "command / reason"],
-                    [(r["estimator"], r["installed"], " ".join(r["command"]) + ("" if r["installed"] else f"  [{r['reason']}]"))
-                     for r in rows])
+        print_table(
+            "VIO estimators",
+            ["estimator", "installed", "command / reason"],
+            [
+                (
+                    r["estimator"],
+                    r["installed"],
+                    " ".join(r["command"]) + ("" if r["installed"] else f"  [{r['reason']}]"),
+                )
+                for r in rows
+            ],
+        )
     return 0

@@ -110,8 +110,8 @@ def segmentation(scan: Scan, engine: Path, wall_s: float | None = None) -> dict:
     """FPS, latency percentiles and mIoU of the segmentation.
 
     Recorded masks (live graph): FPS = masks / their recorder-arrival span; latency = recorder
-    arrival of the mask minus its header stamp (the thermal frame's restamped trigger time). No recorded masks (a bag from
-    elsewhere): the stage runs here on the evaluation frames; FPS and latency are its own timing.
+    arrival of the mask minus its header stamp (the thermal frame's restamped trigger time). No recorded masks (a bag
+    from elsewhere): the stage runs here on the evaluation frames; FPS and latency are its own timing.
     mIoU: the masks against the simulator's labels on the evaluation frames (unknown and
     background ignored), stuff / object / all as ``rgbt seg eval`` reports them.
     """
@@ -151,6 +151,7 @@ def segmentation(scan: Scan, engine: Path, wall_s: float | None = None) -> dict:
         k = sc.num_classes
         cm = np.zeros((k, k), np.int64)
         for f in scored:
+            assert f.label is not None and f.mask is not None  # scored: both present
             cm += confusion(f.label, f.mask, k, sc.ignore_ids)
         res = iou_from_confusion(cm, [c.name for c in sc.classes], sc.ignore_ids, sc.object_ids, len(scored))
         out["miou"] = res.miou["all"]

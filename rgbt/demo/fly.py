@@ -130,7 +130,12 @@ def fly(profile: str, overrides: dict[str, dict[str, Any]], run_dir: Path, expec
     t0 = time.monotonic()
     with open(log, "wb") as fh:
         graph = start_graph(specs, profile_env(profile), duration_s=timeout_s, stdout=fh, stderr=fh)
-        sup = supervise(graph, specs, log=lambda m: (fh.write(m.encode() + b"\n"), fh.flush()))
+
+        def log_line(line: str) -> None:
+            fh.write(line.encode() + b"\n")
+            fh.flush()
+
+        sup = supervise(graph, specs, log=log_line)
         t_arm = t_disarm = t_done = None
         vs_path = run_dir / VS_MANIFEST
         try:
@@ -157,9 +162,11 @@ def fly(profile: str, overrides: dict[str, dict[str, Any]], run_dir: Path, expec
                     result.problems.append("every node process exited")
                     break
                 if t_done is not None and now - t_done > DRAIN_S:
-                    result.problems.append(f"the recorder had not closed the bag {DRAIN_S:.0f} s after the virtual stack "
-                                           "finished (it stopped receiving: see graph.log and the health table); "
-                                           "stopped the graph, the bag keeps what arrived")
+                    result.problems.append(
+                        f"the recorder had not closed the bag {DRAIN_S:.0f} s after the virtual stack "
+                        "finished (it stopped receiving: see graph.log and the health table); "
+                        "stopped the graph, the bag keeps what arrived"
+                    )
                     break
                 if now - t0 > timeout_s:
                     result.problems.append(f"flight did not finish within {timeout_s:.0f} s; stopping the graph")

@@ -65,7 +65,9 @@ class DemoOptions:
             raise ConfigError("--runs", "runs", self.runs, "at least 1")
         bad = [c for c in self.cameras if c not in ("thermal", "color", "mono")]
         if bad or "thermal" not in self.cameras:
-            raise ConfigError("--cameras", "cameras", self.cameras, "a list containing thermal (of thermal, color, mono)")
+            raise ConfigError(
+                "--cameras", "cameras", self.cameras, "a list containing thermal (of thermal, color, mono)"
+            )
 
     def describe(self) -> str:
         return "\n".join(f"{k}: {v}" for k, v in asdict(self).items() if k != "notes")

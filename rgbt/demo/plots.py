@@ -4,6 +4,7 @@ trajectory overlay + error vs time (drawn by ``rgbt.vio.report.plot_run``)."""
 from __future__ import annotations
 
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import numpy as np
@@ -15,7 +16,7 @@ from rgbt.seg.classes import CART_CLASSES, colorize, overlay
 from rgbt.vio.report import plot_run
 
 
-def _plt():  # type: ignore[no-untyped-def]
+def _plt() -> ModuleType:  # matplotlib.pyplot with the Agg backend
     import matplotlib
 
     matplotlib.use("Agg")
@@ -36,7 +37,7 @@ def segmentation_sample(frame: Any, path: Path, title: str) -> Path:
     if frame.mask is not None:
         panels.append(("overlay", overlay(apply_colormap(img01, "gray"), colorize(frame.mask), 0.5)))
     fig, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 4.0))
-    for ax, (name, img) in zip(np.atleast_1d(axes), panels):
+    for ax, (name, img) in zip(np.atleast_1d(axes), panels, strict=False):
         ax.imshow(img)
         ax.set_title(name, fontsize=10)
         ax.axis("off")

@@ -45,8 +45,9 @@ def reproduce_commands(summary: dict) -> dict[str, str]:
     cmds["segmentation.fps / p50_ms / p99_ms (and miou)"] = (
         rgbt_cmd("demo", "--replay", bag, "--no-vio", *(["--eval-frames", n] if n != 150 else []), "--json")
         + "  # recomputed from the bag's stamps")
-    cmds["bare model FPS (reference, not the graph's)"] = rgbt_cmd("bench", "seg", "--models", rel(seg.get("engine", "")),
-                                                                  "--json")
+    cmds["bare model FPS (reference, not the graph's)"] = rgbt_cmd(
+        "bench", "seg", "--models", rel(seg.get("engine", "")), "--json"
+    )
     vio = summary.get("vio") or {}
     if vio.get("ate_rmse") is not None or vio.get("tracked_fraction") is not None:
         cmds["vio.ate_rmse / tracked_fraction"] = (rgbt_cmd("vio", "eval", "--bag", bag, "--estimator", "orbslam3",
@@ -79,7 +80,9 @@ def write_report(summary: dict, path: Path) -> Path:
     L += ["## Run", "", "| item | value |", "|---|---|"]
     for k in ("command", "mode", "profile", "trajectory", "start_s", "flight_s", "seed", "engine", "bag", "machine"):
         if run.get(k) is not None:
-            L.append(f"| {k} | `{run[k]}` |" if k in ("command", "bag", "engine", "trajectory") else f"| {k} | {run[k]} |")
+            L.append(
+                f"| {k} | `{run[k]}` |" if k in ("command", "bag", "engine", "trajectory") else f"| {k} | {run[k]} |"
+            )
     for k, v in run.get("wall_s", {}).items():
         L.append(f"| wall time: {k} | {v:.1f} s |")
     L += ["", "## Health", ""]
@@ -95,11 +98,19 @@ def write_report(summary: dict, path: Path) -> Path:
                  f"{_fmt(pub.get(name))} | {_fmt(t['lost'])} | {_fmt(t['drops'])} |")
     L.append("")
     if empty:
-        L += ["", "Recorded but empty (not simulated or not produced in this run): " + ", ".join(f"`{e}`" for e in empty) + "."]
+        L += [
+            "",
+            "Recorded but empty (not simulated or not produced in this run): "
+            + ", ".join(f"`{e}`" for e in empty)
+            + ".",
+        ]
     L.append("")
-    L.append("Rates are recorder-arrival rates over the bag. `published` counts the whole simulated run (lead-in and lead-out included); the recorder "
-             "keeps the armed part. Simulated frame drops before the host (by design): "
-             f"{h.get('sim_dropped', {}) or '-'}.")
+    L.append(
+        "Rates are recorder-arrival rates over the bag. `published` counts the whole simulated run (lead-in and "
+        "lead-out included); the recorder "
+        "keeps the armed part. Simulated frame drops before the host (by design): "
+        f"{h.get('sim_dropped', {}) or '-'}."
+    )
     L.append("")
     sync = h.get("sync", {})
     if sync:
@@ -157,11 +168,17 @@ def write_report(summary: dict, path: Path) -> Path:
               f"without clipping; ATE with {vio['align']} alignment per map segment.", ""]
         L += ["| metric | value |", "|---|---|"]
         rpe = vio.get("rpe") or {}
-        for label, v in (("ATE RMSE, tracked frames (m)", vio["ate_rmse"]), ("ATE RMSE, full sequence (m)", vio["ate_full_rmse"]),
-                         ("tracked fraction", vio["tracked_fraction"]), ("time to initialise (s)", vio["time_to_init_s"]),
-                         ("resets", vio["resets"]), ("final drift (% of path)", vio["final_drift_percent"]),
-                         (f"RPE per {rpe.get('delta_m', '-')} m of travel (RMSE, m)", rpe.get("rmse")),
-                         ("estimator FPS", vio["fps"]), ("frames fed", vio["feed_frames"])):
+        for label, v in (
+            ("ATE RMSE, tracked frames (m)", vio["ate_rmse"]),
+            ("ATE RMSE, full sequence (m)", vio["ate_full_rmse"]),
+            ("tracked fraction", vio["tracked_fraction"]),
+            ("time to initialise (s)", vio["time_to_init_s"]),
+            ("resets", vio["resets"]),
+            ("final drift (% of path)", vio["final_drift_percent"]),
+            (f"RPE per {rpe.get('delta_m', '-')} m of travel (RMSE, m)", rpe.get("rmse")),
+            ("estimator FPS", vio["fps"]),
+            ("frames fed", vio["feed_frames"]),
+        ):
             L.append(f"| {label} | {_fmt(v)} |")
         L.append("")
         L.append("Run-to-run tolerance: ORB-SLAM3 is multithreaded, so repeated runs on the same bag differ; "

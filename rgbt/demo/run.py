@@ -7,16 +7,16 @@ import shutil
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Callable
 
 import numpy as np
 
 from rgbt.bench.machine import describe_machine
 from rgbt.demo import evaluate, plots
-from rgbt.demo.fly import BAG_MANIFEST, VS_MANIFEST, fly, flight_overrides, hardware_overrides
+from rgbt.demo.fly import BAG_MANIFEST, VS_MANIFEST, FlightResult, fly, flight_overrides, hardware_overrides
 from rgbt.demo.options import DemoOptions, flight_start_s, resolve_engine, resolve_trajectory
 from rgbt.demo.report import rel, write_report
-from rgbt.demo.scan import scan_bag
+from rgbt.demo.scan import EvalFrame, Scan, scan_bag
 from rgbt.demo.truth import GT_FILE, SimTruth
 from rgbt.errors import BagError, EvaluationError, RgbtError
 from rgbt.graph.profile import node_specs
@@ -24,6 +24,9 @@ from rgbt.paths import REPO_ROOT
 from rgbt.sim.cache import render_for_virtual_stack
 from rgbt.stack import load_stack
 from rgbt.fileio import to_json
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 PLOTS_DIR = "plots"
 REPORT = "report.md"
@@ -40,7 +43,9 @@ def run_demo(options: DemoOptions, console: Any = None) -> dict:
     wall: dict[str, float] = {}
     notes = options.notes
     if options.replay and not Path(options.replay).exists():  # before anything is written
-        raise BagError(f"{options.replay}: bag not found (--replay takes a ROS 1 .bag, a ROS 2 bag folder or an .mcap file)")
+        raise BagError(
+            f"{options.replay}: bag not found (--replay takes a ROS 1 .bag, a ROS 2 bag folder or an .mcap file)"
+        )
     run_dir = options.run_dir()
     run_dir.mkdir(parents=True, exist_ok=True)
     engine = resolve_engine(options.engine, notes)
@@ -81,8 +86,10 @@ def run_demo(options: DemoOptions, console: Any = None) -> dict:
             notes.append(p)
             con.print(f"[yellow]warning:[/] {p}")
         if flight.bag is None:
-            raise EvaluationError(f"no recording was made ({'; '.join(flight.problems) or 'the recorder never armed'}); "
-                                  f"see {rel(flight.log)}")
+            raise EvaluationError(
+                f"no recording was made ({'; '.join(flight.problems) or 'the recorder never armed'}); "
+                f"see {rel(flight.log)}"
+            )
         bag, vs_path = flight.bag, flight.vs_manifest
     run["bag"] = rel(bag)
 
@@ -104,7 +111,7 @@ def run_demo(options: DemoOptions, console: Any = None) -> dict:
                 if not clock.warped:
                     restamp_err = (scan.thermal_stamp[seq >= 0] - truth.true_stamp_ns("thermal", seq[seq >= 0])) / 1e6
                 truth.write_ground_truth(bag if bag.is_dir() else bag.parent, clock)
-                by_stamp = dict(zip(scan.thermal_stamp.tolist(), seq.tolist()))
+                by_stamp = dict(zip(scan.thermal_stamp.tolist(), seq.tolist(), strict=False))
                 for f in scan.frames:
                     f.seq = by_stamp.get(f.stamp_ns, -1)
                     if f.seq >= 0 and f.label is None:
@@ -178,7 +185,7 @@ def run_demo(options: DemoOptions, console: Any = None) -> dict:
     return summary
 
 
-def _machine(describe) -> str:  # type: ignore[no-untyped-def]
+def _machine(describe: Callable[[], object]) -> str:
     """One line about the machine (``rgbt.bench.machine.describe_machine``)."""
     try:
         m = describe()
@@ -190,13 +197,13 @@ def _machine(describe) -> str:  # type: ignore[no-untyped-def]
     return str(m)
 
 
-def _sample_frame(scan):  # type: ignore[no-untyped-def]
+def _sample_frame(scan: Scan) -> EvalFrame | None:
     """A frame from the middle of the evaluation set, preferring one with mask and label."""
     full = [f for f in scan.frames if f.mask is not None and f.label is not None] or scan.frames
     return full[len(full) // 2] if full else None
 
 
-def _prerender(con, profile: str, overrides: dict, run_dir: Path, notes: list[str]) -> Path | None:  # type: ignore[no-untyped-def]
+def _prerender(con: Console, profile: str, overrides: dict, run_dir: Path, notes: list[str]) -> Path | None:
     """Render the simulated flight of ``profile`` with ``overrides`` into ``run_dir/sim_cache`` and
     have its virtual stack play it (``overrides`` updated); the folder to remove after the flight
     (None: the profile has no virtual stack). Where it cannot be written (a full disk) the flight
@@ -215,12 +222,14 @@ def _prerender(con, profile: str, overrides: dict, run_dir: Path, notes: list[st
                      "rendered live while flying, which a slow machine may not keep up with")
         con.print(f"[yellow]note:[/] {notes[-1]}")
         return None
-    con.print(f"rendered the simulated flight ahead in {time.perf_counter() - t0:.0f} s; the stack plays it at the real rate")
+    con.print(
+        f"rendered the simulated flight ahead in {time.perf_counter() - t0:.0f} s; the stack plays it at the real rate"
+    )
     overrides["virtual_stack"]["sim_cache"] = str(folder)
     return root
 
 
-def _fly_with_progress(con, options: DemoOptions, overrides: dict, run_dir: Path):  # type: ignore[no-untyped-def]
+def _fly_with_progress(con: Console, options: DemoOptions, overrides: dict, run_dir: Path) -> FlightResult:
     from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
     with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(),

@@ -15,6 +15,7 @@ import math
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from rgbt.topics import FUSION_CLASS_IDS_TOPIC, LABEL_TOPICS, SEG_CLASS_IDS_TOPIC
@@ -80,7 +81,7 @@ def scan_bag(path: str | Path, thermal_topic: str, max_pairs: int = 150) -> Scan
     path = Path(path)
     with open_bag(path) as reader:
         # CART's ROS 1 topic names (e.g. /flir_boson/image) are read under the stack's names
-        topics = {CART_RENAMES.get(name, name): {"type": info.msgtype, "count": info.count}
+        topics: dict[str, dict[str, Any]] = {CART_RENAMES.get(name, name): {"type": info.msgtype, "count": info.count}
                   for name, info in reader.topics.items()}
         scan = Scan(path, bool(reader.synthetic), int(reader.start_ns), reader.duration_ns / 1e9, topics, thermal_topic)
         n_mask = topics.get(SEG_TOPIC, {}).get("count", 0)
@@ -92,7 +93,13 @@ def scan_bag(path: str | Path, thermal_topic: str, max_pairs: int = 150) -> Scan
         wanted = [t for t in (thermal_topic, SEG_TOPIC, LABEL_TOPIC, FUSION_TOPIC) if t in topics]
         n_fused = topics.get(FUSION_TOPIC, {}).get("count", 0)
         fused_stride = max(1, math.ceil(n_fused / max_pairs)) if max_pairs > 0 else 0
-        th_stamp, th_log, th_crc, m_stamp, m_log, f_stamp, f_log = [], [], [], [], [], [], []
+        th_stamp: list[int] = []
+        m_stamp: list[int] = []
+        f_stamp: list[int] = []
+        th_log: list[int] = []
+        th_crc: list[int] = []
+        m_log: list[int] = []
+        f_log: list[int] = []
         recent: dict[int, np.ndarray] = {}  # stamp -> thermal frame (bounded)
         parts: dict[int, dict] = {}  # stamp -> parts of a selected evaluation frame
         selected: set[int] = set()

@@ -17,10 +17,14 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from rgbt.errors import EvaluationError
+
+if TYPE_CHECKING:
+    from rgbt.sim import SimStack
 
 GT_FILE = "ground_truth_imu.tum"
 
@@ -29,7 +33,7 @@ GT_FILE = "ground_truth_imu.tum"
 class SimTruth:
     """The rebuilt simulator and the clock offset ``t_bag - t_sim`` (ns)."""
 
-    sim: object  # rgbt.sim.SimStack
+    sim: SimStack
     offset_ns: int
     manifest: dict
 
@@ -53,10 +57,10 @@ class SimTruth:
         if not frames:
             raise EvaluationError(f"virtual stack manifest has no frames for {topic}")
         lookup: dict[int, list[tuple[int, int]]] = {}
-        for c, n, t in zip(frames["crc32"], frames["seq"], frames["t_true_ns"]):
+        for c, n, t in zip(frames["crc32"], frames["seq"], frames["t_true_ns"], strict=False):
             lookup.setdefault(int(c), []).append((int(n), int(t)))
         out = np.full(len(crcs), -1, np.int64)
-        for i, (c, stamp) in enumerate(zip(crcs, stamps)):
+        for i, (c, stamp) in enumerate(zip(crcs, stamps, strict=False)):
             cands = lookup.get(int(c))
             if cands:
                 out[i] = min(cands, key=lambda nt: abs(nt[1] - int(stamp)))[0]

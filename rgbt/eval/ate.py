@@ -89,8 +89,14 @@ def ate_associated(ref: Trajectory, est: Trajectory, align: str = "se3", min_pai
     rot, t, s = _align(ref.positions, est.positions, align)
     aligned = s * est.positions @ rot.T + t
     err = np.linalg.norm(ref.positions - aligned, axis=1)
-    return AteResult(n_pairs=len(err), scale=float(s), align=align, rotation=rot.tolist(), translation=list(map(float, t)),
-                     **_stats(err))
+    return AteResult(
+        n_pairs=len(err),
+        scale=float(s),
+        align=align,
+        rotation=rot.tolist(),
+        translation=list(map(float, t)),
+        **_stats(err),
+    )
 
 
 def position_errors(ref: Trajectory, est: Trajectory, align: str) -> tuple[np.ndarray, float]:
@@ -99,7 +105,7 @@ def position_errors(ref: Trajectory, est: Trajectory, align: str) -> tuple[np.nd
     return np.linalg.norm(ref.positions - (s * est.positions @ rot.T + t), axis=1), s
 
 
-def _align_dispatch(ref: Trajectory, est: Trajectory, method: str):  # type: ignore[no-untyped-def]
+def _align_dispatch(ref: Trajectory, est: Trajectory, method: str) -> tuple[np.ndarray, np.ndarray, float]:
     return align(ref.positions, est.positions, method)
 
 

@@ -91,7 +91,7 @@ def score_run(frames: Seq[RunFrame], gt_camera: Trajectory, aligns: tuple[str, .
     if not inside.any():
         raise EvaluationError(f"no overlap between the estimator's frames [{t_all[0]}, {t_all[-1]}] ns and the "
                               f"ground truth [{gt_camera.t_ns[0]}, {gt_camera.t_ns[-1]}] ns")
-    frames = [f for f, ok in zip(frames, inside) if ok]
+    frames = [f for f, ok in zip(frames, inside, strict=False) if ok]
     t_all = t_all[inside]
     gt_all = interpolate(gt_camera, t_all)
     n = len(frames)

@@ -9,10 +9,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from rgbt.errors import EvaluationError
+
+if TYPE_CHECKING:
+    from evo.core.trajectory import PoseTrajectory3D
 
 FORMATS = ("tum", "kitti", "euroc")
 
@@ -88,7 +92,7 @@ class Trajectory:
         quats = np.stack([quaternion_from_matrix(p) for p in poses]) if len(poses) else np.zeros((0, 4))
         return cls(t_ns, poses[:, :3, 3] if len(poses) else np.zeros((0, 3)), quats, name=name)
 
-    def to_evo(self):  # type: ignore[no-untyped-def]
+    def to_evo(self) -> PoseTrajectory3D:
         """An ``evo.core.trajectory.PoseTrajectory3D`` (stamps in seconds)."""
         from evo.core.trajectory import PoseTrajectory3D
 
@@ -101,7 +105,7 @@ class Trajectory:
     def save_tum(self, path: str | Path) -> None:
         """Write TUM: ``t[s] tx ty tz qx qy qz qw`` (stamps printed exactly from int ns)."""
         with open(path, "w") as fh:
-            for t, p, q in zip(self.t_ns, self.positions, self.quat_wxyz):
+            for t, p, q in zip(self.t_ns, self.positions, self.quat_wxyz, strict=False):
                 fh.write(f"{ns_to_seconds_str(int(t))} {p[0]:.9f} {p[1]:.9f} {p[2]:.9f} "
                          f"{q[1]:.9f} {q[2]:.9f} {q[3]:.9f} {q[0]:.9f}\n")
 

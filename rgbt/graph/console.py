@@ -53,7 +53,7 @@ class Console:
     def start(self, log_path: Path) -> None:
         """Start relaying; ``log_path``: where the output goes after :meth:`detach`."""
         self.log_path = Path(log_path)
-        for (read, _), target in zip(self._pipes, (1, 2)):
+        for (read, _), target in zip(self._pipes, (1, 2), strict=False):
             thread = threading.Thread(target=self._relay, args=(read, target), daemon=True,
                                       name=f"rgbt-relay-{target}")
             thread.start()

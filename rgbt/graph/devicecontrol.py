@@ -33,7 +33,9 @@ DEVICE_CONTROL_ENV = "RGBT_DEVICE_CONTROL"
 class DeviceControl:
     """The unplug times of the control file (kind -> wall ns until which the device is gone)."""
 
-    def __init__(self, path: str | None = None, period_s: float = 0.02, log: Callable[[str], None] | None = None) -> None:
+    def __init__(
+        self, path: str | None = None, period_s: float = 0.02, log: Callable[[str], None] | None = None
+    ) -> None:
         self.path = path if path is not None else os.environ.get(DEVICE_CONTROL_ENV, "")
         self.period_s = period_s
         self.log = log or (lambda _text: None)

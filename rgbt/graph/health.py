@@ -33,7 +33,7 @@ class HealthProbe:
             self.sources.append("tegrastats")
         else:
             try:
-                from jtop import jtop  # type: ignore[import-not-found]
+                from jtop import jtop
 
                 self._jtop = jtop()
                 self._jtop.start()

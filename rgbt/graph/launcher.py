@@ -38,6 +38,7 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import IO, Any, Callable
 
 import yaml
 
@@ -98,7 +99,7 @@ def _shm_in_use() -> set[str]:
 
 def clean_shm(before: set[str]) -> list[str]:
     """Remove Fast DDS shared-memory files created since ``before`` that no process uses any more."""
-    removed = []
+    removed: list[str] = []
     candidates = shm_files() - before
     if not candidates:
         return removed
@@ -276,7 +277,8 @@ def group_commands(specs: list[NodeSpec], params_file: str | Path, duration_s: f
 
 
 def start_graph(specs: list[NodeSpec], env_extra: dict[str, str] | None = None, duration_s: float | None = None,
-                stdout=None, stderr=None, keep_fds: tuple[int, ...] = ()) -> Graph:  # type: ignore[no-untyped-def]
+                stdout: int | IO[Any] | None = None, stderr: int | IO[Any] | None = None,
+                keep_fds: tuple[int, ...] = ()) -> Graph:
     """Start one ``python -m rgbt.ros.spin`` process per process group of ``specs`` (from the main
     thread: :meth:`Graph.start_group`); each dies with this process (``RGBT_LAUNCHER_PID``).
 
@@ -303,13 +305,13 @@ def recorder_groups(specs: list[NodeSpec]) -> set[str]:
 
 
 def supervise(graph: Graph, specs: list[NodeSpec], options: SupervisorOptions | None = None,
-              log=print) -> Supervisor:  # type: ignore[no-untyped-def]
+              log: Callable[[str], None] = print) -> Supervisor:
     """A :class:`Supervisor` over ``graph`` writing the status file its children read."""
     return Supervisor(graph, options, recorder_groups(specs), log, graph.status_path, heartbeat_dir=graph.workdir)
 
 
 def run_graph(specs: list[NodeSpec], duration_s: float | None = None, env_extra: dict[str, str] | None = None,
-              log=print, supervision: SupervisorOptions | None = None,  # type: ignore[no-untyped-def]
+              log: Callable[[str], None] = print, supervision: SupervisorOptions | None = None,
               lock: InstanceLock | None = None) -> int:
     """Start the graph and supervise it (``supervision``, default :class:`SupervisorOptions`) until
     ``duration_s`` passes, SIGINT/SIGTERM, every child has exited, or the supervisor ends the flight
@@ -339,6 +341,7 @@ def run_graph(specs: list[NodeSpec], duration_s: float | None = None, env_extra:
     try:
         graph = start_graph(specs, env_extra, duration_s, stdout=console.child_stdout, stderr=console.child_stderr,
                             keep_fds=() if lock is None else (lock.fd,))
+        assert graph.workdir is not None  # start_graph sets it
         console.start(graph.workdir / LOG_FILE)
         say(f"rgbt up: {len(graph.procs)} process(es): " + ", ".join(f"{g}[{p.pid}]" for g, p in graph.procs.items()))
         say(f"rgbt up: supervision: {options.describe()}")

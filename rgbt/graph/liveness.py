@@ -171,7 +171,7 @@ class LivenessJudge:
     every watched group's heartbeat file) and :meth:`forget` when the group is down."""
 
     def __init__(self, directory: str | Path | None, options: LivenessOptions | None = None,
-                 run_delay: Callable[[int], int | None] = None) -> None:  # type: ignore[assignment]
+                 run_delay: Callable[[int], int | None] | None = None) -> None:
         """``run_delay``: pid -> its main thread's run-queue wait (ns); :func:`run_delay_ns` by default."""
         self.run_delay = run_delay or run_delay_ns
         self.directory = directory

@@ -61,7 +61,7 @@ def core_fields_model(core: CoreOptions) -> type[BaseModel]:
         fields = {f.name: (hints[f.name], None) for f in dataclasses.fields(cls)}
     fields = {n: v for n, v in fields.items() if n not in core.set_by_node}
     return create_model(f"{name}Fields", __config__=ConfigDict(extra="forbid", arbitrary_types_allowed=True),
-                        **fields)  # type: ignore[call-overload]
+                        **fields)
 
 
 class NodeOptions(BaseModel):
@@ -146,9 +146,10 @@ class HostClockOptions(BaseModel):
 
     def host_clock(self, log: Callable[[str], None], wall: Callable[[], int] | None = None) -> "WallClockOffset":
         """The node's one monotonic -> wall offset with these step rules (``wall``: the wall clock, ns)."""
-        extra = {} if wall is None else {"wall": wall}
-        return WallClockOffset(step_threshold_ms=self.clock_step_threshold_ms, on_step=self.on_clock_step,
-                               log=log, **extra)
+        if wall is None:
+            return WallClockOffset(step_threshold_ms=self.clock_step_threshold_ms, on_step=self.on_clock_step, log=log)
+        return WallClockOffset(step_threshold_ms=self.clock_step_threshold_ms, on_step=self.on_clock_step, log=log,
+                               wall=wall)
 
 
 class ReconnectOptions(BaseModel):
@@ -185,7 +186,9 @@ class VirtualStackOptions(NodeOptions, HostClockOptions, ReconnectOptions):
     nested: ClassVar[dict[str, CoreOptions]] = {"sim": CoreOptions("rgbt.sim.options:SimOptions")}
     realtime: bool = True  # False: as fast as possible
     preload_s: float = Field(0.0, ge=0)  # simulate this much before playing (kept in memory: ~110 MB/s)
-    sim_cache: str = ""  # folder of the run pre-rendered (rgbt.sim.cache) to play; rendered live when it is not for `sim`
+    sim_cache: str = (
+        ""  # folder of the run pre-rendered (rgbt.sim.cache) to play; rendered live when it is not for `sim`
+    )
     wait_for: list[str] = Field(default_factory=list)  # start once each of these topics has a subscriber
     # node name -> topics that node must subscribe to as well (the recorder: the run recorded from its first sample)
     wait_for_nodes: dict[str, list[str]] = Field(default_factory=dict)

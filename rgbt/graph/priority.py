@@ -31,8 +31,8 @@ segmentation's masks came 1.0-1.3 frame periods late at p99 (nice -7/-4/-1: 2.9-
 -20/-16/-13, the profiles' levels: 1.9-2.8). But it cost ``kill -9`` recovery: with the graph real
 time, 7 of 25 ``rgbt bench faults`` flights that killed segmentation lost 7-996 recorded camera frames
 (stream stalls of up to 14 s in the middleware's shared-memory transport), whatever priority the warm
-spare started at; 0 of 13 kill flights at the nice levels (8 of segmentation). A flight's recording outranks a mask's latency, so
-the profiles use nice values; a computer that runs nothing else may still set it (``--set
+spare started at; 0 of 13 kill flights at the nice levels (8 of segmentation). A flight's recording outranks a mask's
+latency, so the profiles use nice values; a computer that runs nothing else may still set it (``--set
 NODE.realtime_priority=N``). The kernel keeps 5 % of each second for ordinary processes
 (``kernel.sched_rt_runtime_us``; ``rgbt doctor`` warns when that is off).
 """
@@ -89,7 +89,9 @@ def set_process_realtime(priority: int) -> str:
     if not hasattr(os, "SCHED_RR"):
         return "real time unavailable on this OS (nice only)"
     param = os.sched_param(priority)
-    for tid in sorted(_thread_ids(), key=lambda t: t != os.getpid()):  # the main thread first: a refusal changes nothing
+    for tid in sorted(
+        _thread_ids(), key=lambda t: t != os.getpid()
+    ):  # the main thread first: a refusal changes nothing
         try:
             os.sched_setscheduler(tid, os.SCHED_RR, param)
         except ProcessLookupError:  # the thread ended meanwhile

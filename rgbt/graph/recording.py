@@ -311,9 +311,10 @@ class Recording:
         """Start on arm, unless ``require_sync_lock`` and the trigger sync has not locked yet: then
         wait (state ``waiting_for_sync``, counted once per arm) until it does (:meth:`on_peer_status`)
         or ``sync_lock_timeout_s`` passes (:meth:`tick`)."""
-        waiting = self.waiting_for_sync_since is not None
-        timed_out = (waiting and self.o.sync_lock_timeout_s > 0
-                     and now_ns - self.waiting_for_sync_since >= self.o.sync_lock_timeout_s * 1e9)
+        since = self.waiting_for_sync_since
+        waiting = since is not None
+        timed_out = (since is not None and self.o.sync_lock_timeout_s > 0
+                     and now_ns - since >= self.o.sync_lock_timeout_s * 1e9)
         if self.o.require_sync_lock and not self.sync_locked() and not timed_out:
             if not waiting:
                 self.waiting_for_sync_since, self._wait_wall_ns = now_ns, time.time_ns()
@@ -489,6 +490,7 @@ class Recording:
                         sink.loss.gap(topic, prev + period, stamp - period,
                                       steps_missing(prev, stamp, period, carried))
                     prev = stamp if prev is None else max(prev, stamp)
+                assert prev is not None  # settle is not empty
                 sink.settled[topic] = prev
                 sink.stamps[topic] = array("q", (s for s in arr if s > horizon))
                 if carried:
@@ -847,8 +849,14 @@ def supervisor_section(status: dict | None, start_ns: int, end_ns: int) -> dict:
     if status is None:
         return {"restarts": [], "supervisor": None}
     during = [r for r in status.get("restarts", []) if start_ns <= r["exit_wall_ns"] <= end_ns]
-    return {"restarts": during, "supervisor": {"restarts": status.get("counts", {}), "gave_up": status.get("gave_up", []),
-                                               "options": status.get("options", {})}}
+    return {
+        "restarts": during,
+        "supervisor": {
+            "restarts": status.get("counts", {}),
+            "gave_up": status.get("gave_up", []),
+            "options": status.get("options", {}),
+        },
+    }
 
 
 def supervisor_values(status: dict | None) -> dict[str, str]:

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rgbt.paths import REPO_ROOT
+
+if TYPE_CHECKING:
+    from rgbt.seg.fusion import FusionStage
+    from rgbt.seg.stage import SegmentationStage
 
 
 def _resolve(path: str | None) -> str | None:
@@ -15,14 +19,14 @@ def _resolve(path: str | None) -> str | None:
     return str(p if p.is_absolute() else REPO_ROOT / p)
 
 
-def make_stage(model: str, backend: str, options: dict[str, Any]):  # type: ignore[no-untyped-def]
+def make_stage(model: str, backend: str, options: dict[str, Any]) -> SegmentationStage:
     """A ``SegmentationStage`` for ``model`` (relative paths are from the repository root)."""
     from rgbt.seg.stage import SegmentationStage, SegStageOptions
 
-    return SegmentationStage(SegStageOptions(engine=_resolve(model), backend=backend, **options))
+    return SegmentationStage(SegStageOptions(engine=_resolve(model) or model, backend=backend, **options))
 
 
-def make_fusion(options: dict[str, Any]):  # type: ignore[no-untyped-def]
+def make_fusion(options: dict[str, Any]) -> FusionStage:
     """A ``FusionStage`` from ``rgbt.seg.fusion.FusionOptions`` fields (model paths from the repository root)."""
     from rgbt.seg.fusion import FusionOptions, FusionStage
 

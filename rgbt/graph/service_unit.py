@@ -134,7 +134,9 @@ def unit_text(profile: str | Path = "flight", executable: str | None = None, wor
               "KillSignal=SIGINT",
               f"TimeoutStopSec={stop_timeout_s(profile)}"]
     if user:
-        lines += ["# LimitNICE / LimitRTPRIO: a user's service manager cannot raise them (rgbt doctor says what is missing)"]
+        lines += [
+            "# LimitNICE / LimitRTPRIO: a user's service manager cannot raise them (rgbt doctor says what is missing)"
+        ]
     else:
         lines += ["# the profile's priorities: nice down to -20, real time up to 99 (rgbt doctor)",
                   "LimitNICE=-20",

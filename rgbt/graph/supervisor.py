@@ -24,8 +24,8 @@ memory of an idle interpreter with those libraries (101-128 MB RSS measured); a 
 Known limit (Fast DDS, eProsima/Fast-DDS issues 5053 and 6117): after a ``kill -9`` under heavy CPU
 load a restarted participant's shared-memory ports can fail to open ("Failed init_port ...
 open_and_lock_file failed") and its data then never arrives; ``rgbt bench faults`` shows it as a
-stream that does not come back (``recovered_s: null``). Every restart is logged and written, with the counts, to a small JSON status file
-(:data:`STATUS_ENV` names it in every child's environment); the recorder reads it into its
+stream that does not come back (``recovered_s: null``). Every restart is logged and written, with the counts, to a small
+JSON status file (:data:`STATUS_ENV` names it in every child's environment); the recorder reads it into its
 ``/diagnostics`` values and into each bag's ``rgbt_manifest.json`` (``restarts``). :class:`RestartLog`
 keeps those records and writes that file, for this supervisor and for ``ros2 launch``'s respawns
 (:class:`rgbt.graph.launch_restarts.LaunchRestarts`).

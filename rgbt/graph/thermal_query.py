@@ -72,7 +72,10 @@ def answer_request(req: dict, counts: np.ndarray | None, stamp_ns: int | None,
         if "pixel" in req:
             x, y = (int(v) for v in req["pixel"])
             return {"id": rid, "stamp_ns": stamp_ns, "celsius": temperature_at(temps, x, y)}
-        region = tuple(int(v) for v in req["region"]) if "region" in req else None
+        region: tuple[int, int, int, int] | None = None
+        if "region" in req:
+            x0, y0, x1, y1 = (int(v) for v in req["region"])
+            region = (x0, y0, x1, y1)
         mask = None
         if "class_id" in req:
             if class_ids is None:

@@ -103,8 +103,8 @@ def compact_histogram(frame: np.ndarray) -> tuple[int, np.ndarray]:
         return int(nz[0]), counts[nz[0]:nz[-1] + 1]
     vmin, vmax, _, _ = cv2.minMaxLoc(frame)
     vmin, vmax = int(vmin), int(vmax)
-    counts = cv2.calcHist([np.ascontiguousarray(frame)], [0], None, [vmax - vmin + 1], [vmin, vmax + 1])
-    return vmin, counts.ravel().astype(np.int64)
+    hist = cv2.calcHist([np.ascontiguousarray(frame)], [0], None, [vmax - vmin + 1], [vmin, vmax + 1])
+    return vmin, hist.ravel().astype(np.int64)
 
 
 def percentiles_from_histogram(hist: np.ndarray, qs: Sequence[float], method: str = "linear",
@@ -164,7 +164,7 @@ def percentile_bounds(frame: np.ndarray, low: float = 1.0, high: float = 99.0,
         raise ImageError(f"frame: all {frame.size} pixels are NaN or infinite")
     if method not in PERCENTILE_METHODS:
         raise ImageError(f"percentile method: got {method!r}, expected one of {PERCENTILE_METHODS}")
-    lo, hi = np.percentile(finite, [low, high], method=method)
+    lo, hi = np.percentile(finite, [low, high], method=method)  # type: ignore[call-overload]  # method checked above
     return float(lo), float(hi)
 
 
@@ -602,6 +602,7 @@ class TemporalNormalizer:
         elif frozen:
             bounds = self._bounds
         else:
+            assert self._t_ns is not None  # set with self._bounds
             dt_s = (t_ns - self._t_ns) / 1e9
             a = 1.0 if o.tau_s == 0 else 1.0 - math.exp(-dt_s / o.tau_s)
             lo, hi = self._bounds

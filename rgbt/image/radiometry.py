@@ -34,6 +34,7 @@ import math
 import struct
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 
@@ -136,7 +137,7 @@ def parse_fff(data: bytes, name: str = "<bytes>") -> FffFrame:
     return FffFrame(counts=counts, params=params, camera=camera, path=name)
 
 
-def _record_order(data: bytes, offset: int, name: str, what: str) -> str:
+def _record_order(data: bytes, offset: int, name: str, what: str) -> Literal["<", ">"]:
     if offset + 2 > len(data):
         raise ImageError(f"{name}: {what} record at {offset} is empty or runs past the end ({len(data)} bytes)")
     if struct.unpack_from("<H", data, offset)[0] == 2:

@@ -236,11 +236,13 @@ class RgbtRectifier:
                                                    pair.cam0_offset)
         self.cam1 = PinholeCamera.from_calibration(pair.cam1_intrinsics, pair.cam1_distortion, self.size,
                                                    pair.cam1_offset)
-        self.native_sizes = (tuple(native_sizes[0]), tuple(native_sizes[1]))
+        self.native_sizes: tuple[tuple[int, int], tuple[int, int]] = (
+            (int(native_sizes[0][0]), int(native_sizes[0][1])), (int(native_sizes[1][0]), int(native_sizes[1][1])))
         self.T_cam1_cam0 = pair.T_cam1_cam0_matrix()
         R, t = self.T_cam1_cam0[:3, :3], self.T_cam1_cam0[:3, 3].reshape(3, 1)
-        # the rotations depend on R, t only; intrinsics do not matter here
-        self.R0, self.R1, *_ = cv2.stereoRectify(np.eye(3), None, np.eye(3), None, self.size, R, t,
+        # the rotations depend on R, t only; intrinsics do not matter here (OpenCV takes None for no
+        # distortion; its stubs say arrays only)
+        self.R0, self.R1, *_ = cv2.stereoRectify(np.eye(3), None, np.eye(3), None, self.size, R, t,  # type: ignore[call-overload]
                                                  flags=cv2.CALIB_ZERO_DISPARITY, alpha=-1)
         f, cx, cy = self._choose_camera()
         tx = float((self.R1 @ t)[0, 0])

@@ -42,6 +42,7 @@ class DriverNode(RgbtNode):
     the device in log lines."""
 
     handles_frames = True
+    options: DriverOptions  # validated by RgbtNode from options_model (a DriverOptions)
 
     def __init__(self, name: str | None = None, **kwargs: Any) -> None:
         super().__init__(name, **kwargs)

@@ -7,13 +7,15 @@ is :mod:`rgbt.image.codec`, shared with the bag code. Filling uses ``msg.data = 
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from rgbt.image.codec import dense_pixels
 from rgbt.stamps import ns_to_stamp
 
 
-def numpy_to_image(arr: np.ndarray, t_ns: int, frame_id: str, encoding: str, msg=None):  # type: ignore[no-untyped-def]
+def numpy_to_image(arr: np.ndarray, t_ns: int, frame_id: str, encoding: str, msg: Any = None) -> Any:
     """A ``sensor_msgs.msg.Image`` (rclpy) holding ``arr`` (row-major, no padding, little-endian).
 
     ``encoding`` must agree with the array's dtype and channels (e.g. ``mono16`` <-> uint16 HxW).

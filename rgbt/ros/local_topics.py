@@ -48,7 +48,10 @@ class LocalSubscriber:
             raw = raw if raw is not None else serialize_message(obj)
             self.callback(raw)
             return raw
-        self.callback(obj if obj is not None else deserialize_message(raw, self.msg_type))
+        if obj is None:
+            assert raw is not None, "a local publish carries the message or its CDR bytes"
+            obj = deserialize_message(raw, self.msg_type)
+        self.callback(obj)
         return raw
 
     def close(self) -> None:

@@ -122,7 +122,9 @@ class LatestMailbox:
                     self._cv.wait()
                 if self._stop:
                     return
-                (item, t_sub, stamp), self._item = self._item, None
+                taken, self._item = self._item, None
+                assert taken is not None  # the wait above ends on an item or on stop
+                item, t_sub, stamp = taken
                 self.taken += 1
                 if stamp is not None and self.gate.late(stamp, time.time_ns()):
                     continue  # dropped (the gate counts it); a newer item is at most a period away
@@ -222,7 +224,7 @@ class LatestFrameNode:
                 box.submit((other, raw), stamp)
 
         how = [self.subscribe_local_first(Image, topic, self.guard(fn, topic), self.in_qos, raw=True)  # type: ignore[attr-defined]
-               for topic, fn in zip(topics, (first, second))]
+               for topic, fn in zip(topics, (first, second), strict=False)]
         self.get_logger().info(f"pairs of {topics[0]} + {topics[1]}: {' + '.join(how)}")  # type: ignore[attr-defined]
         return box
 

@@ -5,8 +5,8 @@ start-up), declares every option as a ROS parameter with a descriptor (``rgbt.ro
 ones change through ``ros2 param set`` via :meth:`RgbtNode.apply_options`, the others are
 read-only), counts every publisher / subscription that meets an incompatible QoS on its topic
 (diagnostics ``qos_incompatible``, an error naming the topic and the policy) and every message the
-middleware reports lost before a subscription (``lost``, logged), publishes ``diagnostic_msgs/DiagnosticArray`` on ``/diagnostics`` every
-``diagnostics_period_s``, and wraps callbacks so an exception is logged and counted, never fatal.
+middleware reports lost before a subscription (``lost``, logged), publishes ``diagnostic_msgs/DiagnosticArray`` on
+``/diagnostics`` every ``diagnostics_period_s``, and wraps callbacks so an exception is logged and counted, never fatal.
 """
 
 from __future__ import annotations
@@ -18,14 +18,14 @@ import os
 import threading
 import time
 import traceback
-from typing import Any, Callable, ClassVar
+from typing import TYPE_CHECKING, Any, Callable, ClassVar
 
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from pydantic import ValidationError
 from rcl_interfaces.msg import SetParametersResult
 from rclpy.event_handler import PublisherEventCallbacks, SubscriptionEventCallbacks
 from rclpy.node import Node
-from rclpy.qos import qos_policy_name_from_kind
+from rclpy.qos import QoSProfile, qos_policy_name_from_kind
 
 from rgbt.errors import ConfigError, RgbtError
 from rgbt.graph.diagnostics import NodeDiagnostics
@@ -37,6 +37,10 @@ from rgbt.ros.local_topics import LocalPublisher
 from rgbt.ros.params import declare_options
 from rgbt.ros.qos import qos_profile, topic_qos
 from rgbt.stamps import ns_to_stamp
+
+if TYPE_CHECKING:
+    from rgbt.ros.local_topics import LocalPublisher
+    from rgbt.stack import Stack
 
 
 #: parameters every rclpy node declares itself (not part of an options model)
@@ -100,7 +104,9 @@ class RgbtNode(Node):
         # like nice, a node never lowers what another node of its process raised
         if self.options.realtime_priority:
             if self.options.realtime_priority > realtime_priority():
-                self.get_logger().info(f"process real-time priority: {set_process_realtime(self.options.realtime_priority)}")
+                self.get_logger().info(
+                    f"process real-time priority: {set_process_realtime(self.options.realtime_priority)}"
+                )
         self.diag = NodeDiagnostics(self.get_name())
         self.diag.values["qos_incompatible"] = "0"
         self.finished = False  # set by a node whose work is done (spin loop then exits)
@@ -108,7 +114,7 @@ class RgbtNode(Node):
         self._diag_timer = self.create_timer(self.options.diagnostics_period_s, self.guard(self.publish_diagnostics))
 
     # -- QoS incompatibilities: counted, never silent -----------------------------------------------
-    def create_subscription(self, msg_type, topic, callback, qos_profile, **kwargs):  # type: ignore[no-untyped-def,override]
+    def create_subscription(self, msg_type, topic, callback, qos_profile, **kwargs):  # type: ignore[no-untyped-def]
         events = kwargs.get("event_callbacks") or SubscriptionEventCallbacks()
         if events.incompatible_qos is None:
             events.incompatible_qos = lambda info, t=topic: self._qos_incompatible(t, "subscription", info)
@@ -118,7 +124,7 @@ class RgbtNode(Node):
         return super().create_subscription(msg_type, topic, self._count_received(topic, callback), qos_profile,
                                            **kwargs)
 
-    def create_publisher(self, msg_type, topic, qos_profile, **kwargs):  # type: ignore[no-untyped-def,override]
+    def create_publisher(self, msg_type, topic, qos_profile, **kwargs):  # type: ignore[no-untyped-def]
         events = kwargs.get("event_callbacks") or PublisherEventCallbacks()
         if events.incompatible_qos is None:
             events.incompatible_qos = lambda info, t=topic: self._qos_incompatible(t, "publisher", info)
@@ -146,14 +152,14 @@ class RgbtNode(Node):
                 "received": {t: n for t, n in self.__dict__.get("_received", {}).items() if t not in bad},
                 "sent": dict(self.__dict__.get("_sent", {}))}
 
-    def create_local_publisher(self, msg_type, topic: str, qos_profile):  # type: ignore[no-untyped-def]
+    def create_local_publisher(self, msg_type: Any, topic: str, qos_profile: QoSProfile) -> LocalPublisher:
         """A publisher that also delivers to nodes of this process by a direct call
         (:class:`rgbt.ros.local_topics.LocalPublisher`): drivers' topics, consumed by the trigger sync."""
         pub = LocalPublisher(self.create_publisher(msg_type, topic, qos_profile), topic)
         self.__dict__.setdefault("_local_endpoints", []).append(pub)
         return pub
 
-    def subscribe_local_first(self, msg_type, topic: str, callback: Callable[[Any], None], qos_profile,  # type: ignore[no-untyped-def]
+    def subscribe_local_first(self, msg_type: Any, topic: str, callback: Callable[[Any], None], qos_profile: QoSProfile,
                               raw: bool = False) -> str:
         """Subscribe in-process when a node of this process publishes ``topic`` through
         :meth:`create_local_publisher` (``callback`` then runs on the publisher's thread), else
@@ -165,7 +171,7 @@ class RgbtNode(Node):
         self.create_subscription(msg_type, topic, callback, qos_profile, raw=raw)
         return "middleware"
 
-    def count_subscribers(self, topic: str) -> int:  # type: ignore[override]
+    def count_subscribers(self, topic: str) -> int:
         """Subscribers of ``topic`` in the middleware's graph plus this process's in-process ones."""
         return super().count_subscribers(topic) + local_topics.subscriber_count(topic)
 
@@ -174,7 +180,7 @@ class RgbtNode(Node):
             endpoint.close()
         super().destroy_node()
 
-    def _message_lost(self, topic: str, info) -> None:  # type: ignore[no-untyped-def]
+    def _message_lost(self, topic: str, info: Any) -> None:  # info: rclpy QoSMessageLostInfo
         """The middleware lost messages on ``topic`` before they reached this subscription (a best-effort
         reader that fell behind): counted (diagnostics ``lost``) and logged, never silent."""
         n = int(info.total_count_change)
@@ -182,7 +188,7 @@ class RgbtNode(Node):
         self.get_logger().warning(f"{topic}: {n} message(s) lost before this subscription "
                                   f"({self.diag.values['lost']} in all)", throttle_duration_sec=5.0)
 
-    def _qos_incompatible(self, topic: str, side: str, info) -> None:  # type: ignore[no-untyped-def]
+    def _qos_incompatible(self, topic: str, side: str, info: Any) -> None:
         """A peer on ``topic`` cannot be matched with this endpoint's QoS (``info``: rclpy's event)."""
         policy = qos_policy_name_from_kind(info.last_policy_kind)
         if side == "subscription":
@@ -193,7 +199,7 @@ class RgbtNode(Node):
         self.get_logger().error(f"{topic}: a peer's QoS is incompatible with this {side}'s ({policy})")
 
     # -- live parameters -----------------------------------------------------------------------
-    def _on_set_parameters(self, params: list) -> SetParametersResult:  # type: ignore[type-arg]
+    def _on_set_parameters(self, params: list) -> SetParametersResult:
         """A change through the parameter service: validated by the options model, applied by
         :meth:`apply_options`, or refused with the reason (read-only ones never get here)."""
         changes = {p.name: p.value for p in params if p.name in self.option_parameters}
@@ -220,20 +226,20 @@ class RgbtNode(Node):
 
     # -- helpers -------------------------------------------------------------------------------
     @property
-    def in_qos(self):  # type: ignore[no-untyped-def]
+    def in_qos(self) -> QoSProfile:
         return qos_profile(self.options.input_qos, depth=self.options.input_depth)
 
     @property
-    def small_qos(self):  # type: ignore[no-untyped-def]
+    def small_qos(self) -> QoSProfile:
         """``in_qos`` with a queue 8x deeper, for small high-rate messages (IMU, frame info): a
         stalled process then holds seconds of them instead of a fraction."""
         return qos_profile(self.options.input_qos, depth=8 * self.options.input_depth)
 
     @property
-    def out_qos(self):  # type: ignore[no-untyped-def]
+    def out_qos(self) -> QoSProfile:
         return qos_profile(self.options.output_qos)
 
-    def out_qos_for(self, rate_hz: float | None, durable: bool = False):  # type: ignore[no-untyped-def]
+    def out_qos_for(self, rate_hz: float | None, durable: bool = False) -> QoSProfile:
         """``out_qos`` for a stream of ``rate_hz`` (Hz): a reliable publisher's history holds
         ``output_history_s`` of it (at least 10 samples) for repairs, and with ``durable`` also for
         subscribers that join late (transient local: a restarted recorder); others keep their default
@@ -244,7 +250,7 @@ class RgbtNode(Node):
         return qos_profile("latched" if durable else o.output_qos,
                            depth=max(10, math.ceil(rate_hz * o.output_history_s)))
 
-    def stack(self):  # type: ignore[no-untyped-def]
+    def stack(self) -> Stack:
         """The stack model from ``stack_path`` (the repository's calib/stack.yaml when empty)."""
         from rgbt.stack import load_stack
 

@@ -38,6 +38,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 from rgbt.graph.priority import set_process_nice, set_process_realtime
 from rgbt.memory import single_arena
@@ -58,10 +59,13 @@ from rgbt.graph.liveness import BEAT_PERIOD_S, HeartbeatWriter
 from rgbt.graph.parent_death import die_with_launcher, launcher_gone
 from rgbt.graph.supervisor import HEARTBEAT_ENV
 
+if TYPE_CHECKING:
+    from rgbt.ros.node import RgbtNode
+
 try:  # Jazzy and later; Humble's rclpy has none
     from rclpy.experimental import EventsExecutor
 except ImportError:  # pragma: no cover - depends on the installed rclpy
-    EventsExecutor = None  # type: ignore[assignment,misc]
+    EventsExecutor = None  # type: ignore[assignment]
 
 #: environment variable choosing the executor: auto (EventsExecutor where present), events, single
 EXECUTOR_ENV = "RGBT_EXECUTOR"
@@ -95,7 +99,7 @@ def make_executor(context: rclpy.Context | None = None) -> Executor:
     return SingleThreadedExecutor(context=context)
 
 
-def node_class(executable: str) -> type:
+def node_class(executable: str) -> type[RgbtNode]:
     """The node class of ``nodes/<executable>.py`` (module attribute ``NODE``)."""
     if str(REPO_ROOT) not in sys.path:
         sys.path.insert(0, str(REPO_ROOT))
@@ -290,8 +294,12 @@ def main(argv: list[str] | None = None) -> int:
                              "the nodes (end of input: exit 0 without starting them)")
     parser.add_argument("--ready-file", default=None,
                         help="with --standby: write this process's PID here once it is ready to start")
-    parser.add_argument("--nice", type=int, default=0,
-                        help="the whole process's nice value from its start (< 0 needs CAP_SYS_NICE; rgbt.graph.priority)")
+    parser.add_argument(
+        "--nice",
+        type=int,
+        default=0,
+        help="the whole process's nice value from its start (< 0 needs CAP_SYS_NICE; rgbt.graph.priority)",
+    )
     parser.add_argument("--realtime-priority", type=int, default=0,
                         help="SCHED_RR priority of the whole process from its start (1-98; 0: none; "
                              "rgbt.graph.priority)")
@@ -381,7 +389,9 @@ def _priority(nice: int, realtime: int) -> None:
     if nice:
         print(f"rgbt.ros.spin: process priority: {set_process_nice(nice)}", file=sys.stderr, flush=True)
     if realtime:
-        print(f"rgbt.ros.spin: process real-time priority: {set_process_realtime(realtime)}", file=sys.stderr, flush=True)
+        print(
+            f"rgbt.ros.spin: process real-time priority: {set_process_realtime(realtime)}", file=sys.stderr, flush=True
+        )
 
 
 if __name__ == "__main__":

@@ -19,7 +19,7 @@ import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
@@ -205,7 +205,7 @@ class OrtBackend(Backend):
             res = self.session.run(outputs, feeds)
             t1 = time.perf_counter_ns()
             self.timing.add(0, t1 - t0, 0)  # CPU EP reads the numpy buffers in place: no copies
-            return dict(zip(outputs, res))
+            return dict(zip(outputs, res, strict=False))
         t0 = time.perf_counter_ns()
         binding = self.session.io_binding()
         for name, x in feeds.items():
@@ -221,7 +221,7 @@ class OrtBackend(Backend):
         res = binding.copy_outputs_to_cpu()
         t3 = time.perf_counter_ns()
         self.timing.add(t1 - t0, t2 - t1, t3 - t2)
-        return dict(zip(outputs, res))
+        return dict(zip(outputs, res, strict=False))
 
     def describe(self) -> dict:
         return {"backend": self.kind, "model": str(self.path), "onnxruntime": self._ort.__version__,
@@ -251,7 +251,7 @@ def _check_file(path: Path) -> None:
         raise ModelError(f"{path}: file is empty or truncated, not an ONNX model")
 
 
-def load_backend(onnx_path: str | Path, kind: str = "onnxruntime", **options) -> Backend:
+def load_backend(onnx_path: str | Path, kind: str = "onnxruntime", **options: Any) -> Backend:
     """Create a backend of ``kind`` for ``onnx_path``; ``options`` go to the backend's options object."""
     if kind not in KINDS:
         raise ModelError(f"unknown backend {kind!r}; expected one of {KINDS}")

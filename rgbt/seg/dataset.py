@@ -79,7 +79,7 @@ def load_rgb(root: str | Path, item: str) -> tuple[np.ndarray, np.ndarray] | Non
     return read_png(p, np.uint8, 3), read_png(frame_path(root, item, "masks_rgb"), np.uint8)
 
 
-def write_item(root: str | Path, item: str, thermal: np.ndarray, mask: np.ndarray,
+def write_item(root: str | Path, item: str, thermal: np.ndarray, mask: np.ndarray | None,
                rgb: np.ndarray | None = None, mask_rgb: np.ndarray | None = None) -> None:
     """Write one item in CART layout (used by tests and the stand-in generator)."""
     root = Path(root)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Iterable
 
 import numpy as np
 
@@ -21,7 +22,7 @@ def evaluate(dataset: str | Path, engine: str | Path, split: str | None = None, 
     k = sc.num_classes
     items = list_items(dataset, split)
     cm = np.zeros((k, k), np.int64)
-    it = items
+    it: Iterable[str] = items
     if progress:
         from rich.progress import track
 
@@ -42,10 +43,14 @@ def evaluate_fusion(dataset: str | Path, stages: dict, split: str | None = None,
     """
     items = list_items(dataset, split)
     first = next(iter(stages.values()))
-    sc = first.t_model.sidecar if isinstance(first, FusionStage) and first.options.mode == "late" else first.model.sidecar
+    sc = (
+        first.t_model.sidecar
+        if isinstance(first, FusionStage) and first.options.mode == "late"
+        else first.model.sidecar
+    )
     k = sc.num_classes
     cms = {name: np.zeros((k, k), np.int64) for name in stages}
-    it = items
+    it: Iterable[str] = items
     if progress:
         from rich.progress import track
 

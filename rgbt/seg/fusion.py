@@ -5,8 +5,8 @@ projected into it, ``RgbtRectifier.thermal_to_color``).
   with ``rgb=`` (or :class:`FusionStage` with ``mode="early"``).
 - late fusion: a thermal model and an RGB model, per-pixel class probabilities (each model's
   logits divided by its calibrated temperature) pooled log-linearly with per-pixel weights from
-  the confidence ``1 - H(p)/log K`` (normalized entropy) and a per-model reliability; the RGB weight is scaled smoothly by the frame's mean intensity
-  (:func:`darkness_weight`), so darker colour counts less; a missing or black colour frame
+  the confidence ``1 - H(p)/log K`` (normalized entropy) and a per-model reliability; the RGB weight is scaled smoothly
+  by the frame's mean intensity (:func:`darkness_weight`), so darker colour counts less; a missing or black colour frame
   degrades to thermal-only.
 - two-input ONNX model (``thermal``, ``rgb`` inputs): the same late fusion inside the graph.
 """
@@ -21,7 +21,7 @@ import numpy as np
 
 from rgbt.errors import ModelError
 from rgbt.seg.model import SegModel
-from rgbt.seg.preprocess import prepare, unfit_ids
+from rgbt.seg.preprocess import Fit, prepare, unfit_ids
 from rgbt.seg.stage import SegResult
 
 
@@ -126,7 +126,9 @@ class FusionStage:
         sc = self.t_model.sidecar if self.options.mode == "late" else self.model.sidecar
         return sc.inputs[0].height, sc.inputs[0].width, sc.fit
 
-    def _resized(self, thermal_u16: np.ndarray, rgb_u8: np.ndarray | None) -> tuple[np.ndarray, np.ndarray | None] | None:
+    def _resized(
+        self, thermal_u16: np.ndarray, rgb_u8: np.ndarray | None
+    ) -> tuple[np.ndarray, np.ndarray | None] | None:
         """The pair at the model's input size (``resize_first``), or None where that does not apply."""
         h, w, fit = self._model_input()
         if (not self.options.resize_first or fit != "resize" or not isinstance(thermal_u16, np.ndarray)
@@ -149,7 +151,7 @@ class FusionStage:
 
     def _fuse(self, thermal_u16: np.ndarray, rgb_u8: np.ndarray | None) -> np.ndarray:
         o = self.options
-        frames = {"thermal": thermal_u16, "rgb": rgb_u8}
+        frames: dict[str, np.ndarray | None] = {"thermal": thermal_u16, "rgb": rgb_u8}
         if o.mode == "late":
             st, sr = self.t_model.sidecar, self.r_model.sidecar
             xt, fit = prepare(frames, st.inputs[0], st.fit)
@@ -171,9 +173,12 @@ class FusionStage:
             sc = self.model.sidecar
             if rgb_u8 is None:
                 rgb_u8 = np.zeros(thermal_u16.shape + (3,), np.uint8)  # gate 0 inside the graph
-            feeds, fit = {}, None
+            feeds: dict[str, np.ndarray] = {}
+            first_fit: Fit | None = None
             for spec in sc.inputs:
                 feeds[spec.name], f = prepare(frames | {"rgb": rgb_u8}, spec, sc.fit)
-                fit = fit or f
-            ids = unfit_ids(self.model.backend.run(feeds, [self.model.class_output])[self.model.class_output][0], fit)
+                first_fit = first_fit or f
+            class_output = self.model.class_output
+            assert first_fit is not None and class_output is not None  # a middle-fusion sidecar: inputs, class ids
+            ids = unfit_ids(self.model.backend.run(feeds, [class_output])[class_output][0], first_fit)
         return ids

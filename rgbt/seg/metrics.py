@@ -4,13 +4,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from typing import Iterable
+
 import numpy as np
 
 from rgbt.errors import ImageError
 from rgbt.seg.classes import CART_CLASSES, IGNORE_IDS, OBJECT_IDS
 
 
-def confusion(gt: np.ndarray, pred: np.ndarray, num_classes: int, ignore_ids=IGNORE_IDS) -> np.ndarray:  # type: ignore[no-untyped-def]
+def confusion(gt: np.ndarray, pred: np.ndarray, num_classes: int, ignore_ids: Iterable[int] = IGNORE_IDS) -> np.ndarray:
     """KxK int64 matrix, rows = ground truth, columns = prediction; pixels whose ground truth is in
     ``ignore_ids`` (or >= K) are skipped. A prediction of an ignored id still counts (as a miss)."""
     if gt.shape != pred.shape:
@@ -37,8 +39,8 @@ class IoUResult:
                 "confusion": {"classes": self.class_names, "matrix": self.confusion.tolist()}}
 
 
-def iou_from_confusion(cm: np.ndarray, names: list[str] | None = None, ignore_ids=IGNORE_IDS,  # type: ignore[no-untyped-def]
-                       object_ids=OBJECT_IDS, n_images: int = 0) -> IoUResult:
+def iou_from_confusion(cm: np.ndarray, names: list[str] | None = None, ignore_ids: Iterable[int] = IGNORE_IDS,
+                       object_ids: Iterable[int] = OBJECT_IDS, n_images: int = 0) -> IoUResult:
     """IoU_c = TP / (TP + FP + FN); mIoU averages the classes that occur (in ground truth or prediction).
 
     Only evaluated classes are reported (ignored ids are left out). The stuff / object split
@@ -60,7 +62,7 @@ def iou_from_confusion(cm: np.ndarray, names: list[str] | None = None, ignore_id
             ious[i] = float(tp[i] / denom)
         per_class[names[i]] = ious.get(i)
 
-    def mean(ids) -> float | None:  # type: ignore[no-untyped-def]
+    def mean(ids: Iterable[int]) -> float | None:
         vals = [ious[i] for i in ids if i in ious]
         return float(np.mean(vals)) if vals else None
 

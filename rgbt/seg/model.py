@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from rgbt.errors import ModelError
 from rgbt.seg.backend import Backend, load_backend
@@ -12,7 +13,7 @@ from rgbt.seg.sidecar import Sidecar, file_sha256, load_sidecar
 class SegModel:
     """Load ``engines/NAME.onnx`` with its sidecar on a backend; raises ModelError on any mismatch."""
 
-    def __init__(self, onnx_path: str | Path, backend: str = "onnxruntime", **backend_options) -> None:
+    def __init__(self, onnx_path: str | Path, backend: str = "onnxruntime", **backend_options: Any) -> None:
         self.path = Path(onnx_path)
         if not self.path.is_file():
             raise ModelError(f"{self.path}: model file not found")
@@ -45,7 +46,9 @@ def check_consistency(sc: Sidecar, backend: Backend, path: Path) -> None:
             raise ModelError(f"{jpath}: inputs.{k}.name: {spec.name!r} is not a model input ({sorted(model_inputs)})")
         want = (1, spec.channels, spec.height, spec.width)
         if tuple(info.shape) != want:
-            fields = [f for f, a, b in zip(("batch", "channels", "height", "width"), want, info.shape) if a != b]
+            fields = [
+                f for f, a, b in zip(("batch", "channels", "height", "width"), want, info.shape, strict=False) if a != b
+            ]
             raise ModelError(f"{jpath}: inputs.{k}.{fields[0]}: sidecar says 1xCxHxW={want}, "
                              f"model {path.name} has {tuple(info.shape)}")
         if info.dtype != "float32":
@@ -58,8 +61,10 @@ def check_consistency(sc: Sidecar, backend: Backend, path: Path) -> None:
         if role in sc.outputs:
             shape = model_outputs[sc.outputs[role]].shape
             if len(shape) != 4 or shape[1] != sc.num_classes:
-                raise ModelError(f"{jpath}: classes: sidecar has {sc.num_classes} classes, "
-                                 f"model output {sc.outputs[role]!r} has shape {shape} (expected 1x{sc.num_classes}xHxW)")
+                raise ModelError(
+                    f"{jpath}: classes: sidecar has {sc.num_classes} classes, "
+                    f"model output {sc.outputs[role]!r} has shape {shape} (expected 1x{sc.num_classes}xHxW)"
+                )
     if "class_ids" in sc.outputs and model_outputs[sc.outputs["class_ids"]].dtype != "uint8":
         raise ModelError(f"{path}: output {sc.outputs['class_ids']!r} is "
                          f"{model_outputs[sc.outputs['class_ids']].dtype}, expected uint8")

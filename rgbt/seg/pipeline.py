@@ -195,7 +195,8 @@ class SegPipeline:
     def stats(self) -> dict:
         """Counters, the prep thread's priority, what is queued now (raw frame waiting, prepared
         inputs waiting, prep thread busy), the lateness gate's ``dropped_late``, ``baseline_ms`` /
-        ``period_ms`` / ``clock_resets`` / ``late_after_periods``, and ``<stage>_p50_ms`` / ``<stage>_p99_ms`` of ``arrival`` (live only),
+        ``period_ms`` / ``clock_resets`` / ``late_after_periods``, and ``<stage>_p50_ms`` / ``<stage>_p99_ms`` of
+        ``arrival`` (live only),
         ``wait`` and ``work`` (see ``samples``)."""
         with self._lock:
             gate = self.gate.stats()
@@ -221,6 +222,7 @@ class SegPipeline:
                 if not self._can_prep():
                     return
                 item, self._raw = self._raw, None
+                assert item is not None  # _can_prep: a raw frame is waiting
                 self._held, self._held_stolen = (item, time.perf_counter_ns()), False
                 buf = self._free.pop()
                 self._cv_submit.notify()
@@ -263,6 +265,7 @@ class SegPipeline:
                         self._idle_since = time.perf_counter_ns()
                     self._cv_infer.wait(timeout=self._wait_s())
                 self._idle_since = None
+            prepared: _Prepared | None
             if isinstance(job, _Prepared):
                 prepared = job
             else:
@@ -289,16 +292,17 @@ class SegPipeline:
         if not self._free:
             return None
         wanted = self._held_wanted()
+        held = self._held  # not None when wanted
         if self._raw is not None and (not wanted or self._held_too_long()):
             item, self._raw = self._raw, None  # nobody is on it (or the prep thread is starved)
-        elif wanted and self._held_too_long():
-            item = self._held[0]  # a starved prep thread holds the only frame: do it again here
+        elif wanted and held is not None and self._held_too_long():
+            item = held[0]  # a starved prep thread holds the only frame: do it again here
             self._held_stolen = True
         else:
             return None
-        if self.lossless and wanted and self._held[0].seq < item.seq:
+        if self.lossless and wanted and held is not None and held[0].seq < item.seq:
             self._raw = item  # lossless keeps the order: the held frame first
-            item = self._held[0]
+            item = held[0]
             self._held_stolen = True
         self._last_taken = item.seq
         if self._late(item):

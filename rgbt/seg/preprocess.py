@@ -8,6 +8,7 @@ CLAHE, float32 [0, 1]); RGB frames are divided by 255.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Mapping
 
 import cv2
 import numpy as np
@@ -61,11 +62,15 @@ def to_planes(img: np.ndarray, fit: Fit, out: np.ndarray) -> None:
             out[...] = 0.0
         out[:, :h, :w] = np.moveaxis(img, 2, 0)
     else:
-        r = cv2.resize(img, (fit.dst[1], fit.dst[0]), interpolation=cv2.INTER_AREA if h > fit.dst[0] else cv2.INTER_LINEAR)
+        r = cv2.resize(
+            img, (fit.dst[1], fit.dst[0]), interpolation=cv2.INTER_AREA if h > fit.dst[0] else cv2.INTER_LINEAR
+        )
         out[...] = np.moveaxis(r.reshape(fit.dst[0], fit.dst[1], -1), 2, 0)
 
 
-def prepare(frames: dict[str, np.ndarray], spec: InputSpec, fit_kind: str, out: np.ndarray | None = None) -> tuple[np.ndarray, Fit]:
+def prepare(
+    frames: Mapping[str, np.ndarray | None], spec: InputSpec, fit_kind: str, out: np.ndarray | None = None
+) -> tuple[np.ndarray, Fit]:
     """Normalize + fit the frames one model input needs; returns (1xCxHxW float32, Fit).
 
     ``frames``: ``{"thermal": uint16 HxW}`` and/or ``{"rgb": uint8 HxWx3}`` (same size for "rgbt";
@@ -94,10 +99,11 @@ def prepare(frames: dict[str, np.ndarray], spec: InputSpec, fit_kind: str, out: 
     return out, fit
 
 
-def _need(frames: dict[str, np.ndarray], key: str) -> np.ndarray:
-    if frames.get(key) is None:
+def _need(frames: Mapping[str, np.ndarray | None], key: str) -> np.ndarray:
+    frame = frames.get(key)
+    if frame is None:
         raise ImageError(f"this model needs a {key} frame")
-    return frames[key]
+    return frame
 
 
 def unfit_ids(ids: np.ndarray, fit: Fit) -> np.ndarray:

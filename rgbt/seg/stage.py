@@ -66,7 +66,9 @@ class SegmentationStage:
         self.model = SegModel(options.engine, options.backend, **options.backend_options)
         sc = self.model.sidecar
         if len(sc.inputs) != 1:
-            raise ModelError(f"{options.engine}: {len(sc.inputs)}-input model; use rgbt.seg.fusion for two-input models")
+            raise ModelError(
+                f"{options.engine}: {len(sc.inputs)}-input model; use rgbt.seg.fusion for two-input models"
+            )
         self.spec = sc.inputs[0]
         self._buf = np.empty((1, self.spec.channels, self.spec.height, self.spec.width), np.float32)
         lut = np.zeros((256, 1, 3), np.uint8)
@@ -105,9 +107,11 @@ class SegmentationStage:
     def infer(self, x: np.ndarray) -> np.ndarray:
         """Class ids (HxW uint8, model size) of one prepared input; one caller at a time."""
         be = self.model.backend
-        if self.model.class_output:
-            return be.run({self.spec.name: x}, [self.model.class_output])[self.model.class_output][0]
-        logits = be.run({self.spec.name: x}, [self.model.float_output])[self.model.float_output][0]
+        class_output, float_output = self.model.class_output, self.model.float_output
+        if class_output:
+            return be.run({self.spec.name: x}, [class_output])[class_output][0]
+        assert float_output is not None  # a sidecar names class ids, logits or probabilities
+        logits = be.run({self.spec.name: x}, [float_output])[float_output][0]
         return np.argmax(logits, axis=0).astype(np.uint8)
 
     def finish(self, ids: np.ndarray, x: np.ndarray, fit: Fit, stamps: tuple[int, int, int]) -> SegResult:

@@ -82,9 +82,10 @@ def write_dataset(root: str | Path, n_per_condition: int, h: int, w: int, seed: 
     """CART-layout dataset ``root/procedural_<cond>/seq0/...`` with aligned ``rgb``/``masks_rgb``,
     split files ``train.txt`` / ``test.txt`` (+ ``test_<cond>.txt``) and a SYNTHETIC.txt marker."""
     root = Path(root)
-    train, test = [], []
+    train: list[str] = []
+    test: list[str] = []
     for ci, cond in enumerate(conditions):
-        cond_test = []
+        cond_test: list[str] = []
         for i in range(n_per_condition):
             th, rgb, lab = scene(h, w, seed * 100003 + ci * 10007 + i, night=cond == "night")
             item = f"procedural_{cond}/seq0/{i:06d}"

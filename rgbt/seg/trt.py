@@ -16,6 +16,7 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -47,12 +48,12 @@ class _PrimaryContext:
         self.ctx = self.device.retain_primary_context()
         self._lock = threading.Lock()
 
-    def __enter__(self):  # type: ignore[no-untyped-def]
+    def __enter__(self) -> _PrimaryContext:
         self._lock.acquire()
         self.ctx.push()
         return self
 
-    def __exit__(self, *exc) -> None:  # type: ignore[no-untyped-def]
+    def __exit__(self, *exc: object) -> None:
         import pycuda.driver as cuda
 
         try:
@@ -61,18 +62,18 @@ class _PrimaryContext:
             self._lock.release()
 
 
-def trt_major(trt) -> int:  # type: ignore[no-untyped-def]
+def trt_major(trt: Any) -> int:  # trt: the tensorrt module (no type information)
     return int(trt.__version__.split(".")[0])
 
 
-def precision_for(trt, wanted: str) -> str:  # type: ignore[no-untyped-def]
+def precision_for(trt: Any, wanted: str) -> str:
     """The precision actually used: TensorRT >= 11 (no FP16 builder flag) builds strongly typed."""
     if not hasattr(trt.BuilderFlag, "FP16") or trt_major(trt) >= 11:
         return "strongly-typed"
     return wanted
 
 
-def engine_key(onnx_path: Path, trt, device, precision: str, shapes: dict[str, tuple[int, ...]]) -> EngineKey:  # type: ignore[no-untyped-def]
+def engine_key(onnx_path: Path, trt: Any, device: Any, precision: str, shapes: dict[str, tuple[int, ...]]) -> EngineKey:
     cc = device.compute_capability()
     return EngineKey(onnx_sha256=file_sha256(onnx_path), trt_version=trt.__version__, gpu_name=device.name(),
                      compute_capability=f"{cc[0]}.{cc[1]}", precision=precision,

@@ -25,7 +25,7 @@ import struct
 import time
 from dataclasses import dataclass
 from enum import IntEnum
-from typing import Iterator, Protocol
+from typing import Iterator, Protocol, TypeVar
 
 import cv2
 import numpy as np
@@ -52,6 +52,8 @@ FUNCTIONS = {
     "get_ext_sync_mode": 0x00050099,
     "get_camera_sn": 0x00050002,
 }
+
+_E = TypeVar("_E", bound=IntEnum)
 
 
 class FfcMode(IntEnum):
@@ -242,7 +244,9 @@ class BosonControl:
                     return pkt.payload
             if not self.link.connected:
                 break
-        raise BosonError(f"Boson {self.link.port_name}: {name} (0x{fn:08X}): no reply in {self.options.reply_timeout_s} s")
+        raise BosonError(
+            f"Boson {self.link.port_name}: {name} (0x{fn:08X}): no reply in {self.options.reply_timeout_s} s"
+        )
 
     def run_ffc(self) -> None:
         self.command("run_ffc")
@@ -259,7 +263,7 @@ class BosonControl:
                              f"expected at least {size} bytes")
         return struct.unpack_from(">" + fmt, payload)[0]
 
-    def _enum_reply(self, name: str, enum: type[IntEnum]) -> IntEnum:
+    def _enum_reply(self, name: str, enum: type[_E]) -> _E:
         value = self._reply(name, "i")
         try:
             return enum(value)
@@ -268,10 +272,10 @@ class BosonControl:
                              f"{', '.join(f'{m.value} ({m.name})' for m in enum)}") from None
 
     def get_ffc_mode(self) -> FfcMode:
-        return self._enum_reply("get_ffc_mode", FfcMode)  # type: ignore[return-value]
+        return self._enum_reply("get_ffc_mode", FfcMode)
 
     def get_ffc_status(self) -> FfcStatus:
-        return self._enum_reply("get_ffc_status", FfcStatus)  # type: ignore[return-value]
+        return self._enum_reply("get_ffc_status", FfcStatus)
 
     def ffc_in_progress(self) -> bool:
         return self._reply("get_ffc_in_progress", "h") != 0
@@ -284,7 +288,7 @@ class BosonControl:
         self.command("set_ext_sync_mode", struct.pack(">i", int(mode)))
 
     def get_ext_sync_mode(self) -> ExtSyncMode:
-        return self._enum_reply("get_ext_sync_mode", ExtSyncMode)  # type: ignore[return-value]
+        return self._enum_reply("get_ext_sync_mode", ExtSyncMode)
 
     def close(self) -> None:
         self.link.close()
@@ -367,7 +371,7 @@ class V4l2Source:
         cap = cv2.VideoCapture(options.device, cv2.CAP_V4L2)
         if not cap.isOpened():
             raise DeviceError(f"V4L2 {options.device}: cannot open (is the camera attached?)")
-        cap.set(cv2.CAP_PROP_FOURCC, cv2.VideoWriter_fourcc(*"Y16 "))
+        cap.set(cv2.CAP_PROP_FOURCC, cv2.VideoWriter.fourcc(*"Y16 "))
         cap.set(cv2.CAP_PROP_CONVERT_RGB, 0)
         cap.set(cv2.CAP_PROP_BUFFERSIZE, 1)
         if options.read_timeout_ms > 0 and hasattr(cv2, "CAP_PROP_READ_TIMEOUT_MSEC"):
@@ -385,7 +389,9 @@ class V4l2Source:
             device = self.options.device
             if device.startswith("/") and not os.path.exists(device):
                 raise DeviceError(f"V4L2 {device}: device node gone (unplugged)")
-            raise ReadFailed(f"V4L2 {device}: no frame (read failed or timed out after {self.options.read_timeout_ms} ms)")
+            raise ReadFailed(
+                f"V4L2 {device}: no frame (read failed or timed out after {self.options.read_timeout_ms} ms)"
+            )
         try:
             img = np.asarray(frame).view(np.uint16).reshape(-1, self.options.width)
         except ValueError as exc:

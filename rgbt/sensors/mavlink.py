@@ -26,7 +26,7 @@ import time
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Any, Callable, Iterator
 
 from rgbt.errors import DecodeError
 from rgbt.geometry import ned_frd_to_enu_flu, quat_from_euler_zyx
@@ -37,7 +37,7 @@ MAV_AUTOPILOT_INVALID = 8
 MAV_MODE_FLAG_SAFETY_ARMED = 128
 
 
-def is_vehicle_heartbeat(msg) -> bool:  # noqa: ANN001 - pymavlink message
+def is_vehicle_heartbeat(msg: Any) -> bool:  # msg: a pymavlink message (untyped)
     """A HEARTBEAT sent by an autopilot (not a GCS, not a camera / companion component)."""
     return msg.get_type() == "HEARTBEAT" and msg.type != MAV_TYPE_GCS and msg.autopilot != MAV_AUTOPILOT_INVALID
 
@@ -55,7 +55,7 @@ class ArmTracker:
         self.armed: bool | None = None
         self.events: list[tuple[float, bool]] = []
 
-    def update(self, msg, t_s: float) -> tuple[float, bool] | None:  # noqa: ANN001
+    def update(self, msg: Any, t_s: float) -> tuple[float, bool] | None:
         if not is_vehicle_heartbeat(msg):
             return None
         if self.sysid is None:
@@ -77,7 +77,7 @@ MAVLINK_STX_V1, MAVLINK_STX_V2 = 0xFE, 0xFD
 _TLOG_STAMP = 8  # big-endian u64 microseconds (Unix) before every frame
 
 
-def _frame_size(data: bytes | bytearray, s: int) -> int:
+def _frame_size(data: bytes | bytearray | mmap.mmap, s: int) -> int:
     """Bytes of the MAVLink frame starting at ``data[s]`` (v1 or v2, signature included)."""
     if data[s] == MAVLINK_STX_V1:
         return 6 + data[s + 1] + 2
@@ -85,7 +85,7 @@ def _frame_size(data: bytes | bytearray, s: int) -> int:
     return 10 + data[s + 1] + 2 + (13 if signed else 0)
 
 
-def tlog_messages(data: bytes | mmap.mmap, stats: DecodeStats | None = None) -> Iterator[tuple[float, object]]:
+def tlog_messages(data: bytes | mmap.mmap, stats: DecodeStats | None = None) -> Iterator[tuple[float | None, Any]]:
     """``(t_s, message)`` for every CRC-valid MAVLink frame of a ``.tlog`` (each frame preceded
     by its 8-byte big-endian log time in us since the Unix epoch), decoded by pymavlink
     (ardupilotmega dialect, v1 and v2).
@@ -109,7 +109,7 @@ def tlog_messages(data: bytes | mmap.mmap, stats: DecodeStats | None = None) -> 
     # without one kind of marker is not searched to its end for every candidate
     next_v2, next_v1 = data.find(b"\xfd"), data.find(b"\xfe")
 
-    def decode_at(s: int) -> tuple[object | None, int]:
+    def decode_at(s: int) -> tuple[Any, int]:
         if n - s < 8:
             return None, 0
         size = _frame_size(data, s)
@@ -179,7 +179,7 @@ def decode_tlog(path: str | Path, stats: DecodeStats | None = None) -> dict:
         # memory-mapped: a large log is read by the OS page by page, never copied whole
         data = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) if size else b""
         try:
-            for t, msg in tlog_messages(data, st):  # type: ignore[arg-type]
+            for t, msg in tlog_messages(data, st):
                 counts[msg.get_type()] += 1
                 if t is not None:
                     tracker.update(msg, t)
@@ -291,7 +291,7 @@ class Autopilot:
         self.conn.mav.request_data_stream_send(self.conn.target_system, self.conn.target_component,
                                                mavutil.mavlink.MAV_DATA_STREAM_ALL, rate, 1)
 
-    def handle(self, msg) -> list[object]:  # noqa: ANN001
+    def handle(self, msg: Any) -> list[object]:
         """Update from one message; returns the outputs it produced."""
         t = self.clock()
         kind = msg.get_type()

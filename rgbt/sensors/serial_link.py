@@ -87,7 +87,7 @@ class SerialLink:
             ready, _, _ = select.select([fd], [], [], timeout)
             if not ready:
                 return b""
-            waiting = port.in_waiting
+            waiting = port.in_waiting  # type: ignore[attr-defined]  # every port class has it; SerialBase does not
             data = port.read(min(max(waiting, 1), max_bytes))
             if not data:
                 raise serial.SerialException("readable but no data (device disconnected)")

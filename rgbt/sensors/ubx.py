@@ -12,7 +12,7 @@ import datetime
 import math
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import BinaryIO, Iterator
+from typing import Any, BinaryIO, Iterator
 
 import numpy as np
 
@@ -63,7 +63,7 @@ _NAV_PVT_FIELDS = ("validDate", "validTime", "year", "month", "day", "hour", "mi
                    "fixType", "carrSoln", "diffSoln", "hAcc", "vAcc", "lat", "lon", "height", "hMSL", "numSV")
 
 
-def fix_from_nav_pvt(p) -> Fix:  # noqa: ANN001 - pyubx2 UBXMessage
+def fix_from_nav_pvt(p: Any) -> Fix:  # p: a pyubx2 UBXMessage (untyped)
     """NAV-PVT -> :class:`Fix` (lat/lon deg, height mm -> m, hAcc/vAcc mm -> covariance m^2).
 
     A date/time flagged valid but outside the calendar gives ``t_utc_ns`` None; a message
@@ -214,7 +214,7 @@ def nmea_messages(data: bytes, stats: DecodeStats | None = None) -> Iterator[obj
         yield msg
 
 
-def _num(msg, name: str) -> float | None:  # noqa: ANN001 - pynmeagps NMEAMessage
+def _num(msg: Any, name: str) -> float | None:  # msg: a pynmeagps NMEAMessage (untyped)
     """A finite number field of ``msg``, or None when absent, empty or not a number."""
     value = getattr(msg, name, None)
     if value is None or value == "" or isinstance(value, bool):
@@ -226,7 +226,7 @@ def _num(msg, name: str) -> float | None:  # noqa: ANN001 - pynmeagps NMEAMessag
     return out if math.isfinite(out) else None
 
 
-def _gga_fix(msg, date: datetime.date | None) -> Fix | None:  # noqa: ANN001 - pynmeagps NMEAMessage
+def _gga_fix(msg: Any, date: datetime.date | None) -> Fix | None:  # msg: a pynmeagps NMEAMessage
     """GGA -> :class:`Fix`; None without a finite latitude and longitude."""
     lat, lon = _num(msg, "lat"), _num(msg, "lon")
     if lat is None or lon is None or not (-90 <= lat <= 90 and -180 <= lon <= 180):
@@ -246,11 +246,12 @@ def _gga_fix(msg, date: datetime.date | None) -> Fix | None:  # noqa: ANN001 - p
 def read_nmea(stream: BinaryIO, stats: DecodeStats | None = None) -> Iterator[Fix]:
     """GGA fixes (time of day taken from the last RMC date when present). ``stats`` counts
     sentences, checksum failures and skipped bytes."""
-    date = None
+    date: datetime.date | None = None
     for msg in nmea_messages(stream.read(), stats):
         ident = getattr(msg, "msgID", "")
-        if ident == "RMC" and isinstance(getattr(msg, "date", None), datetime.date):
-            date = msg.date
+        rmc_date = getattr(msg, "date", None)
+        if ident == "RMC" and isinstance(rmc_date, datetime.date):
+            date = rmc_date
         elif ident == "GGA":
             fix = _gga_fix(msg, date)
             if fix is not None:

@@ -25,11 +25,14 @@ from __future__ import annotations
 import struct
 import time
 from dataclasses import dataclass, field
-from typing import Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Iterator, Mapping, Sequence
 
 from rgbt.errors import DecodeError
 from rgbt.sensors.crc import crc16_ccitt
 from rgbt.sensors.serial_link import SerialLink
+
+if TYPE_CHECKING:
+    from rgbt.stack import Stack
 
 SYNC = 0xFA
 
@@ -191,10 +194,12 @@ def layout_for(groups: int, masks: Sequence[int]) -> OutputLayout:
         raise DecodeError(f"VN-100 binary: {len(set_bits)} groups but {len(masks)} field masks")
     fields = []
     size = 0
-    for gbit, mask in zip(set_bits, masks):
+    for gbit, mask in zip(set_bits, masks, strict=False):
         gname, table = GROUPS[gbit]
         if mask == 0 or mask & 0x8000:
-            raise DecodeError(f"VN-100 binary: group {gname} field mask 0x{mask:04x}: expected non-zero, no extension bit")
+            raise DecodeError(
+                f"VN-100 binary: group {gname} field mask 0x{mask:04x}: expected non-zero, no extension bit"
+            )
         for fbit in range(15):
             if mask & (1 << fbit):
                 entry = table[fbit] if fbit < len(table) else None
@@ -207,7 +212,7 @@ def layout_for(groups: int, masks: Sequence[int]) -> OutputLayout:
     return lay
 
 
-def layout_from_names(names: dict[str, Sequence[str]]) -> OutputLayout:
+def layout_from_names(names: Mapping[str, Sequence[str]]) -> OutputLayout:
     """Build a layout from ``{"common": ["TimeStartup", ...], "imu": [...]}``."""
     groups = 0
     masks = []
@@ -259,7 +264,7 @@ def decode_payload(layout: OutputLayout, payload: bytes | memoryview) -> dict[tu
 def encode_packet(layout: OutputLayout, values: dict[tuple[str, str], object]) -> bytes:
     """Encode a binary packet (what the sensor sends) with a valid CRC."""
     body = bytearray(layout.header()[1:])
-    for gname, fname, (_, fmt, suffixes) in layout.fields:
+    for gname, fname, (_, fmt, _suffixes) in layout.fields:
         v = values[(gname, fname)]
         body += _struct(fmt).pack(*(v if isinstance(v, (tuple, list)) else (v,)))
     body += struct.pack(">H", crc16_ccitt(body))
@@ -336,7 +341,7 @@ def parse_ymr(msg: AsciiMessage) -> Ymr:
         v = [float(x) for x in msg.fields]
     except ValueError:
         raise DecodeError(f"VN-100 ASCII: VNYMR fields {msg.fields!r}: expected 12 numbers") from None
-    return Ymr(tuple(v[0:3]), tuple(v[3:6]), tuple(v[6:9]), tuple(v[9:12]))  # type: ignore[arg-type]
+    return Ymr((v[0], v[1], v[2]), (v[3], v[4], v[5]), (v[6], v[7], v[8]), (v[9], v[10], v[11]))
 
 
 # ----------------------------------------------------------------------------- stream parser
@@ -499,9 +504,9 @@ class Vn100Options:
     reconnect_backoff_s: tuple[float, float] = (0.05, 2.0)
 
     @classmethod
-    def from_stack(cls, stack, **overrides) -> "Vn100Options":  # noqa: ANN001 - rgbt.stack.Stack
+    def from_stack(cls, stack: Stack, **overrides: Any) -> Vn100Options:
         """Rate and SyncIn wiring from ``calib/stack.yaml`` (``imu.rate_hz``, ``trigger.imu_syncin``)."""
-        kw = {"rate_hz": float(stack.imu.rate_hz), "syncin_mode_count": bool(stack.trigger.imu_syncin)}
+        kw: dict[str, Any] = {"rate_hz": float(stack.imu.rate_hz), "syncin_mode_count": bool(stack.trigger.imu_syncin)}
         kw.update(overrides)
         return cls(**kw)
 
@@ -532,7 +537,7 @@ class ImuSample:
 
 
 def sample_from_packet(pkt: VnPacket, t_host_ns: int) -> ImuSample:
-    def pick(*keys: tuple[str, str]) -> object:
+    def pick(*keys: tuple[str, str]) -> Any:  # a decoded field: int, float or a tuple of them
         for k in keys:
             if k in pkt.values:
                 return pkt.values[k]
@@ -545,15 +550,15 @@ def sample_from_packet(pkt: VnPacket, t_host_ns: int) -> ImuSample:
     temp = magpres[3] if isinstance(magpres, tuple) else pick(("imu", "Temp"))
     pres = magpres[4] if isinstance(magpres, tuple) else pick(("imu", "Pres"))
     return ImuSample(
-        t_sensor_ns=int(t),  # type: ignore[arg-type]
+        t_sensor_ns=int(t),
         t_host_ns=t_host_ns,
-        t_since_sync_ns=pick(("common", "TimeSyncIn"), ("time", "TimeSyncIn")),  # type: ignore[arg-type]
-        syncin_count=pick(("common", "SyncInCnt"), ("time", "SyncInCnt")),  # type: ignore[arg-type]
-        gyro_rad_s=pick(("common", "AngularRate"), ("imu", "AngularRate"), ("imu", "UncompGyro")),  # type: ignore[arg-type]
-        accel_m_s2=pick(("common", "Accel"), ("imu", "Accel"), ("imu", "UncompAccel")),  # type: ignore[arg-type]
-        quat_xyzw=pick(("common", "Quaternion"), ("attitude", "Quaternion")),  # type: ignore[arg-type]
-        temp_c=temp,  # type: ignore[arg-type]
-        pres_kpa=pres,  # type: ignore[arg-type]
+        t_since_sync_ns=pick(("common", "TimeSyncIn"), ("time", "TimeSyncIn")),
+        syncin_count=pick(("common", "SyncInCnt"), ("time", "SyncInCnt")),
+        gyro_rad_s=pick(("common", "AngularRate"), ("imu", "AngularRate"), ("imu", "UncompGyro")),
+        accel_m_s2=pick(("common", "Accel"), ("imu", "Accel"), ("imu", "UncompAccel")),
+        quat_xyzw=pick(("common", "Quaternion"), ("attitude", "Quaternion")),
+        temp_c=temp,
+        pres_kpa=pres,
     )
 
 
@@ -621,7 +626,10 @@ class Vn100:
                     if isinstance(item, AsciiMessage) and item.kind == "VNERR":
                         self.errors.append(f"{cmd.strip().decode()}: VNERR {','.join(item.fields)}")
                         got = item
-                    elif isinstance(item, AsciiMessage) and [item.kind.encode(), *(f.encode() for f in item.fields[:1])] == want:
+                    elif (
+                        isinstance(item, AsciiMessage)
+                        and [item.kind.encode(), *(f.encode() for f in item.fields[:1])] == want
+                    ):
                         got = item
                     else:
                         self._pending.append(item)

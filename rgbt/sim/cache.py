@@ -9,8 +9,8 @@ mapped from one file (the page cache serves them; a restarted publisher starts a
 samples come from a pickle next to it.
 
 A cache is a private, local artefact of the program that wrote it (a benchmark's temporary
-folder, a demo flight's folder while it flies): it is keyed by the complete simulator options and the stack model they load
-(:func:`cache_key`) and is never read from elsewhere. Synthetic data, like everything the simulator
+folder, a demo flight's folder while it flies): it is keyed by the complete simulator options and the stack model they
+load (:func:`cache_key`) and is never read from elsewhere. Synthetic data, like everything the simulator
 makes.
 """
 
@@ -115,6 +115,7 @@ class SimCache:
             if isinstance(ref, FrameRef):
                 dtype = np.dtype(ref.dtype)
                 count = int(np.prod(ref.shape))
+                assert self._frames is not None  # a frame reference implies the frames file
                 pixels = np.frombuffer(self._frames, dtype=dtype, count=count, offset=ref.offset).reshape(ref.shape)
                 s = replace(s, data=pixels)
             yield s

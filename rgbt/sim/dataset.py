@@ -24,7 +24,7 @@ import numpy as np
 
 from rgbt.seg.dataset import SPLITS, temporal_split, write_splits  # noqa: F401 - re-exported
 from rgbt.sim.options import SimOptions
-from rgbt.sim.simstack import SimStack
+from rgbt.sim.simstack import SimSample, SimStack
 
 _PNG = [cv2.IMWRITE_PNG_COMPRESSION, 1]
 
@@ -65,7 +65,7 @@ class CartSequenceWriter:
         self._pulses: set[int] = set()
         self.ids: list[str] = []
 
-    def add(self, s) -> bool:  # noqa: ANN001
+    def add(self, s: SimSample) -> bool:
         """Write the sample if it is a selected frame; returns True when something was written."""
         if s.dropped or s.kind not in ("thermal", "color"):
             return False
@@ -74,15 +74,19 @@ class CartSequenceWriter:
             if s.seq % self.stride:
                 return False
             fid = f"{s.seq:06d}"
+            label = s.label
+            assert label is not None  # camera samples carry their labels
             _write_png(self.dirs["thermal16"] / f"{fid}.png", s.data)
-            _write_png(self.dirs["masks"] / f"{fid}.png", s.label)
+            _write_png(self.dirs["masks"] / f"{fid}.png", label)
             self.ids.append(fid)
             self._pulses.add(pulse)
             return True
         if self.with_rgb and pulse in self._pulses:
             fid = f"{pulse // self.div['thermal']:06d}"
+            label = s.label
+            assert label is not None
             _write_png(self.dirs["rgb"] / f"{fid}.png", s.data)
-            _write_png(self.dirs["masks_rgb"] / f"{fid}.png", s.label)
+            _write_png(self.dirs["masks_rgb"] / f"{fid}.png", label)
             return True
         return False
 
@@ -90,7 +94,8 @@ class CartSequenceWriter:
 def sequence_writer(sim: SimStack, root: Path, stride: int, with_rgb: bool = True) -> CartSequenceWriter:
     place, traj = place_and_traj(sim.options, sim.trajectory.name)
     with_rgb = with_rgb and "color" in sim.options.cameras
-    dividers = {k: sim.stack.camera(k).trigger_divider for k in ("thermal", "color") if k in sim.stack.cameras}
+    dividers: dict[str, int] = {k: sim.stack.camera(k).trigger_divider for k in ("thermal", "color")
+                                if k in sim.stack.cameras}
     return CartSequenceWriter(root, place, traj, stride, dividers, with_rgb)
 
 

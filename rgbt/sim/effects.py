@@ -1,5 +1,6 @@
 """Sensor effects applied to noise-free renders: thermal FPN / shading / drift / noise, optical
-vignetting and a low-light camera model (auto-exposure, gain, shot + read noise, quantization), the VN-100 noise and bias model, GNSS error.
+vignetting and a low-light camera model (auto-exposure, gain, shot + read noise, quantization), the VN-100 noise and
+bias model, GNSS error.
 
 Per-frame random noise comes from a bank of precomputed noise images (seeded) from which each
 frame takes a randomly placed window: one saturating add per frame instead of drawing ~1e6
@@ -59,9 +60,9 @@ class ThermalEffects:
         if noise:
             fpn = rng.standard_normal((height, width), dtype=np.float32) * self.FPN_COUNTS
             fpn += rng.standard_normal((1, width), dtype=np.float32) * self.COLUMN_COUNTS
-            drift = cv2.GaussianBlur(rng.standard_normal((height, width), dtype=np.float32), (0, 0), 40.0)
+            drift: np.ndarray = cv2.GaussianBlur(rng.standard_normal((height, width), dtype=np.float32), (0, 0), 40.0)
             drift *= self.DRIFT_COUNTS / max(float(drift.std()), 1e-6)
-            self.bank = NoiseBank(rng, (height, width), self.NETD_COUNTS, np.uint16)
+            self.bank: NoiseBank | None = NoiseBank(rng, (height, width), self.NETD_COUNTS, np.uint16)
         else:
             fpn = np.zeros((height, width), np.float32)
             drift = np.zeros((height, width), np.float32)
@@ -70,7 +71,7 @@ class ThermalEffects:
         self._drift = drift
         self._bias = 2000  # keeps the static pattern positive for saturating uint16 adds
         self._step = -1
-        self._static = None
+        self._static: np.ndarray | None = None
 
     def apply(self, img: np.ndarray, rng: np.random.Generator, since_ffc_frac: float) -> np.ndarray:
         """``img`` uint16 counts -> counts with non-uniformity and noise (drift quantized to 1/8 period)."""
@@ -79,11 +80,13 @@ class ThermalEffects:
             static = self._fixed + self._drift * (step / 8.0) + self._bias
             self._static = np.clip(np.round(static), 0, 65535).astype(np.uint16)
             self._step = step
+        assert self._static is not None  # set on the first call (step >= 0)
         out = cv2.add(img, self._static)
         if self.bank is not None:
             out = cv2.add(out, self.bank.window(rng))
-            return cv2.subtract(out, self._bias + self.bank.offset)
-        return cv2.subtract(out, self._bias)
+            # OpenCV takes a scalar for an array operand; its stubs say arrays only
+            return cv2.subtract(out, self._bias + self.bank.offset)  # type: ignore[call-overload]
+        return cv2.subtract(out, self._bias)  # type: ignore[call-overload]
 
 
 class OpticalEffects:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 from scipy.spatial.transform import Rotation
 
@@ -9,17 +11,24 @@ from rgbt.bag.images import numpy_to_image_msg
 from rgbt.bag.types import ros2_typestore
 from rgbt.sim.simstack import GnssData, ImuData, SimSample, StateData
 
+if TYPE_CHECKING:
+    from rosbags.typesys.store import Typestore
+
+    from rgbt.stack import Stack
+
 WORLD_FRAME = "map"
 
-def typestore():  # noqa: ANN201
+
+def typestore() -> Typestore:
     """The shared ROS 2 Jazzy typestore with rgbt's extra types (``mavros_msgs/msg/State``)."""
     return ros2_typestore()
 
 
 class MessageFactory:
-    """Builds rosbags message objects for the sim's samples."""
+    """Builds rosbags message objects for the sim's samples (rosbags' message classes are made at
+    run time from the typestore, so the builders return ``Any``)."""
 
-    def __init__(self, store, stack) -> None:  # noqa: ANN001
+    def __init__(self, store: Typestore, stack: Stack) -> None:
         self.store = store
         self.stack = stack
         T = store.types
@@ -41,16 +50,16 @@ class MessageFactory:
         self._gyr_cov = np.diag([n.gyr_n ** 2 * rate] * 3).ravel().astype(np.float64)
         self._acc_cov = np.diag([n.acc_n ** 2 * rate] * 3).ravel().astype(np.float64)
 
-    def stamp(self, t_ns: int):  # noqa: ANN201
+    def stamp(self, t_ns: int) -> Any:
         return self.Time(sec=int(t_ns // 1_000_000_000), nanosec=int(t_ns % 1_000_000_000))
 
-    def header(self, t_ns: int, frame_id: str):  # noqa: ANN201
+    def header(self, t_ns: int, frame_id: str) -> Any:
         return self.Header(stamp=self.stamp(t_ns), frame_id=frame_id)
 
-    def image(self, arr: np.ndarray, t_ns: int, frame_id: str, encoding: str):  # noqa: ANN201
+    def image(self, arr: np.ndarray, t_ns: int, frame_id: str, encoding: str) -> Any:
         return numpy_to_image_msg(arr, t_ns, frame_id, encoding)
 
-    def imu(self, s: SimSample, frame_id: str):  # noqa: ANN201
+    def imu(self, s: SimSample, frame_id: str) -> Any:
         d: ImuData = s.data
         return self.Imu(
             header=self.header(s.t_ns, frame_id),
@@ -58,11 +67,13 @@ class MessageFactory:
             orientation_covariance=np.array([-1.0] + [0.0] * 8),
             angular_velocity=self.Vector3(x=float(d.gyro_rad_s[0]), y=float(d.gyro_rad_s[1]), z=float(d.gyro_rad_s[2])),
             angular_velocity_covariance=self._gyr_cov,
-            linear_acceleration=self.Vector3(x=float(d.accel_m_s2[0]), y=float(d.accel_m_s2[1]), z=float(d.accel_m_s2[2])),
+            linear_acceleration=self.Vector3(
+                x=float(d.accel_m_s2[0]), y=float(d.accel_m_s2[1]), z=float(d.accel_m_s2[2])
+            ),
             linear_acceleration_covariance=self._acc_cov,
         )
 
-    def navsatfix(self, s: SimSample, frame_id: str, rtk: bool):  # noqa: ANN201
+    def navsatfix(self, s: SimSample, frame_id: str, rtk: bool) -> Any:
         d: GnssData = s.data
         cov = np.diag([d.sigma_h_m ** 2, d.sigma_h_m ** 2, d.sigma_v_m ** 2]).ravel().astype(np.float64)
         status = self.NavSatStatus(status=2 if rtk else 0, service=1)
@@ -71,7 +82,7 @@ class MessageFactory:
                               position_covariance_type=2)
 
     def pose(self, T: np.ndarray, t_ns: int, frame_id: str = WORLD_FRAME,
-             quat_xyzw: np.ndarray | None = None):  # noqa: ANN201
+             quat_xyzw: np.ndarray | None = None) -> Any:
         """PoseStamped of a 4x4 transform (``quat_xyzw``: its rotation precomputed, optional)."""
         q = Rotation.from_matrix(T[:3, :3]).as_quat() if quat_xyzw is None else quat_xyzw
         return self.PoseStamped(
@@ -79,16 +90,16 @@ class MessageFactory:
             pose=self.Pose(position=self.Point(x=float(T[0, 3]), y=float(T[1, 3]), z=float(T[2, 3])),
                            orientation=self.Quaternion(x=float(q[0]), y=float(q[1]), z=float(q[2]), w=float(q[3]))))
 
-    def state(self, s: SimSample):  # noqa: ANN201
+    def state(self, s: SimSample) -> Any:
         d: StateData = s.data
         return self.State(header=self.header(s.t_ns, ""), connected=d.connected, armed=d.armed, guided=True,
                           manual_input=False, mode=d.mode, system_status=4 if d.armed else 3)
 
-    def imu_sync(self, s: SimSample, frame_id: str):  # noqa: ANN201
+    def imu_sync(self, s: SimSample, frame_id: str) -> Any:
         d: ImuData = s.data
         return self.TimeReference(header=self.header(s.t_ns, frame_id), time_ref=self.stamp(s.t_ns - d.t_since_sync_ns),
                                   source=str(d.syncin_count))
 
-    def trigger(self, s: SimSample):  # noqa: ANN201
+    def trigger(self, s: SimSample) -> Any:
         return self.TimeReference(header=self.header(s.t_host_ns, ""), time_ref=self.stamp(s.t_ns),
                                   source=str(s.seq))

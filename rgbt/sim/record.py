@@ -12,7 +12,7 @@ from __future__ import annotations
 import heapq
 import json
 from pathlib import Path
-from typing import Callable, Optional
+from typing import TYPE_CHECKING, Callable, Literal, Optional
 
 import numpy as np
 from scipy.spatial.transform import Rotation
@@ -24,8 +24,14 @@ from rgbt.sim.messages import MessageFactory, typestore
 from rgbt.topics import GT_TOPIC, IMU_SYNC_TOPIC, LABEL_TOPICS, TRIGGER_TOPIC, sim_topic_types
 from rgbt.sim.simstack import SimStack
 
+if TYPE_CHECKING:
+    from rosbags.typesys.store import Typestore
 
-def open_writer(path: Path, *, compression: str, custom_data: dict[str, str], store, fsync: bool = False):  # noqa: ANN001, ANN201
+    from rgbt.bag.writer import BagWriter
+
+
+def open_writer(path: Path, *, compression: Literal["none", "zstd"], custom_data: dict[str, str], store: Typestore,
+                fsync: bool = False) -> BagWriter:
     """A C2 :class:`rgbt.bag.writer.BagWriter` (no fsync by default: a simulated run can be redone)."""
     return BagWriter(path, compression=compression, custom_data=custom_data, typestore=store, fsync=fsync)
 
@@ -34,7 +40,7 @@ def tum_lines(t_ns: np.ndarray, T: np.ndarray) -> str:
     """TUM text (``t_s x y z qx qy qz qw``, seconds with 9 decimals) of poses T (N x 4 x 4)."""
     q = Rotation.from_matrix(T[:, :3, :3]).as_quat()
     lines = ["# timestamp tx ty tz qx qy qz qw (synthetic ground truth: world <- imu)"]
-    for t, p, qq in zip(t_ns, T[:, :3, 3], q):
+    for t, p, qq in zip(t_ns, T[:, :3, 3], q, strict=False):
         lines.append(f"{int(t) // 10**9}.{int(t) % 10**9:09d} {p[0]:.9f} {p[1]:.9f} {p[2]:.9f} "
                      f"{qq[0]:.9f} {qq[1]:.9f} {qq[2]:.9f} {qq[3]:.9f}")
     return "\n".join(lines) + "\n"
@@ -49,8 +55,15 @@ def custom_data_for(sim: SimStack) -> dict[str, str]:
     }
 
 
-def write_sim_bag(sim: SimStack, out: str | Path, *, label_stride: int = 1, compression: str = "none",
-                  labels_every: int = 0, progress: Optional[Callable[[float], None]] = None) -> dict:
+def write_sim_bag(
+    sim: SimStack,
+    out: str | Path,
+    *,
+    label_stride: int = 1,
+    compression: Literal["none", "zstd"] = "none",
+    labels_every: int = 0,
+    progress: Optional[Callable[[float], None]] = None,
+) -> dict:
     """Write the run's bag to ``out`` (a new rosbag2 MCAP directory) plus ``ground_truth_imu.tum``.
 
     ``label_stride``: label topics carry every n-th frame's class ids (0: no label topics).
@@ -115,7 +128,9 @@ def write_sim_bag(sim: SimStack, out: str | Path, *, label_stride: int = 1, comp
                 ffc_frames += int(s.ffc)
                 push(s.t_host_ns, cam.topic, factory.image(s.data, s.t_ns, cam.frame_id, cam.encoding))
                 if s.kind in LABEL_TOPICS and label_stride > 0 and s.seq % label_stride == 0:
-                    push(s.t_host_ns, LABEL_TOPICS[s.kind], factory.image(s.label, s.t_ns, cam.frame_id, "mono8"))
+                    label = s.label
+                    assert label is not None  # camera samples carry their labels
+                    push(s.t_host_ns, LABEL_TOPICS[s.kind], factory.image(label, s.t_ns, cam.frame_id, "mono8"))
             elif s.kind == "imu":
                 push(s.t_host_ns, stack.imu.topic, factory.imu(s, stack.imu.frame_id))
                 push(s.t_host_ns, IMU_SYNC_TOPIC, factory.imu_sync(s, stack.imu.frame_id))

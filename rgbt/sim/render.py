@@ -10,11 +10,16 @@ construction). Rays at or above the horizon see the sky.
 
 from __future__ import annotations
 
+from typing import Callable
+
 import cv2
 import numpy as np
 
 from rgbt.sim.world import SKY, World
 from rgbt.stack import CameraSpec
+
+# cv2.remap(src, map1, None, ...) (one float map of x, y) is OpenCV's documented form; its stubs want
+# map2 an array, hence the `type: ignore[call-overload]` on those calls.
 
 _SKY_EPS = 1e-6
 
@@ -77,6 +82,7 @@ class ViewRenderer:
     DETAIL_MAX_FOOTPRINT = 0.6  # fine detail only where a pixel covers < 0.6 world cell (close range)
 
     def __init__(self, camera: CameraSpec, world: World, mipmap: bool = True, detail: bool = True) -> None:
+        self.sky_value: int | tuple[int, int, int]
         if camera.modality == "thermal":
             kind, self.sky_value = "thermal", world.sky_counts
         elif camera.modality == "color":
@@ -153,7 +159,7 @@ class ViewRenderer:
 
     def _image(self, m: np.ndarray) -> np.ndarray:
         if len(self.levels) == 1:
-            return cv2.remap(self.raster, m, None, cv2.INTER_LINEAR, borderMode=cv2.BORDER_WRAP)
+            return cv2.remap(self.raster, m, None, cv2.INTER_LINEAR, borderMode=cv2.BORDER_WRAP)  # type: ignore[call-overload]
         h = self.shape[0]
         out = np.empty(self.shape + self.raster.shape[2:], self.raster.dtype)
         for r0 in range(0, h, self.BAND):
@@ -176,13 +182,13 @@ class ViewRenderer:
         level = self._mip(fp, len(self.levels))
         band = m[r0:r1]
         src = self.levels[level]
-        cv2.remap(src, self._coords(band, 1.0 / (1 << level), centre, src.shape[0], fp_max), None,
+        cv2.remap(src, self._coords(band, 1.0 / (1 << level), centre, src.shape[0], fp_max), None,  # type: ignore[call-overload]
                   cv2.INTER_LINEAR, dst=out[r0:r1], borderMode=cv2.BORDER_WRAP)
         if self.detail is not None and 0 < fp < self.DETAIL_MAX_FOOTPRINT:
             scale, dlevels = self.detail
             dl = self._mip(fp * scale, len(dlevels))
             tile = dlevels[dl]
-            d = cv2.remap(tile, self._coords(band, scale / (1 << dl), centre, tile.shape[0], fp_max), None,
+            d = cv2.remap(tile, self._coords(band, scale / (1 << dl), centre, tile.shape[0], fp_max), None,  # type: ignore[call-overload]
                           cv2.INTER_LINEAR, borderMode=cv2.BORDER_WRAP)
             # fade out towards the footprint limit (no visible edge where the detail stops)
             w = min(1.0, (self.DETAIL_MAX_FOOTPRINT - fp) / (0.5 * self.DETAIL_MAX_FOOTPRINT))
@@ -192,7 +198,7 @@ class ViewRenderer:
                 d = cv2.cvtColor(d, cv2.COLOR_GRAY2RGB)
             cv2.multiply(out[r0:r1], d, dst=out[r0:r1], scale=1.0 / 128.0)
 
-    def render_lazy(self, T_world_cam: np.ndarray):  # noqa: ANN201
+    def render_lazy(self, T_world_cam: np.ndarray) -> tuple[np.ndarray, Callable[[], np.ndarray]]:
         """``(image, labels_fn)``: the image now, the class ids when ``labels_fn()`` is called."""
         sky = self.sky_mask(T_world_cam)
         m = self.maps(T_world_cam)
@@ -203,7 +209,7 @@ class ViewRenderer:
             img[sky] = self.sky_value
 
         def labels() -> np.ndarray:
-            out = cv2.remap(self.world.labels, m, None, cv2.INTER_NEAREST, borderMode=cv2.BORDER_WRAP)
+            out = cv2.remap(self.world.labels, m, None, cv2.INTER_NEAREST, borderMode=cv2.BORDER_WRAP)  # type: ignore[call-overload]
             if sky is not None:
                 out[sky] = SKY
             return out

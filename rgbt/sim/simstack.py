@@ -171,7 +171,7 @@ class SimStack:
     def _rng(self, kind: str, purpose: int) -> np.random.Generator:
         return np.random.default_rng(np.random.SeedSequence([self.options.seed, _STREAM_IDS[kind], purpose]))
 
-    def _host(self, kind: str, rng: np.random.Generator, scale: float = 1.0):
+    def _host(self, kind: str, rng: np.random.Generator, scale: float = 1.0) -> Callable[[int], int]:
         latency = int(round(self.options.latency_ms.get(kind, 5.0) * 1e6))
         sigma = self.options.host_jitter_ms * 1e6 * scale
         last = [0]
@@ -192,6 +192,7 @@ class SimStack:
         timing_rng = self._rng(name, 2)
         host = self._host(name, timing_rng)
         fx, cx, cy = cam.intrinsics.fx, cam.intrinsics.cx, cam.intrinsics.cy
+        effects: ThermalEffects | OpticalEffects
         if cam.modality == "thermal":
             effects = ThermalEffects(self._rng(name, 3), cam.height, cam.width, fx, cx, cy, o.noise)
         else:
@@ -222,7 +223,7 @@ class SimStack:
 
         def produce(n: int) -> tuple[np.ndarray, Callable[[], np.ndarray]]:
             clean, label = render.render_lazy(poses[n])
-            if cam.modality == "thermal":
+            if isinstance(effects, ThermalEffects):  # the thermal camera's
                 img = effects.apply(clean, noise_rng, plan[n][2])
             else:
                 img = effects.apply(clean, noise_rng)
@@ -327,7 +328,9 @@ class SimStack:
 
     def _state_stream(self) -> Iterator[SimSample]:
         ticks = list(range(self.t_start_ns, self.t_end_ns, int(1e9 / STATE_RATE_HZ)))
-        events = sorted(set(ticks) | {t for t in (self.t_arm_ns, self.t_disarm_ns) if self.t_start_ns <= t < self.t_end_ns})
+        events = sorted(
+            set(ticks) | {t for t in (self.t_arm_ns, self.t_disarm_ns) if self.t_start_ns <= t < self.t_end_ns}
+        )
         host = self._host("state", self._rng("state", 2))
         for i, t in enumerate(events):
             yield SimSample(kind="state", t_ns=int(t), t_host_ns=host(int(t)), seq=i,

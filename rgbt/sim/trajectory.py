@@ -176,7 +176,7 @@ def parametric_samples(name: str, duration_s: float, altitude_m: float, speed_m_
         s = (speed_m_s * t) % period
         k = np.floor(speed_m_s * t / period)
         xyz = np.zeros((len(t), 3))
-        for i, (si, ki) in enumerate(zip(s, k)):
+        for i, (si, ki) in enumerate(zip(s, k, strict=False)):
             base_y = 4 * r * ki
             if si < leg:
                 p = (si, base_y)

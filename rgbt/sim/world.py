@@ -149,7 +149,7 @@ def fractal_noise(rng: np.random.Generator, size: int, res_m: float, scales_m: l
         reps = size // tile_px
         return np.tile(tile, (reps, reps))
     by_res: dict[int, np.ndarray] = {}
-    for scale_m, w in zip(scales_m, weights):
+    for scale_m, w in zip(scales_m, weights, strict=False):
         cells = max(2, int(round(size * res_m / scale_m)))
         r = size
         while r // 2 >= cells * 16 and size % (r // 2) == 0:
@@ -181,7 +181,7 @@ def _layout(seed: int, size: int, res: float) -> tuple[np.ndarray, np.ndarray, n
         xs = rng.integers(0, size, count)
         ys = rng.integers(0, size, count)
         rs = rng.uniform(rmin, rmax, count) * m
-        for x, y, r in zip(xs, ys, rs):
+        for x, y, r in zip(xs, ys, rs, strict=False):
             cv2.circle(labels, (int(x), int(y)), max(1, int(r)), int(cls), -1)
 
     # woods: dense canopies where the moisture field is high, plus lone trees
@@ -190,7 +190,7 @@ def _layout(seed: int, size: int, res: float) -> tuple[np.ndarray, np.ndarray, n
     xs = rng.integers(0, size, n_trees * 3)
     ys = rng.integers(0, size, n_trees * 3)
     keep = forest[ys, xs] | (rng.random(xs.size) < 0.08)
-    for x, y, r in zip(xs[keep], ys[keep], rng.uniform(1.5, 4.0, keep.sum()) * m):
+    for x, y, r in zip(xs[keep], ys[keep], rng.uniform(1.5, 4.0, keep.sum()) * m, strict=False):
         cv2.circle(labels, (int(x), int(y)), int(r), TREES, -1)
 
     # lakes, with a guaranteed pond near the origin so every flight sees water
@@ -239,7 +239,7 @@ def _layout(seed: int, size: int, res: float) -> tuple[np.ndarray, np.ndarray, n
     n_people = int(size * size * res * res / 600.0)
     xs = rng.integers(0, size, n_people)
     ys = rng.integers(0, size, n_people)
-    for x, y in zip(xs, ys):
+    for x, y in zip(xs, ys, strict=False):
         if labels[y, x] != WATER:
             cv2.circle(labels, (int(x), int(y)), max(1, int(0.35 * m)), PERSON, -1)
     # a few people and a car near the origin (the showcase every flight starts over)
@@ -280,15 +280,16 @@ def build_world(seed: int, night: bool, size_px: int = 4096, res_m: float = 0.1)
         base_t[cls] = nite if night else day
         amp_t[cls] = amp
     mix = cv2.addWeighted(tex, 0.6, medium, 0.5, 0.0)
-    temp = cv2.add(cv2.LUT(labels, base_t), cv2.multiply(cv2.LUT(labels, amp_t), mix))
-    flat = temp.reshape(-1)
+    temp: np.ndarray = cv2.add(cv2.LUT(labels, base_t), cv2.multiply(cv2.LUT(labels, amp_t), mix))
+    flat: np.ndarray = temp.reshape(-1)
     flat[objects] += (obj_val - 0.5) * np.where(obj_cls == VEHICLES, 10.0, 8.0).astype(np.float32)
     flat[lane] -= 3.0 if not night else 0.5  # paint reflects more sun than asphalt
     temp = cv2.GaussianBlur(temp, (0, 0), 1.0, borderType=cv2.BORDER_REFLECT)
-    thermal = cv2.add(cv2.multiply(temp, 100.0), 27315.0)
+    # OpenCV takes a scalar for an array operand; its stubs say arrays only
+    thermal = cv2.add(cv2.multiply(temp, 100.0), 27315.0)  # type: ignore[call-overload]
     thermal = np.round(thermal).astype(np.uint16)
 
-    shade = cv2.add(cv2.addWeighted(tex, 0.18, medium, 0.12, 0.0), 1.0)
+    shade = cv2.add(cv2.addWeighted(tex, 0.18, medium, 0.12, 0.0), 1.0)  # type: ignore[call-overload]
     hue = (np.sin(6.28 * obj_val), np.cos(6.28 * obj_val), np.sin(9.0 * obj_val))
     scale = NIGHT_BRIGHTNESS if night else 1.0
     channels = []
@@ -296,7 +297,7 @@ def build_world(seed: int, night: bool, size_px: int = 4096, res_m: float = 0.1)
         lut = np.zeros(256, np.float32)
         for cls, rgb in BASE_RGB.items():
             lut[cls] = rgb[c]
-        ch = cv2.multiply(cv2.LUT(labels, lut), shade)
+        ch: np.ndarray = cv2.multiply(cv2.LUT(labels, lut), shade)
         flat = ch.reshape(-1)
         flat[objects] += 70.0 * hue[c]
         flat[lane] = (235.0, 235.0, 225.0)[c]

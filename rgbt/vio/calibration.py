@@ -70,8 +70,15 @@ def _kalibr(path: Path, index: int) -> CameraModel:
     K = np.array([[fx, 0, cx], [0, fy, cy], [0, 0, 1.0]])
     T_imu_cam = np.linalg.inv(np.asarray(cam.T_cam_imu, dtype=np.float64))  # Kalibr stores IMU -> camera
     w, h = cam.resolution
-    return CameraModel(f"cam{index}", int(w), int(h), K, radtan_coeffs(path, cam.distortion_model, cam.distortion_coeffs),
-                       T_imu_cam, float(cam.timeshift_cam_imu or 0.0))
+    return CameraModel(
+        f"cam{index}",
+        int(w),
+        int(h),
+        K,
+        radtan_coeffs(path, cam.distortion_model, cam.distortion_coeffs),
+        T_imu_cam,
+        float(cam.timeshift_cam_imu or 0.0),
+    )
 
 
 def _vins(path: Path, index: int) -> CameraModel:

@@ -19,6 +19,7 @@ metadata topic and a ``SYNTHETIC`` file).
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -65,7 +66,7 @@ def cart_clip(bag: Path) -> tuple[float, float] | None:
 
 
 def cart_sequence(path: str | Path, *, ground_truth: str | Path | None = None, start_s: float | None = None,
-                  duration_s: float | None = None, **bag_options) -> Sequence:  # type: ignore[no-untyped-def]
+                  duration_s: float | None = None, **bag_options: Any) -> Sequence:
     """The sequence of a CART ROS 1 bag (``path`` the ``.bag`` or its CART-layout folder): ground
     truth from ``ground_truth/``, clip from ``SEQUENCES.md`` unless ``start_s`` / ``duration_s`` are
     given (offsets from the bag's first message, like ``rosbag play -s -u``). ``bag_options`` go to
@@ -88,7 +89,7 @@ def write_cart_ground_truth(positions_t_ns: np.ndarray, positions: np.ndarray, p
     t = np.asarray(positions_t_ns, dtype=np.int64)
     exact8 = bool(np.all(t % 10 == 0))
     lines = [CART_GT_HEADER]
-    for stamp, p in zip(t, np.asarray(positions, dtype=np.float64)):
+    for stamp, p in zip(t, np.asarray(positions, dtype=np.float64), strict=False):
         s = ns_to_seconds_str(int(stamp))
         lines.append(f"{s[:-1] if exact8 else s} {p[0]:.8f} {p[1]:.8f} {p[2]:.8f} "
                      "0.00000000 0.00000000 0.00000000 1.00000000")

@@ -5,7 +5,8 @@ OpenVINS and ORB-SLAM3 all use — reads it: ``%YAML:1.0`` header, ``!!opencv-ma
 numbers typed strictly (integers without a point, reals always with one: ORB-SLAM3's v1.0
 ``Settings`` rejects ``Camera1.fx: 513`` and ``Camera.width: 640.0``).
 
-Frames (``T_a_b`` maps frame b into frame a, as in :mod:`rgbt.stack`): VINS-Fusion ``body_T_cam0``, OpenVINS ``T_imu_cam`` and ORB-SLAM3 ``IMU.T_b_c1``
+Frames (``T_a_b`` maps frame b into frame a, as in :mod:`rgbt.stack`): VINS-Fusion ``body_T_cam0``,
+OpenVINS ``T_imu_cam`` and ORB-SLAM3 ``IMU.T_b_c1``
 are all ``T_imu_cam`` (camera -> IMU body); Kalibr's ``T_cam_imu`` is its inverse. Time offset
 ``t_imu = t_cam + td`` (VINS ``td``, Kalibr/OpenVINS ``timeshift_cam_imu``).
 """
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
+from typing import Iterable
 
 import numpy as np
 
@@ -21,6 +23,7 @@ from rgbt.errors import ConfigError
 from rgbt.stack import CameraSpec, Stack
 from rgbt.topics import VIO_FEED_IMU_TOPIC, vio_feed_image_topic
 from rgbt.vio.feed import feed_rate_hz
+from rgbt.stack import ImuNoise
 
 ESTIMATORS = ("vins", "openvins", "orbslam3")
 
@@ -91,7 +94,7 @@ def opencv_matrix(m: np.ndarray, indent: str = "   ", dt: str = "d") -> str:
             f"{indent}data: [{body}]")
 
 
-def _yaml_list(values) -> str:  # type: ignore[no-untyped-def]
+def _yaml_list(values: Iterable[float]) -> str:
     return "[" + ", ".join(fmt_real(v) for v in values) + "]"
 
 
@@ -112,7 +115,7 @@ def _radtan4(cam: CameraSpec) -> list[float]:
     return [float(c) for c in coeffs[:4]] if d.model == "radtan" else [0.0] * 4
 
 
-def _noise(stack: Stack, which: str):  # type: ignore[no-untyped-def]
+def _noise(stack: Stack, which: str) -> ImuNoise:
     if which == "vio":
         return stack.imu.vio_noise_or_noise()
     if which == "datasheet":

@@ -24,7 +24,7 @@ back (round-trip tests; handing rgbt's simulator output to other tools).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 import cv2
 import numpy as np
@@ -238,14 +238,14 @@ def write_asl(seq: Sequence, root: str | Path) -> Path:
     with open(imu_dir / "data.csv", "w") as fh:
         fh.write("#timestamp [ns],w_RS_S_x [rad s^-1],w_RS_S_y [rad s^-1],w_RS_S_z [rad s^-1],"
                  "a_RS_S_x [m s^-2],a_RS_S_y [m s^-2],a_RS_S_z [m s^-2]\n")
-        for t, g, a in zip(seq.imu.t_ns, seq.imu.gyro, seq.imu.accel):
+        for t, g, a in zip(seq.imu.t_ns, seq.imu.gyro, seq.imu.accel, strict=False):
             fh.write(f"{int(t)}," + ",".join(repr(float(x)) for x in (*g, *a)) + "\n")
     gt_dir = root / "mav0" / "state_groundtruth_estimate0"
     gt_dir.mkdir(parents=True, exist_ok=True)
     gt = seq.ground_truth
     with open(gt_dir / "data.csv", "w") as fh:
         fh.write("#timestamp, p_RS_R_x [m], p_RS_R_y [m], p_RS_R_z [m], q_RS_w [], q_RS_x [], q_RS_y [], q_RS_z []\n")
-        for t, p, q in zip(gt.t_ns, gt.positions, gt.quat_wxyz):
+        for t, p, q in zip(gt.t_ns, gt.positions, gt.quat_wxyz, strict=False):
             fh.write(f"{int(t)}," + ",".join(repr(float(x)) for x in (*p, *q)) + "\n")
     _mark_synthetic(root, seq)
     return root
@@ -267,7 +267,11 @@ def _write_sensor_yaml(path: Path, seq: Sequence, T_BS: np.ndarray) -> None:
 # --- KITTI odometry ----------------------------------------------------------------------------------
 
 def _kitti_gt(root: Path) -> Path | None:
-    for cand in (root / "poses.txt", root / "poses" / f"{root.name}.txt", root.parent.parent / "poses" / f"{root.name}.txt"):
+    for cand in (
+        root / "poses.txt",
+        root / "poses" / f"{root.name}.txt",
+        root.parent.parent / "poses" / f"{root.name}.txt",
+    ):
         if cand.is_file():
             return cand
     return None
@@ -318,7 +322,7 @@ def kitti_sequence(root: str | Path, *, ground_truth: str | Path | None = None) 
     cam.height, cam.width = first.shape[:2]
 
     def frames() -> Iterator[tuple[int, np.ndarray, bool]]:
-        for t, path in zip(gt.t_ns, images):
+        for t, path in zip(gt.t_ns, images, strict=False):
             img = cv2.imread(str(path), cv2.IMREAD_UNCHANGED)
             if img is None:
                 raise EvaluationError(f"{path}: image missing or unreadable")
@@ -361,7 +365,7 @@ def write_kitti(seq: Sequence, root: str | Path) -> Path:
     return root
 
 
-def _undistorter(cam: CameraModel):  # type: ignore[no-untyped-def]
+def _undistorter(cam: CameraModel) -> Callable[[np.ndarray], np.ndarray]:
     """Frame -> the same frame undistorted with ``K`` kept (identity when ``cam`` has no distortion)."""
     if not np.any(cam.dist):
         return lambda img: img

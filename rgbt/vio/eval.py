@@ -13,7 +13,7 @@ import queue as queue_mod
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -26,6 +26,9 @@ from rgbt.vio.ground_truth import estimate_time_offset, shift_ground_truth
 from rgbt.vio.orbslam3 import OrbSlam3Options, run_orbslam3
 from rgbt.vio.runners import detect
 from rgbt.vio.sequence import Sequence, bag_sequence
+
+if TYPE_CHECKING:
+    from rgbt.vio.orbslam3 import EstimatorRun, FrameRecord, OrbSlam3Options
 
 ESTIMATORS = ("orbslam3", "vins", "openvins")
 
@@ -85,7 +88,7 @@ class VioEvalResult:
     synthetic: bool
     options: dict
     runs: list[dict] = field(default_factory=list)
-    frames_per_run: list[list[RunFrame]] = field(default_factory=list, repr=False)
+    frames_per_run: list[list[FrameRecord]] = field(default_factory=list, repr=False)
     meta: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict:
@@ -162,7 +165,7 @@ def build_feed(seq: Sequence, opts: EvalOptions, progress: Any = None) -> list[F
     return feed
 
 
-def _orbslam3_options(seq: Sequence, opts: EvalOptions, log_path: str | None):  # type: ignore[no-untyped-def]
+def _orbslam3_options(seq: Sequence, opts: EvalOptions, log_path: str | None) -> OrbSlam3Options:
     o = OrbSlam3Options(inertial=opts.inertial, features=opts.features, fps=opts.rate_hz, vocab=opts.vocab,
                         imu_rate_hz=_imu_rate(seq), pace=opts.pace, log_path=log_path)
     if seq.imu_noise is not None:
@@ -170,10 +173,10 @@ def _orbslam3_options(seq: Sequence, opts: EvalOptions, log_path: str | None):  
     return o
 
 
-def _child_run(seq: Sequence, feed: list[FeedFrame], o, queue) -> None:  # type: ignore[no-untyped-def]
+def _child_run(seq: Sequence, feed: list[FeedFrame], o: OrbSlam3Options, queue: Any) -> None:
     count = [0]
 
-    def tick(rec) -> None:  # type: ignore[no-untyped-def]
+    def tick(rec: FrameRecord) -> None:
         count[0] += 1
         if count[0] % 10 == 0:
             queue.put(("progress", 10))
@@ -184,8 +187,8 @@ def _child_run(seq: Sequence, feed: list[FeedFrame], o, queue) -> None:  # type:
         queue.put(("error", f"{type(exc).__name__}: {exc}"))
 
 
-def _run_once(seq: Sequence, feed: list[FeedFrame], opts: EvalOptions, advance: Any = None,  # type: ignore[no-untyped-def]
-              log_path: str | None = None):
+def _run_once(seq: Sequence, feed: list[FeedFrame], opts: EvalOptions, advance: Any = None,
+              log_path: str | None = None) -> EstimatorRun:
     """One ORB-SLAM3 run in a forked child process: ORB-SLAM3 keeps static state across instances
     (map / frame id counters) and can crash; a child per run keeps runs independent and a crash
     costs only that run (reported with its exit code)."""
@@ -288,7 +291,7 @@ def evaluate_sequence(seq: Sequence, opts: EvalOptions, show_progress: bool = Fa
                 (Path(log_dir) / f"run{k}").mkdir(parents=True, exist_ok=True)
                 log = str(Path(log_dir) / f"run{k}" / "orbslam3.log")
             try:
-                done.append((k, _run_once(seq, feed, opts, advance=lambda: bar.advance(task), log_path=log),
+                done.append((k, _run_once(seq, feed, opts, advance=lambda task=task: bar.advance(task), log_path=log),
                              time.perf_counter() - t0))
             except EvaluationError as exc:  # keep the other runs: report this one as failed
                 done.append((k, str(exc), time.perf_counter() - t0))
@@ -360,7 +363,7 @@ def _require_overlap(name: str, first_ns: int, last_ns: int, gt: Trajectory) -> 
             "(give the offset between the two clocks, or the matching ground truth)")
 
 
-def _first_imu_ready(run) -> float | None:  # type: ignore[no-untyped-def]
+def _first_imu_ready(run: EstimatorRun) -> float | None:
     if not run.frames:
         return None
     for f in run.frames:

@@ -13,6 +13,7 @@ report).
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -28,7 +29,7 @@ POSE_TYPES = ("geometry_msgs/msg/PoseStamped", "geometry_msgs/msg/PoseWithCovari
               "sensor_msgs/msg/NavSatFix")
 
 
-def _pose_of(msg, msgtype: str):  # type: ignore[no-untyped-def]
+def _pose_of(msg: Any, msgtype: str) -> tuple[tuple[float, float, float], tuple[float, float, float, float]]:
     """``(position xyz, quaternion wxyz)`` of a pose-like message."""
     if msgtype == "geometry_msgs/msg/PoseStamped":
         pose = msg.pose
@@ -46,7 +47,10 @@ def ground_truth_from_bag(bag_path: str | Path, topic: str, *, child_frame: str 
                           offset_s: float = 0.0) -> Trajectory:
     """The trajectory on ``topic`` of ``bag_path``, stamps shifted by ``offset_s`` (gt clock + offset
     = camera clock). ``child_frame`` selects the transform of a ``/tf`` topic."""
-    t, pos, quat, lla = [], [], [], []
+    t: list[int] = []
+    pos: list = []
+    quat: list = []
+    lla: list = []
     with open_bag(bag_path) as reader:
         if topic not in reader.topics:
             raise EvaluationError(f"{bag_path}: ground-truth topic {topic} not in the bag "
@@ -76,13 +80,15 @@ def ground_truth_from_bag(bag_path: str | Path, topic: str, *, child_frame: str 
                               + (f" for child frame {child_frame}" if child_frame else ""))
     if lla:
         a = np.asarray(lla)
-        pos = lla_to_enu(a, tuple(a[0]))
-        quat = np.tile([1.0, 0.0, 0.0, 0.0], (len(a), 1))  # NavSatFix has no orientation: positions only
+        pos_a = lla_to_enu(a, tuple(a[0]))
+        quat_a = np.tile([1.0, 0.0, 0.0, 0.0], (len(a), 1))  # NavSatFix has no orientation: positions only
+    else:
+        pos_a, quat_a = np.asarray(pos), np.asarray(quat)
     t_ns = np.asarray(t, dtype=np.int64) + int(round(offset_s * 1e9))
     order = np.argsort(t_ns, kind="stable")
-    t_ns, pos, quat = t_ns[order], np.asarray(pos)[order], np.asarray(quat)[order]
+    t_ns, pos_a, quat_a = t_ns[order], pos_a[order], quat_a[order]
     keep = np.r_[True, np.diff(t_ns) > 0]  # repeated stamps: keep the first
-    return Trajectory(t_ns[keep], pos[keep], quat[keep], name=f"{bag_path}:{topic}")
+    return Trajectory(t_ns[keep], pos_a[keep], quat_a[keep], name=f"{bag_path}:{topic}")
 
 
 # --- clock offset between the ground truth and the camera ----------------------------------------

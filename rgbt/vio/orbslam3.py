@@ -156,7 +156,7 @@ def run_orbslam3(seq: Sequence, feed: Iterable[FeedFrame], opts: OrbSlam3Options
                         on_frame(rec)
                     continue
                 imu = window.take(frame.t_ns, t0_ns) if window is not None else None
-                if window is not None and len(imu) == 0 and run.frames:
+                if imu is not None and len(imu) == 0 and run.frames:
                     run.stopped = f"no IMU samples before the frame at {frame.t_ns} ns (IMU ended or has a gap)"
                     break  # frames so far are kept
                 t_s = (frame.t_ns + td_ns - t0_ns) / 1e9

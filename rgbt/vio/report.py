@@ -6,11 +6,16 @@ from __future__ import annotations
 import csv
 import io
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from rgbt.eval.align import align as fit_alignment
 from rgbt.eval.tracking import interpolate
+
+if TYPE_CHECKING:
+    from rgbt.eval.tracking import RunFrame
+    from rgbt.eval.trajectory import Trajectory
 
 
 def _cell(summary: dict, tracked: dict | None = None, full: dict | None = None,
@@ -50,8 +55,18 @@ def markdown_table(results: list[dict]) -> str:
                 cells.append(match[0]["status"].split(":")[0])  # e.g. "not installed" (reason in the JSON)
             elif match:
                 r = match[0]
-                cells.append(_cell(r["ate_rmse"], r["tracked_fraction_stats"], r["ate_full_rmse"],
-                                   [ok for ok, run in zip(r.get("initialised", []), r["runs"]) if "error" not in run]))
+                cells.append(
+                    _cell(
+                        r["ate_rmse"],
+                        r["tracked_fraction_stats"],
+                        r["ate_full_rmse"],
+                        [
+                            ok
+                            for ok, run in zip(r.get("initialised", []), r["runs"], strict=False)
+                            if "error" not in run
+                        ],
+                    )
+                )
                 if r.get("fps"):
                     fps.append(r["fps"])
             else:
@@ -68,7 +83,8 @@ def markdown_table(results: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def plot_run(frames, gt_camera, out_dir: str | Path, align: str = "sim3", title: str = "") -> list[Path]:  # type: ignore[no-untyped-def]
+def plot_run(frames: list[RunFrame], gt_camera: Trajectory, out_dir: str | Path, align: str = "sim3",
+             title: str = "") -> list[Path]:
     """Trajectory overlay (top view) and position error vs time for one run; returns the PNG paths."""
     import matplotlib
 
@@ -79,15 +95,16 @@ def plot_run(frames, gt_camera, out_dir: str | Path, align: str = "sim3", title:
     out.mkdir(parents=True, exist_ok=True)
     t = np.array([f.t_ns for f in frames], dtype=np.int64)
     inside = (t >= gt_camera.t_ns[0]) & (t <= gt_camera.t_ns[-1])
-    frames = [f for f, ok in zip(frames, inside) if ok]
+    frames = [f for f, ok in zip(frames, inside, strict=False) if ok]
     t = t[inside]
     gt = interpolate(gt_camera, t)
     ts = (t - t[0]) / 1e9
     est = np.full((len(frames), 3), np.nan)
     for m in sorted({f.map for f in frames}):
-        idx = [i for i, f in enumerate(frames) if f.map == m and f.tracked]
+        posed = [(i, f.pose) for i, f in enumerate(frames) if f.map == m and f.tracked and f.pose is not None]
+        idx = [i for i, _ in posed]  # a tracked frame has a pose
         if len(idx) >= 3:
-            xyz = np.stack([frames[i].pose[:3, 3] for i in idx])
+            xyz = np.stack([pose[:3, 3] for _, pose in posed])
             rot, tr, s = fit_alignment(gt.positions[idx], xyz, align)
             est[idx] = s * xyz @ rot.T + tr
     paths = []

@@ -3,7 +3,8 @@
 Neither ships on PyPI; on a ROS 2 machine they are colcon packages (``ros2_ws/``). This module
 finds them through ``AMENT_PREFIX_PATH`` (what ``ros2 run`` does), builds the exact command line
 from the configs :mod:`rgbt.vio.config` exports, runs the process with the loopback-only ROS
-environment (``ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST`` and ``launch/fastdds_loopback.xml``), and watches its health: the process must stay alive and, once images
+environment (``ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST`` and ``launch/fastdds_loopback.xml``), and
+watches its health: the process must stay alive and, once images
 flow, publish odometry at least every ``stall_s``. The odometry (``nav_msgs/Odometry`` on
 ``/vins_estimator/odometry`` or ``/odometry`` for VINS-Fusion, ``/ov_msckf/odomimu`` for OpenVINS)
 is recorded by the ROS 2 side (``rgbt.ros``); :func:`odometry_to_trajectory` turns the captured
@@ -19,7 +20,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable
+from typing import Iterable, Mapping
 
 import numpy as np
 
@@ -60,7 +61,7 @@ class InstallInfo:
     reason: str
 
 
-def detect(name: str, env: dict | None = None) -> InstallInfo:
+def detect(name: str, env: Mapping[str, str] | None = None) -> InstallInfo:
     """Find ``lib/<package>/<executable>`` under an ``AMENT_PREFIX_PATH`` entry (as ``ros2 run``)."""
     if name not in SPECS:
         raise EvaluationError(f"unknown external estimator {name!r}: expected one of {sorted(SPECS)}")
@@ -95,7 +96,9 @@ def ros_env(base: dict | None = None, profiles_file: str | None = None) -> dict:
     return env
 
 
-def command_line(name: str, config_dir: str | Path, camera: str = "thermal", executable: str | None = None) -> list[str]:
+def command_line(
+    name: str, config_dir: str | Path, camera: str = "thermal", executable: str | None = None
+) -> list[str]:
     """The exact argv that starts ``name`` on the configs in ``config_dir``
     (``executable`` defaults to the one :func:`detect` finds, else ``ros2 run PACKAGE EXECUTABLE``)."""
     spec = SPECS[name]

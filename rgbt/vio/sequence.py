@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import TYPE_CHECKING, Callable, Iterator
 
 import numpy as np
 
@@ -21,6 +21,9 @@ from rgbt.stamps import stamp_to_ns
 from rgbt.vio.feed import ImuData
 from rgbt.vio.ground_truth import ground_truth_from_bag
 from rgbt.vio.synthetic import Flight, PlaneScene, TrajectoryFlight, canopy_layer, forward_down_camera, ground_texture
+
+if TYPE_CHECKING:
+    from rgbt.vio.synthetic import Flight, TrajectoryFlight
 
 
 @dataclass
@@ -108,8 +111,9 @@ def cart_trajectory_sequence(tum_path: str | Path, start_s: float = 0.0, duratio
     return seq
 
 
-def _render_sequence(name: str, flight, duration_s: float, rate_hz: float, imu_rate_hz: float, seed: int,  # type: ignore[no-untyped-def]
-                     width: int, height: int, fx: float, T_imu_cam: np.ndarray, ffc_at_s: tuple,
+def _render_sequence(name: str, flight: Flight | TrajectoryFlight, duration_s: float, rate_hz: float,
+                     imu_rate_hz: float, seed: int, width: int, height: int, fx: float, T_imu_cam: np.ndarray,
+                     ffc_at_s: tuple,
                      metres_per_px: float, centre_xy: np.ndarray | None = None, drift_counts: float = 0.0) -> Sequence:
     if centre_xy is not None:  # the texture is centred at the world origin: shift the flight instead
         shift = np.array([centre_xy[0], centre_xy[1], 0.0])
@@ -184,7 +188,9 @@ def bag_sequence(bag_path: str | Path, stack_path: str | Path | None = None, cam
     try:
         from rgbt.bag.reader import open_bag
     except ImportError as exc:
-        raise EvaluationError(f"reading {bag_path} needs rgbt.bag (contract C2), missing in this checkout: {exc}") from exc
+        raise EvaluationError(
+            f"reading {bag_path} needs rgbt.bag (contract C2), missing in this checkout: {exc}"
+        ) from exc
     stack = load_stack(stack_path)
     if camera not in stack.cameras:
         raise EvaluationError(f"camera {camera!r} not in the stack: expected one of {sorted(stack.cameras)}")
@@ -200,7 +206,11 @@ def bag_sequence(bag_path: str | Path, stack_path: str | Path | None = None, cam
             gt = ground_truth_from_bag(bag_path, ground_truth_topic, offset_s=gt_offset_s)
             gt_source = f"{bag_path}:{ground_truth_topic}"
         else:
-            gt_path = Path(ground_truth) if ground_truth else (bag_path if bag_path.is_dir() else bag_path.parent) / "ground_truth_imu.tum"
+            gt_path = (
+                Path(ground_truth)
+                if ground_truth
+                else (bag_path if bag_path.is_dir() else bag_path.parent) / "ground_truth_imu.tum"
+            )
             if not gt_path.is_file():
                 raise EvaluationError(f"{gt_path}: ground truth not found (rgbt simulate writes ground_truth_imu.tum "
                                       "beside the bag; or give --ground-truth FILE / --ground-truth-topic TOPIC)")

@@ -23,7 +23,7 @@ def ground_texture(size_px: int = 4096, seed: int = 0, thermal: bool = True) -> 
     corners at many scales so ORB features exist at every pyramid level.
     """
     rng = np.random.default_rng(seed)
-    img = np.zeros((size_px, size_px), np.float32)
+    img: np.ndarray = np.zeros((size_px, size_px), np.float32)
     for octave, amp in ((8, 0.35), (32, 0.25), (128, 0.15), (512, 0.08)):
         small = rng.normal(0, 1, (octave, octave)).astype(np.float32)
         img += amp * cv2.resize(small, (size_px, size_px), interpolation=cv2.INTER_CUBIC)
@@ -37,8 +37,8 @@ def ground_texture(size_px: int = 4096, seed: int = 0, thermal: bool = True) -> 
         cv2.line(img, tuple(map(int, p0)), tuple(map(int, p1)), float(rng.uniform(0.5, 1.2)),
                  int(rng.integers(3, 12)))
     for _ in range(size_px * size_px // 8000):
-        c = tuple(map(int, rng.integers(0, size_px, 2)))
-        cv2.circle(img, c, int(rng.integers(2, 14)), float(rng.uniform(-1.2, 1.5)), -1)
+        cx, cy = rng.integers(0, size_px, 2)
+        cv2.circle(img, (int(cx), int(cy)), int(rng.integers(2, 14)), float(rng.uniform(-1.2, 1.5)), -1)
     img = cv2.GaussianBlur(img, (0, 0), 1.2)
     img = (img - img.min()) / max(float(img.max() - img.min()), 1e-6)
     if thermal:
@@ -114,7 +114,7 @@ class _FlightPoses:
 
     T_imu_cam: np.ndarray
 
-    def position(self, t: np.ndarray) -> np.ndarray:
+    def position(self, t: float | np.ndarray) -> np.ndarray:
         raise NotImplementedError
 
     def R_world_imu(self, t: float) -> np.ndarray:
@@ -147,7 +147,7 @@ class Flight(_FlightPoses):
     #: start inside a turn with vertical motion: accelerations of ~0.5-1 m/s^2 from the first second
     phase_s: float = 12.0
 
-    def position(self, t: np.ndarray) -> np.ndarray:
+    def position(self, t: float | np.ndarray) -> np.ndarray:
         w = 2 * np.pi / self.period_s
         t = np.asarray(t, dtype=np.float64) + self.phase_s
         return np.stack([self.radius_m * np.sin(w * t) + 0.15 * self.radius_m * np.sin(3.1 * w * t),
@@ -198,7 +198,9 @@ class TrajectoryFlight(_FlightPoses):
                  smooth_s: float = 0.6, pitch_deg: float = 60.0, T_imu_cam: np.ndarray | None = None) -> None:
         t_s = np.asarray(t_s, float) - float(t_s[0])
         if start_s < 0 or start_s + duration_s > t_s[-1]:
-            raise ValueError(f"window [{start_s}, {start_s + duration_s}] s outside the trajectory (0..{t_s[-1]:.1f} s)")
+            raise ValueError(
+                f"window [{start_s}, {start_s + duration_s}] s outside the trajectory (0..{t_s[-1]:.1f} s)"
+            )
         self.pitch_deg = pitch_deg
         self.T_imu_cam = np.eye(4) if T_imu_cam is None else T_imu_cam
         margin = 5.0
@@ -229,7 +231,7 @@ class TrajectoryFlight(_FlightPoses):
         self._acc = np.gradient(np.gradient(smooth, dt, axis=0), dt, axis=0)  # smooth: differentiate on the grid
         self.duration_s = duration_s
 
-    def position(self, t: np.ndarray) -> np.ndarray:
+    def position(self, t: float | np.ndarray) -> np.ndarray:
         t = np.asarray(t, dtype=np.float64)
         return np.stack([np.interp(t, self._t, self._p[:, i]) for i in range(3)], axis=-1)
 

@@ -20,7 +20,7 @@ import math
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import Callable, Iterable, Iterator
 
 import cv2
 import numpy as np
@@ -127,7 +127,8 @@ def build_vocabulary(descriptors: np.ndarray, image_ids: np.ndarray, k: int = 10
     if not (2 <= k <= 20 and 1 <= L <= 10):
         raise RgbtError(f"vocabulary k={k}, L={L}: ORB-SLAM3 accepts 2 <= k <= 20 and 1 <= L <= 10")
     rng = np.random.default_rng(seed)
-    parent, desc, leaf, members = [-1], [np.zeros(32, np.uint8)], [False], [None]
+    parent, desc, leaf = [-1], [np.zeros(32, np.uint8)], [False]
+    members: list[np.ndarray] = [np.arange(0)]  # the root's members are never read
     stack: list[tuple[int, np.ndarray, int]] = [(0, np.arange(len(descriptors)), 1)]
     while stack:  # depth-first like DBoW2; ids in creation order so parents precede children
         node, idx, level = stack.pop()
@@ -182,7 +183,7 @@ def load_vocabulary_text(path: str | Path) -> Vocabulary:
 def training_descriptors(frames: Iterable[np.ndarray], features: int = 1000) -> tuple[np.ndarray, np.ndarray]:
     """ORB descriptors (OpenCV, ORB-SLAM-like pyramid: 8 levels, factor 1.2) of uint8 frames, with the
     frame index of each row."""
-    orb = cv2.ORB_create(nfeatures=features, scaleFactor=1.2, nlevels=8, edgeThreshold=19, fastThreshold=12)
+    orb = cv2.ORB.create(nfeatures=features, scaleFactor=1.2, nlevels=8, edgeThreshold=19, fastThreshold=12)
     out, ids = [], []
     for i, frame in enumerate(frames):
         _, d = orb.detectAndCompute(frame, None)
@@ -238,7 +239,7 @@ def ensure_vocabulary(opts: VocabOptions | None = None, force: bool = False, sho
         with Progress(transient=True) as bar:
             task = bar.add_task("ORB features", total=opts.frames)
 
-            def _frames():  # type: ignore[no-untyped-def]
+            def _frames() -> Iterator[np.ndarray]:
                 for f in frames:
                     yield f
                     bar.advance(task)

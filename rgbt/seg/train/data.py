@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterable
 
 import cv2
 import numpy as np
@@ -72,12 +73,16 @@ def check_inputs(opts: TrainOptions, resume: bool = False) -> tuple[SplitScan, S
     if resume and not ckpt.is_file():
         raise ModelError(f"{ckpt}: no checkpoint to resume from")
     if not resume and ckpt.exists():
-        raise ModelError(f"{opts.run_dir}: run folder already has a checkpoint: pass --resume, or choose another --run-dir")
+        raise ModelError(
+            f"{opts.run_dir}: run folder already has a checkpoint: pass --resume, or choose another --run-dir"
+        )
     if opts.model not in MODEL_NAMES:
         raise ModelError(f"--model {opts.model!r}: unknown model, expected one of {', '.join(MODEL_NAMES)}")
     m = SIZE_MULTIPLE[opts.model]
     if opts.height % m or opts.width % m:
-        raise ModelError(f"--size {opts.height}x{opts.width}: height and width must be multiples of {m} for {opts.model}")
+        raise ModelError(
+            f"--size {opts.height}x{opts.width}: height and width must be multiples of {m} for {opts.model}"
+        )
     if opts.pretrained and not resume:
         resolve_pretrained(opts.pretrained, opts.model)
     train = scan_split(opts.dataset, opts.split, CLASS_NAMES)
@@ -101,11 +106,11 @@ def class_weights(counts: np.ndarray, ignore_ids: list[int] | tuple[int, ...]) -
     return w.astype(np.float32)
 
 
-def targets(mask: np.ndarray, spec: InputSpec, fit_kind: str, ignore_ids) -> np.ndarray:  # type: ignore[no-untyped-def]
+def targets(mask: np.ndarray, spec: InputSpec, fit_kind: str, ignore_ids: Iterable[int]) -> np.ndarray:
     """Label (HxW uint8 class ids, frame size) -> model-size int64 targets, ignored ids -> IGNORE."""
     fit = fit_mode(fit_kind, mask.shape, (spec.height, spec.width))
     if fit.mode == "pad":
-        y = np.full((spec.height, spec.width), IGNORE, np.uint8)
+        y: np.ndarray = np.full((spec.height, spec.width), IGNORE, np.uint8)
         y[: mask.shape[0], : mask.shape[1]] = mask
     else:
         y = cv2.resize(mask, (spec.width, spec.height), interpolation=cv2.INTER_NEAREST)
@@ -121,7 +126,7 @@ class TrainSamples:
     run gives the same samples whatever the worker count, and a resumed run continues the sequence.
     """
 
-    def __init__(self, root: str | Path, items: list[str], spec: InputSpec, fit_kind: str, ignore_ids,  # type: ignore[no-untyped-def]
+    def __init__(self, root: str | Path, items: list[str], spec: InputSpec, fit_kind: str, ignore_ids: Iterable[int],
                  aug: AugmentOptions, seed: int) -> None:
         self.root, self.items, self.spec, self.fit_kind = Path(root), items, spec, fit_kind
         self.ignore_ids, self.aug, self.seed, self.epoch = list(ignore_ids), aug, seed, 0

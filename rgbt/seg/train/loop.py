@@ -19,7 +19,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable, Iterable
 
 import numpy as np
 import torch
@@ -57,11 +57,12 @@ def lr_factor(step: int, total: int, schedule: str) -> float:
     return 0.5 * (1.0 + math.cos(math.pi * t)) if schedule == "cosine" else (1.0 - t) ** 0.9
 
 
-def _collate_val(batch):  # type: ignore[no-untyped-def]
+def _collate_val(batch: list[tuple[np.ndarray, np.ndarray]]) -> tuple[torch.Tensor, list[np.ndarray]]:
     return torch.from_numpy(np.stack([x for x, _ in batch])), [m for _, m in batch]
 
 
-def validate(net: torch.nn.Module, loader, spec: InputSpec, fit_kind: str, device: torch.device,  # type: ignore[no-untyped-def]
+def validate(net: torch.nn.Module, loader: Iterable[tuple[torch.Tensor, list[np.ndarray]]], spec: InputSpec,
+             fit_kind: str, device: torch.device,
              amp: bool) -> IoUResult:
     """Per-class IoU / mIoU as ``rgbt seg eval`` computes it (argmax at model size, back to the frame)."""
     k = len(CART_CLASSES)
@@ -71,7 +72,7 @@ def validate(net: torch.nn.Module, loader, spec: InputSpec, fit_kind: str, devic
     with torch.no_grad(), torch.autocast(device_type=device.type, enabled=amp):
         for x, masks in loader:
             ids = torch.argmax(net(x.to(device)), 1).to(torch.uint8).cpu().numpy()
-            for pred, mask in zip(ids, masks):
+            for pred, mask in zip(ids, masks, strict=False):
                 fit = fit_mode(fit_kind, mask.shape, (spec.height, spec.width))
                 cm += confusion(mask, unfit_ids(pred, fit), k, IGNORE_IDS)
                 n += 1
@@ -107,8 +108,10 @@ def train(opts: TrainOptions, resume: bool = False, log: Callable[[str], None] =
     spec = InputSpec(name="input", modality="thermal", channels=1, height=opts.height, width=opts.width)
     train_ds = TrainSamples(opts.dataset, train_scan.items, spec, opts.fit, IGNORE_IDS, opts.augment, opts.seed)
     val_ds = ValSamples(opts.dataset, val_scan.items, spec, opts.fit)
-    val_loader = torch.utils.data.DataLoader(val_ds, batch_size=opts.batch, shuffle=False,
-                                             num_workers=opts.workers, collate_fn=_collate_val)
+    # the samples are map-style datasets (__len__, __getitem__) without torch's Dataset base class
+    val_loader: torch.utils.data.DataLoader = torch.utils.data.DataLoader(
+        val_ds, batch_size=opts.batch, shuffle=False,  # type: ignore[arg-type]
+        num_workers=opts.workers, collate_fn=_collate_val)
     torch.manual_seed(opts.seed)
     net = build_net(opts.model).to(device)
     weights = class_weights(train_scan.counts, IGNORE_IDS) if opts.class_weights == "sqrt_inverse" else None
@@ -119,7 +122,7 @@ def train(opts: TrainOptions, resume: bool = False, log: Callable[[str], None] =
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: lr_factor(s, total, opts.schedule))
     scaler = torch.amp.GradScaler(device.type, enabled=amp)
     history: list[dict] = []
-    best = {"epoch": 0, "miou": -1.0}
+    best: dict[str, Any] = {"epoch": 0, "miou": -1.0}
     start = 0
     if resume:
         ck = torch.load(ckpt_path, map_location=device, weights_only=False)
@@ -148,8 +151,9 @@ def train(opts: TrainOptions, resume: bool = False, log: Callable[[str], None] =
             torch.manual_seed(opts.seed * 100003 + epoch)  # dropout etc.: a resumed run repeats it exactly
             train_ds.set_epoch(epoch)
             order = torch.Generator().manual_seed(opts.seed * 100003 + epoch)
-            loader = torch.utils.data.DataLoader(train_ds, batch_size=opts.batch, shuffle=True, generator=order,
-                                                 num_workers=opts.workers, drop_last=len(train_ds) > opts.batch)
+            loader: torch.utils.data.DataLoader = torch.utils.data.DataLoader(
+                train_ds, batch_size=opts.batch, shuffle=True, generator=order,  # type: ignore[arg-type]
+                num_workers=opts.workers, drop_last=len(train_ds) > opts.batch)
             net.train()
             tot, n = 0.0, 0
             task = bar.add_task(f"epoch {epoch + 1}/{opts.epochs}", total=len(loader))

@@ -29,7 +29,9 @@ class AugmentOptions(BaseModel):
     scale_crop: bool = Field(default=True, description="random zoom 1-1.5x: crop a window, resized to the model")
     gain_noise: bool = Field(default=True, description="gain 0.8-1.25, offset +-5 K, Gaussian noise up to 0.15 K")
     banding: bool = Field(default=True, description="FFC-like column/row offsets and a slow gradient (p = 0.5)")
-    inversion: bool = Field(default=False, description="thermal inversion: counts mirrored in the frame's range (p = 0.5)")
+    inversion: bool = Field(
+        default=False, description="thermal inversion: counts mirrored in the frame's range (p = 0.5)"
+    )
 
 
 class TrainOptions(BaseModel):
@@ -43,8 +45,12 @@ class TrainOptions(BaseModel):
     model: str
     out: str
     run_dir: str
-    height: int = Field(default=512, ge=32, description="model input height (multiple of the model's stride: SIZE_MULTIPLE)")
-    width: int = Field(default=640, ge=32, description="model input width (multiple of the model's stride: SIZE_MULTIPLE)")
+    height: int = Field(
+        default=512, ge=32, description="model input height (multiple of the model's stride: SIZE_MULTIPLE)"
+    )
+    width: int = Field(
+        default=640, ge=32, description="model input width (multiple of the model's stride: SIZE_MULTIPLE)"
+    )
     fit: Literal["resize", "pad"] = "resize"
     epochs: int = Field(default=30, ge=1)
     batch: int = Field(default=8, ge=1)

@@ -25,9 +25,12 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from rgbt.errors import MissingCapability, ModelError
+
+if TYPE_CHECKING:
+    import torch
 
 IMAGENET = "imagenet"
 
@@ -218,14 +221,14 @@ def _read_state(path: Path) -> dict:
     return {k.removeprefix("module."): t for k, t in state.items() if isinstance(t, torch.Tensor)}
 
 
-def _to_thermal(t, shape):  # type: ignore[no-untyped-def]
+def _to_thermal(t: torch.Tensor, shape: torch.Size) -> torch.Tensor:
     """An RGB first conv (out, 3, k, k) summed to our thermal (out, 1, k, k); other tensors unchanged."""
     if t.ndim == 4 and t.shape[1] == 3 and len(shape) == 4 and shape[1] == 1 and t.shape[0] == shape[0]:
         return t.sum(1, keepdim=True)
     return t
 
 
-def load_pretrained(net, value: str, model: str | None = None) -> str:  # type: ignore[no-untyped-def]
+def load_pretrained(net: torch.nn.Module, value: str, model: str | None = None) -> str:
     """Initialize ``net`` (the ``--model MODEL`` network) from ``--pretrained VALUE``; returns a one-line
     summary. A file of ``MODEL``'s ImageNet family (or ``imagenet``) loads the encoder through the name
     translation; any other file is matched by name and shape. ModelError when nothing matches or the
@@ -247,7 +250,7 @@ def load_pretrained(net, value: str, model: str | None = None) -> str:  # type: 
     return f"pretrained: {len(loaded)}/{len(own)} tensors from {path.name}"
 
 
-def _load_family(net, state: dict, fam: Family, path: Path, model: str) -> str:  # type: ignore[no-untyped-def]
+def _load_family(net: torch.nn.Module, state: dict, fam: Family, path: Path, model: str) -> str:
     """Copy a library ImageNet state dict into our encoder through ``fam.name_of``: all or nothing.
     BatchNorm's batch counters (``num_batches_tracked``) are neither copied nor counted."""
     own = net.state_dict()

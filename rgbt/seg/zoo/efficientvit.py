@@ -106,12 +106,12 @@ class EfficientViTB0Seg(nn.Module):
         self.stem = nn.Sequential(conv(in_ch, w[0], 3, 2), *[Residual(ds_conv(w[0], w[0])) for _ in range(d[0])])
         stages: list[nn.Module] = []
         cin = w[0]
-        for cout, n in zip(w[1:3], d[1:3]):
+        for cout, n in zip(w[1:3], d[1:3], strict=False):
             blocks: list[nn.Module] = [mb_conv(cin, cout, 2, expand)]
             blocks += [Residual(mb_conv(cout, cout, 1, expand)) for _ in range(n - 1)]
             stages.append(nn.Sequential(*blocks))
             cin = cout
-        for cout, n in zip(w[3:], d[3:]):
+        for cout, n in zip(w[3:], d[3:], strict=False):
             blocks = [mb_conv(cin, cout, 2, expand, fewer_norm=True)]
             blocks += [EfficientViTBlock(cout, dim, expand) for _ in range(n)]
             stages.append(nn.Sequential(*blocks))

@@ -10,6 +10,7 @@ fixed sample pixels so the parity can be re-checked without torch (CI).
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 import torch
@@ -26,7 +27,7 @@ def conv_gflops(net: nn.Module, args: tuple) -> float:
     """2 x multiply-accumulates of all convolutions for one forward pass, in GFLOP."""
     total = [0]
 
-    def hook(mod, inp, out):  # type: ignore[no-untyped-def]
+    def hook(mod: nn.Conv2d, inp: object, out: torch.Tensor) -> None:
         k = mod.kernel_size[0] * mod.kernel_size[1] * (mod.in_channels // mod.groups)
         total[0] += 2 * k * out.numel()
 
@@ -38,7 +39,9 @@ def conv_gflops(net: nn.Module, args: tuple) -> float:
     return total[0] / 1e9
 
 
-def export_model(net: nn.Module, sidecar: Sidecar, out_path: str | Path, output_names: tuple[str, ...] = ("logits", "class_ids")) -> Sidecar:
+def export_model(
+    net: nn.Module, sidecar: Sidecar, out_path: str | Path, output_names: tuple[str, ...] = ("logits", "class_ids")
+) -> Sidecar:
     """Export ``net`` (already wrapped to return ``output_names``) and write sidecar + reference."""
     import onnxruntime as ort
 
@@ -55,7 +58,7 @@ def export_model(net: nn.Module, sidecar: Sidecar, out_path: str | Path, output_
     so = ort.SessionOptions()
     so.add_session_config_entry("session.intra_op.allow_spinning", "0")
     sess = ort.InferenceSession(str(out_path), so, providers=["CPUExecutionProvider"])
-    got = sess.run(list(output_names), {s.name: x for s, x in zip(sidecar.inputs, inputs)})
+    got = sess.run(list(output_names), {s.name: x for s, x in zip(sidecar.inputs, inputs, strict=False)})
     float_out = output_names[0]
     diff = float(np.abs(got[0] - ref[0]).max())
     if diff > 1e-4:
@@ -75,7 +78,8 @@ def export_model(net: nn.Module, sidecar: Sidecar, out_path: str | Path, output_
 
 
 def make_sidecar(name: str, arch: str, channels: int, height: int, width: int, weights: str, *,
-                 modality: str = "thermal", fit: str = "pad", synthetic: bool = False, paper: dict | None = None,
+                 modality: Literal["thermal", "rgb", "rgbt"] = "thermal", fit: Literal["pad", "resize"] = "pad",
+                 synthetic: bool = False, paper: dict | None = None,
                  training: dict | None = None) -> Sidecar:
     norm = Normalization(method="rgb_unit") if modality == "rgb" else Normalization()
     return Sidecar(name=name, architecture=arch, onnx=f"{name}.onnx",

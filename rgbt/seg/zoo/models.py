@@ -29,7 +29,7 @@ def cbr(cin: int, cout: int, k: int = 3, s: int = 1, d: int = 1, groups: int = 1
     return nn.Sequential(*layers)
 
 
-def up(x: torch.Tensor, size) -> torch.Tensor:  # type: ignore[no-untyped-def]
+def up(x: torch.Tensor, size: tuple[int, int] | torch.Size) -> torch.Tensor:
     return F.interpolate(x, size=size, mode="bilinear", align_corners=False)
 
 
@@ -67,7 +67,7 @@ class PyramidPooling(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         size = x.shape[2:]
-        feats = [x] + [up(conv(fixed_pool(x, b)), size) for b, conv in zip(self.bins, self.convs)]
+        feats = [x] + [up(conv(fixed_pool(x, b)), size) for b, conv in zip(self.bins, self.convs, strict=False)]
         return self.out(torch.cat(feats, 1))
 
 
@@ -83,7 +83,9 @@ class FastSCNN(nn.Module):
         self.ppm = PyramidPooling(128, 128)
         self.ff_low = nn.Sequential(cbr(128, 128, 3, groups=128), cbr(128, 128, 1, act="none"))
         self.ff_high = cbr(64, 128, 1, act="none")
-        self.classifier = nn.Sequential(DSConv(128, 128), DSConv(128, 128), nn.Dropout(0.1), nn.Conv2d(128, num_classes, 1))
+        self.classifier = nn.Sequential(
+            DSConv(128, 128), DSConv(128, 128), nn.Dropout(0.1), nn.Conv2d(128, num_classes, 1)
+        )
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         size = x.shape[2:]
@@ -248,7 +250,7 @@ class WithArgmax(nn.Module):
         super().__init__()
         self.net = net
 
-    def forward(self, x: torch.Tensor):  # type: ignore[no-untyped-def]
+    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         logits = self.net(x)
         return logits, torch.argmax(logits, dim=1).to(torch.uint8)
 
@@ -269,7 +271,7 @@ class LateFusion(nn.Module):
         self.t_thermal, self.t_rgb, self.thermal_weight = t_thermal, t_rgb, thermal_weight
         self.dark_half, self.dark_min = dark_half, dark_min
 
-    def forward(self, thermal: torch.Tensor, rgb: torch.Tensor):  # type: ignore[no-untyped-def]
+    def forward(self, thermal: torch.Tensor, rgb: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         pt = torch.softmax(self.thermal(thermal) / self.t_thermal, 1)
         pr = torch.softmax(self.rgb(rgb) / self.t_rgb, 1)
         k = float(pt.shape[1])

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import Callable
 
 import cv2
 import numpy as np
@@ -49,7 +50,8 @@ def class_weights(y: np.ndarray, k: int) -> np.ndarray:
 
 
 def train(net: torch.nn.Module, x: np.ndarray, y: np.ndarray, *, epochs: int, batch: int = 8, lr: float = 4e-3,
-          seed: int = 0, num_classes: int = 12, log=print) -> dict:  # type: ignore[no-untyped-def]
+          seed: int = 0, num_classes: int = 12,
+          log: Callable[[str], None] = print) -> dict:
     """Adam + cosine schedule, horizontal flips; returns a small training log."""
     torch.manual_seed(seed)
     rng = np.random.default_rng(seed)
