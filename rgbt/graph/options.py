@@ -8,15 +8,13 @@ folded back by :func:`unflatten`.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, ClassVar, Literal
+from typing import Any, Callable, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from rgbt.errors import ConfigError
-
-if TYPE_CHECKING:
-    from rgbt.hostclock import WallClockOffset
-    from rgbt.sensors.reconnect import ReconnectPolicy
+from rgbt.hostclock import WallClockOffset
+from rgbt.sensors.reconnect import ReconnectPolicy
 
 QosName = Literal["sensor_data", "reliable", "latched"]
 #: the simulated stack's sample kinds (``rgbt.sim.simstack.KINDS``)
