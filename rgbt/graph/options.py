@@ -16,18 +16,28 @@ import dataclasses
 import functools
 import importlib
 import typing
-from typing import TYPE_CHECKING, Any, Callable, ClassVar, Literal, NamedTuple
+from typing import Any, Callable, ClassVar, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, model_validator
 
 from rgbt.errors import ConfigError
-from rgbt.topics import (ARMED_TOPIC, FUSION_PREFIX, HEALTH_TOPIC, RAW_PREFIX, RECTIFIED_COLOR_TOPIC, RECTIFIED_PREFIX,
-                         RECTIFIED_THERMAL_TOPIC, SEG_CLASS_IDS_TOPIC, SEG_PREFIX, THERMAL_PREFIX,
-                         THERMAL_QUERY_REQUEST_TOPIC, THERMAL_QUERY_RESPONSE_TOPIC, THERMAL_QUERY_SERVICE)
-
-if TYPE_CHECKING:
-    from rgbt.hostclock import WallClockOffset
-    from rgbt.sensors.reconnect import ReconnectPolicy
+from rgbt.hostclock import WallClockOffset
+from rgbt.sensors.reconnect import ReconnectPolicy
+from rgbt.topics import (
+    ARMED_TOPIC,
+    FUSION_PREFIX,
+    HEALTH_TOPIC,
+    RAW_PREFIX,
+    RECTIFIED_COLOR_TOPIC,
+    RECTIFIED_PREFIX,
+    RECTIFIED_THERMAL_TOPIC,
+    SEG_CLASS_IDS_TOPIC,
+    SEG_PREFIX,
+    THERMAL_PREFIX,
+    THERMAL_QUERY_REQUEST_TOPIC,
+    THERMAL_QUERY_RESPONSE_TOPIC,
+    THERMAL_QUERY_SERVICE,
+)
 
 QosName = Literal["sensor_data", "reliable", "latched"]
 #: the simulated stack's sample kinds (``rgbt.sim.simstack.KINDS``)

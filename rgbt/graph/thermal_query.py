@@ -33,6 +33,7 @@ import numpy as np
 
 from rgbt.errors import ImageError, RgbtError
 from rgbt.image import radiometry as rad
+from rgbt.image.radiometry import region_stats, temperature_at
 
 #: the typed request's ``mode`` constants (``srv/ThermalQuery.srv``), by name
 MODE_NAMES = ("MODE_PIXEL", "MODE_REGION", "MODE_CLASS", "MODE_REGION_CLASS")
@@ -66,7 +67,6 @@ def answer_request(req: dict, counts: np.ndarray | None, stamp_ns: int | None,
             raise ImageError("the thermal camera is not radiometric (no radiometry configured)")
         if counts is None:
             raise ImageError("no thermal frame received yet")
-        from rgbt.image.radiometry import region_stats, temperature_at
 
         temps = to_celsius(counts)
         if "pixel" in req:
