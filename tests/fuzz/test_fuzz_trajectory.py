@@ -123,6 +123,7 @@ def test_fuzz_trajectory(tmp_path: Path, seeds: dict, fmt: str) -> None:
     run()
 
 
+@pytest.mark.slow
 def test_fuzz_kitti_times(tmp_path: Path, seeds: dict) -> None:
     from rgbt.eval.trajectory import load_trajectory
 

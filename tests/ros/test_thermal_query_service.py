@@ -204,6 +204,7 @@ def _stop(node: subprocess.Popen) -> None:
         node.wait()
 
 
+@pytest.mark.slow
 @pytest.mark.ros
 def test_typed_service_over_dds_beside_the_json_topics(ros_env: dict, interfaces_prefix: Path,
                                                        tmp_path: Path) -> None:

@@ -74,6 +74,7 @@ def cart_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
+@pytest.mark.slow
 def test_cart_ros1_layout_round_trips_against_the_mcap_bag(cart_dir: Path) -> None:
     from rgbt.bag import open_bag
     from rgbt.vio.sequence import bag_sequence
