@@ -125,6 +125,7 @@ def test_mcap_and_cart_ros1_bag_extract_to_the_same_files(flight) -> None:
         summary["counts"]["/imu/imu"]
 
 
+@pytest.mark.slow
 def test_frame_index_against_the_simulators_truth(flight) -> None:
     from rgbt.sim.geo import enu_to_lla, lla_to_enu
 

@@ -445,6 +445,7 @@ def _ubx_decode(data: bytes) -> list[bytes]:
     return frames
 
 
+@pytest.mark.slow
 @FUZZ
 @given(data=st.data())
 def test_ubx_mutations(ubx_real, data):

@@ -104,6 +104,7 @@ def _number(cell: str) -> bool:
     return True
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fmt", ["tum", "euroc", "kitti"])
 def test_fuzz_trajectory(tmp_path: Path, seeds: dict, fmt: str) -> None:
     from rgbt.eval.trajectory import load_trajectory

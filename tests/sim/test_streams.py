@@ -47,6 +47,7 @@ def test_rates_and_order(clip) -> None:
     assert 8.0 < np.median(th_lat) < 16.0 and 1.5 < th_lat.std() < 4.5  # 12 ms + 3 ms jitter
 
 
+@pytest.mark.slow
 def test_trigger_counts_consistent(clip) -> None:
     sim, by = clip
     pulses = {s.seq: s.t_ns for s in by["trigger"]}
