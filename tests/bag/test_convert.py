@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from helpers import run_rgbt
 from rgbt.bag import open_bag
