@@ -61,7 +61,10 @@ VERBS: list[tuple[str, list[str], Path, int | None]] = [
     ("campaign-report", ["campaign", "report", "{F}"], REPO_ROOT / "campaigns/smoke.yaml", None),
 ]
 
-KINDS = ("empty", "truncated", "random", "directory")
+#: the fast tier (``-m "not slow"``) feeds every verb an empty and a truncated file; random bytes and a
+#: directory (the same error paths, ~0.5 s of CLI start-up each) run in the whole suite
+KINDS = ("empty", "truncated", pytest.param("random", marks=pytest.mark.slow),
+         pytest.param("directory", marks=pytest.mark.slow))
 
 
 def _thermal_png(tmp_path: Path) -> Path:

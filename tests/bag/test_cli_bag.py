@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from helpers import run_rgbt
 from rgbt.bag import BagWriter
 from rgbt.bag.types import ros2_typestore
@@ -16,6 +18,7 @@ def _contract(info: dict) -> None:
         assert set(entry) >= {"type", "count", "rate_hz"}
 
 
+@pytest.mark.slow
 def test_info_json_ros1_and_ros2(ros1_bag: Path, bags_dir: Path) -> None:
     ros1 = json.loads(run_rgbt("bag", "info", ros1_bag, "--json").stdout)
     _contract(ros1)
@@ -29,6 +32,7 @@ def test_info_json_ros1_and_ros2(ros1_bag: Path, bags_dir: Path) -> None:
         assert abs(ros2["duration_s"] - 4.531096768) < 1e-9
 
 
+@pytest.mark.slow
 def test_info_json_says_synthetic_and_recover_is_noop_on_finished(tmp_path: Path) -> None:
     String = ros2_typestore().types["std_msgs/msg/String"]
     with BagWriter(tmp_path / "syn", custom_data={"rgbt.synthetic": "true"}) as w:

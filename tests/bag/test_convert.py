@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from helpers import run_rgbt
 from rgbt.bag import open_bag
@@ -58,6 +59,7 @@ def test_converted_bag_decodes_with_mcap_ros2(ros1_bag: Path, converted_ros1: Pa
         assert list(a.position_covariance) == list(b.position_covariance)
 
 
+@pytest.mark.slow
 def test_cli_clip_with_rename_then_info_json(ros1_bag: Path, tmp_path: Path) -> None:
     out = tmp_path / "clip"
     run_rgbt("bag", "clip", ros1_bag, out, "--start", "90", "--duration", "90", "--rename", "/fix:=/gps/fix",

@@ -102,6 +102,7 @@ def _files(root: Path) -> set[str]:
     return {str(p.relative_to(root)) for d in ("images", "topics") for p in (root / d).rglob("*") if p.is_file()}
 
 
+@pytest.mark.slow
 def test_mcap_and_cart_ros1_bag_extract_to_the_same_files(flight) -> None:
     sim, summary, root, _, mcap, ros1 = flight
     assert _files(mcap.out) == _files(ros1.out)
@@ -124,6 +125,7 @@ def test_mcap_and_cart_ros1_bag_extract_to_the_same_files(flight) -> None:
         summary["counts"]["/imu/imu"]
 
 
+@pytest.mark.slow
 def test_frame_index_against_the_simulators_truth(flight) -> None:
     from rgbt.geo import enu_to_lla, lla_to_enu
 
@@ -357,6 +359,7 @@ def hover_bag(tmp_path_factory: pytest.TempPathFactory):
     shutil.rmtree(root, ignore_errors=True)
 
 
+@pytest.mark.slow
 def test_sample_cart_picks_the_frames_the_rule_implies(hover_bag) -> None:
     root, stack = hover_bag
     want = _expected(root / "bag")

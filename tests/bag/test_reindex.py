@@ -38,6 +38,7 @@ def test_truncated_bag_keeps_every_whole_chunk(ros1_bag: Path, tmp_path: Path) -
     assert res["messages"] == len(got)
 
 
+@pytest.mark.slow
 def test_unindexed_active_bag_is_fully_recovered(ros1_bag: Path, tmp_path: Path) -> None:
     active = tmp_path / "rec.bag.active"
     shutil.copyfile(ros1_bag, active)

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from helpers import run_rgbt
 from rgbt.calib.camera_info import read_camera_info
@@ -22,6 +23,7 @@ def test_show_tables_and_json():
     assert data["pairs"]["color_thermal"]["cam1_offset"] == [160.0, 44.0]
 
 
+@pytest.mark.slow
 def test_import_cart_then_export_and_check(cart_dir: Path, tmp_path: Path):
     stack_path = tmp_path / "stack.yaml"
     run_rgbt("calib", "import-cart", str(cart_dir), "--out", str(stack_path))
@@ -45,6 +47,7 @@ def test_import_cart_then_export_and_check(cart_dir: Path, tmp_path: Path):
     assert "WARNING" in text and "7.61 cm" in text
 
 
+@pytest.mark.slow
 def test_import_kalibr(openvins_chain: Path, cart_dir: Path, tmp_path: Path):
     out = tmp_path / "ov.yaml"
     run_rgbt("calib", "import-kalibr", str(openvins_chain), "--names", "left,right", "--rate", "30", "--out", str(out))
@@ -58,6 +61,7 @@ def test_import_kalibr(openvins_chain: Path, cart_dir: Path, tmp_path: Path):
     assert proc.returncode == 2 and "cam0.T_cam_imu" in proc.stderr
 
 
+@pytest.mark.slow
 def test_bad_files_exit_2_with_key(tmp_path: Path, cart_dir: Path):
     bad = tmp_path / "stack.yaml"
     bad.write_text(DEFAULT_STACK.read_text().replace("width: 640", "width: -640"))

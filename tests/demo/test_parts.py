@@ -84,6 +84,7 @@ def test_replay_missing_bag_is_a_clear_error(tmp_path: Path) -> None:
     assert not (tmp_path / "run").exists()  # refused before anything was written
 
 
+@pytest.mark.slow
 def test_ffc_frames_get_the_label_of_the_frame_they_repeat() -> None:
     """Against the simulator itself: a frozen frame's pixels equal those of ``content_index``'s frame."""
     from rgbt.demo.truth import SimTruth
@@ -102,6 +103,7 @@ def test_ffc_frames_get_the_label_of_the_frame_they_repeat() -> None:
         np.testing.assert_array_equal(s.label, frames[k].label)
 
 
+@pytest.mark.slow
 def test_replay_of_a_simulated_bag(tmp_path: Path) -> None:
     """``--replay`` on a bag written by the simulator (labels topic + ground truth beside it): the
     stage runs offline, mIoU against the bag's labels, reproduced by ``rgbt seg eval``."""

@@ -55,6 +55,7 @@ def test_bench_sim_passes_here(rgbt_cli) -> None:  # type: ignore[no-untyped-def
     assert "sim_thermal_seg.onnx loaded and ran" in items["ONNX Runtime"]["value"]
 
 
+@pytest.mark.slow
 def test_table_output_and_help(rgbt_cli) -> None:  # type: ignore[no-untyped-def]
     proc = rgbt_cli("doctor", "--profile", "bench-sim", check=False, timeout=120)
     assert proc.returncode == 0 and "disk" in proc.stdout and "ROS stack" in proc.stdout

@@ -23,6 +23,7 @@ def _sources() -> list[Path]:
     return sorted(out)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not IN_CHECKOUT, reason="needs the source checkout")
 def test_every_file_parses_as_python_310() -> None:
     files = _sources()

@@ -26,6 +26,7 @@ def _load_script():  # type: ignore[no-untyped-def]
     return module
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(150)
 def test_resolution_matrix(pytestconfig: pytest.Config) -> None:
     rm = _load_script()

@@ -251,6 +251,7 @@ def test_fuzz_mcap_reader(tmp_path: Path, mcap_seeds: list) -> None:
     run()
 
 
+@pytest.mark.slow
 def test_fuzz_mcap_recover(tmp_path: Path, mcap_seeds: list) -> None:
     from rgbt.bag.recover import recover_bag
 
@@ -294,6 +295,7 @@ def _chunk_messages(data: bytes) -> list[tuple[int, list[tuple[int, bytes]]]]:
     return out
 
 
+@pytest.mark.slow
 def test_mcap_recover_keeps_every_chunk_before_the_cut(tmp_path: Path, mcap_seeds: list) -> None:
     """Truncate a valid file anywhere: recovery keeps exactly the messages of the chunks wholly
     before the cut (one message per chunk in the second seed: every message wholly before it)."""
@@ -407,6 +409,7 @@ def _yaml_test(tmp_path: Path, parser: str, reader: Callable[[Path], Any], paths
     run()
 
 
+@pytest.mark.slow
 def test_fuzz_stack_yaml(tmp_path: Path) -> None:
     from rgbt.stack import load_stack
 

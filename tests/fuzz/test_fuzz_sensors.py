@@ -164,6 +164,7 @@ def _vn_decode(ascii: bool):  # noqa: ANN202
     return run
 
 
+@pytest.mark.slow
 @FUZZ
 @given(data=st.data())
 def test_vn100_binary_mutations(vn_real, data):
@@ -444,6 +445,7 @@ def _ubx_decode(data: bytes) -> list[bytes]:
     return frames
 
 
+@pytest.mark.slow
 @FUZZ
 @given(data=st.data())
 def test_ubx_mutations(ubx_real, data):
@@ -468,6 +470,7 @@ def test_ubx_truncated_at_every_frame_boundary(ubx_real):
         assert len(check("ubx", _ubx_decode, stream[:end])) == k
 
 
+@pytest.mark.slow
 @FUZZ
 @given(data=st.data())
 def test_ubx_every_frame_after_garbage_is_found(ubx_real, data):
@@ -625,6 +628,7 @@ def test_mavlink_every_record_after_garbage_is_found(tlog_real, data):
     assert got is not None and _is_subsequence(want, got), "a valid MAVLink record after garbage was lost"
 
 
+@pytest.mark.slow
 @FUZZ
 @given(data=st.data())
 def test_mavlink_decode_tlog_file(tlog_real, data, tmp_path_factory):

@@ -104,6 +104,7 @@ def _number(cell: str) -> bool:
     return True
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fmt", ["tum", "euroc", "kitti"])
 def test_fuzz_trajectory(tmp_path: Path, seeds: dict, fmt: str) -> None:
     from rgbt.eval.trajectory import load_trajectory
@@ -123,6 +124,7 @@ def test_fuzz_trajectory(tmp_path: Path, seeds: dict, fmt: str) -> None:
     run()
 
 
+@pytest.mark.slow
 def test_fuzz_kitti_times(tmp_path: Path, seeds: dict) -> None:
     from rgbt.eval.trajectory import load_trajectory
 

@@ -71,6 +71,7 @@ def test_rectify_stage_reports_construction_failure(monkeypatch: pytest.MonkeyPa
     assert stats["median_ms"] is None and "pairs.color_thermal" in stats["missing"], stats
 
 
+@pytest.mark.slow
 def test_cli_bench_preprocess_reports_the_rectify_stage() -> None:
     proc = run_rgbt("bench", "preprocess", "--frames", "3", "--ref-frames", "1", "--no-parity", "--json")
     stages = json.loads(proc.stdout)["stages"]

@@ -21,6 +21,7 @@ def synthetic_png(tmp_path_factory):
     return path, frame
 
 
+@pytest.mark.slow
 def test_normalize_png_to_npy_matches_library(synthetic_png, tmp_path):
     from rgbt.image.normalize import normalize
 
@@ -46,6 +47,7 @@ def test_normalize_options_and_tiff(synthetic_png, tmp_path):
     assert np.allclose(img, normalize(frame, 5, 95, clahe=False))
 
 
+@pytest.mark.slow
 def test_normalize_fff_and_npy_inputs(fff_path, flir_counts, tmp_path):
     out = tmp_path / "flir.npy"
     run_rgbt("image", "normalize", fff_path, out, "--clahe")
@@ -63,6 +65,7 @@ def test_normalize_fff_and_npy_inputs(fff_path, flir_counts, tmp_path):
     assert np.array_equal(np.load(out3), img)
 
 
+@pytest.mark.slow
 def test_temperature_json(fff_path, flir_counts):
     from rgbt.image.radiometry import read_fff
 
@@ -77,6 +80,7 @@ def test_temperature_json(fff_path, flir_counts):
     assert whole["image"]["min"] == pytest.approx(temps.min()) and whole["params"]["planck_r1"] == 364058.0
 
 
+@pytest.mark.slow
 def test_colorize(fff_path, synthetic_png, tmp_path):
     out = tmp_path / "c.png"
     run_rgbt("image", "colorize", fff_path, out, "--cmap", "inferno", "--colorbar")
@@ -112,6 +116,7 @@ def test_bad_inputs_exit_2_with_message(case, tmp_path, synthetic_png):
     assert "error:" in proc.stderr and "Traceback" not in proc.stderr
 
 
+@pytest.mark.slow
 def test_bench_preprocess_json():
     proc = run_rgbt("bench", "preprocess", "--frames", "3", "--ref-frames", "2", "--json")
     result = json.loads(proc.stdout)

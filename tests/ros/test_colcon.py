@@ -32,6 +32,7 @@ def _colcon(root: Path, *args: str) -> subprocess.CompletedProcess:
                           timeout=120)
 
 
+@pytest.mark.slow
 def test_colcon_build_installs_every_node(workspace: Path) -> None:
     """rgbt_ros only: its sibling rgbt_interfaces (ament_cmake) needs ROS 2's build tools, and is built
     and served by scripts/build_interfaces.sh in test_thermal_query_service.py."""

@@ -30,6 +30,7 @@ def _level(raw) -> int:  # type: ignore[no-untyped-def]
     return raw[0] if isinstance(raw, (bytes, bytearray)) else int(raw)
 
 
+@pytest.mark.slow
 def test_a_camera_missing_at_boot_is_a_degraded_start_and_the_driver_idles(ros_env: dict) -> None:
     """``python -m rgbt.ros.spin --node thermal_camera:thermal_camera`` with a V4L2 device that does not
     exist: the process starts, reports the camera missing on /diagnostics (ERROR), retries with back-off
@@ -112,6 +113,7 @@ class Script:
         return np.full((512, 640), self.reads, np.uint16)  # SYNTHETIC
 
 
+@pytest.mark.slow
 def test_a_driver_node_reads_again_after_its_device_comes_back(ros_env: dict) -> None:
     """A camera driver node (``CameraDriverNode``, the thermal camera's base) over a scripted device: a
     bad frame costs one frame; an unplug closes the device, the node retries with back-off (a handful
@@ -169,6 +171,7 @@ def test_a_driver_node_reads_again_after_its_device_comes_back(ros_env: dict) ->
     print(f"frames again {recovered_s:.2f} s after the replug")
 
 
+@pytest.mark.slow
 def test_the_gnss_driver_reopens_its_serial_port_after_an_unplug(ros_env: dict, tmp_path: Path,
                                                                  fixtures_dir: Path) -> None:
     """The u-blox driver on a pseudo-terminal: fixes; the port vanishes (an unplugged USB adapter) and
@@ -212,6 +215,7 @@ def test_the_gnss_driver_reopens_its_serial_port_after_an_unplug(ros_env: dict, 
     assert "SerialException" in values["device.last_error"] or "OSError" in values["device.last_error"]
 
 
+@pytest.mark.slow
 def test_the_vn100_driver_reopens_and_reconfigures_the_sensor_after_an_unplug(ros_env: dict, tmp_path: Path) -> None:
     """The VN-100 driver on a pseudo-terminal: samples; the port vanishes and comes back; the driver
     reopens it, configures the sensor again, and samples flow on with device times still increasing."""

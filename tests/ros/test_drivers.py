@@ -15,6 +15,7 @@ from helpers import EmulatedVn100, PtyDevice
 pytestmark = pytest.mark.ros
 
 
+@pytest.mark.slow
 def test_vn100_node_publishes_imu_and_syncin_from_the_sensor_protocol(ros_env: dict, tmp_path: Path) -> None:
     import rclpy
     from rclpy.experimental import EventsExecutor
@@ -71,6 +72,7 @@ def test_vn100_node_publishes_imu_and_syncin_from_the_sensor_protocol(ros_env: d
         assert count == t * 60 // 1_000_000_000 and since == t - count * 1_000_000_000 // 60
 
 
+@pytest.mark.slow
 def test_gnss_node_publishes_navsatfix_from_ubx_bytes(ros_env: dict, tmp_path: Path, fixtures_dir: Path) -> None:
     """The real u-blox capture (fixtures/gnss/pygpsdata-NAV.ubx) written 3 times into a pty."""
     import rclpy

@@ -55,6 +55,7 @@ def test_missing_events_executor_falls_back(monkeypatch: pytest.MonkeyPatch) -> 
         spin.executor_choice({"RGBT_EXECUTOR": "events"})
 
 
+@pytest.mark.slow
 def test_node_process_publishes_on_the_fallback_executor(ros_env: dict, tmp_path) -> None:  # type: ignore[no-untyped-def]
     """``python -m rgbt.ros.spin --node health:health`` with RGBT_EXECUTOR=single: logs the executor,
     publishes /rgbt/health at its period and stops cleanly on SIGINT."""

@@ -149,6 +149,7 @@ def test_reported_losses_are_counted_in_the_window_by_stamp() -> None:
     assert reported(manifests, s, (int(s.due_ns[7]), 2**62)) == 0
 
 
+@pytest.mark.slow
 def test_unknown_fault_is_a_clear_error(rgbt_cli) -> None:  # type: ignore[no-untyped-def]
     proc = rgbt_cli("bench", "faults", "--fault", "kill_everything", check=False)
     assert proc.returncode == 2 and "kill_everything" in proc.stderr and "kill_segmentation" in proc.stderr

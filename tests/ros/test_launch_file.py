@@ -131,6 +131,7 @@ def _run_with_stand_ins(profile: str, strict: str = "false") -> _Launched:
     return _Launched(started=started, env=env, actions=actions, on_start=on_start, on_exit=on_exit)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("profile", PROFILES)
 def test_launch_file_starts_the_groups_of_rgbt_up(profile: str, rgbt_cli) -> None:  # type: ignore[no-untyped-def]
     started = _run_with_stand_ins(profile).started
@@ -306,6 +307,7 @@ def test_real_launch_description_has_one_process_per_group() -> None:
     assert supervisor_values(status)[f"supervisor.restarts.{names[proc]}"] == "1"
 
 
+@pytest.mark.slow
 @pytest.mark.ros
 def test_a_warm_spare_starts_at_its_groups_priority(tmp_path: Path) -> None:
     """``group_commands`` carries each group's raised priority (``--nice``: the lowest negative nice of its

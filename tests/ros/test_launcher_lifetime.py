@@ -52,6 +52,7 @@ def _kill_all(pids: list[int]) -> None:
             os.kill(pid, signal.SIGKILL)
 
 
+@pytest.mark.slow
 def test_kill_9_of_the_launcher_ends_its_graph(ros_env: dict, tmp_path: Path) -> None:
     log = tmp_path / "up.log"
     up = start_up(write_small_profile(tmp_path), log)
@@ -78,6 +79,7 @@ def test_kill_9_of_the_launcher_ends_its_graph(ros_env: dict, tmp_path: Path) ->
     assert manifest.get("state", "closed") == "closed", manifest
 
 
+@pytest.mark.slow
 def test_a_second_up_of_the_profile_is_refused_while_the_first_runs(ros_env: dict, tmp_path: Path) -> None:
     profile, log = write_small_profile(tmp_path), tmp_path / "up.log"
     first = start_up(profile, log)
@@ -152,6 +154,7 @@ class _Terminal:
         return self.code  # type: ignore[return-value]
 
 
+@pytest.mark.slow
 def test_a_hang_up_leaves_the_flight_supervised_with_its_output_in_the_log(ros_env: dict, tmp_path: Path) -> None:
     term = _Terminal("up", str(write_small_profile(tmp_path)), "--duration", "120")
     try:
@@ -175,6 +178,7 @@ def test_a_hang_up_leaves_the_flight_supervised_with_its_output_in_the_log(ros_e
     assert "rgbt up: restarts {'health': 1}" in log.read_text()
 
 
+@pytest.mark.slow
 def test_sd_notify_ready_watchdog_status_stopping_in_order(ros_env: dict, tmp_path: Path) -> None:
     """A real AF_UNIX datagram socket (abstract name) as ``$NOTIFY_SOCKET``, the senders' PIDs from
     the kernel (SO_PASSCRED): only the launcher notifies (``NotifyAccess=main``)."""
@@ -223,6 +227,7 @@ def test_sd_notify_ready_watchdog_status_stopping_in_order(ros_env: dict, tmp_pa
     assert 0 < restart < stopping and all(m == "WATCHDOG=1" or m.startswith("STATUS=") for m in texts[1:stopping])
 
 
+@pytest.mark.slow
 def test_a_warm_spare_in_standby_ends_cleanly_on_sigterm(ros_env: dict, tmp_path: Path) -> None:
     ready = tmp_path / "spare.ready"
     spare = subprocess.Popen([sys.executable, "-m", "rgbt.ros.spin", "--node", "health:health", "--standby",

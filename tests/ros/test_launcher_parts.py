@@ -171,6 +171,7 @@ def test_sd_notify_to_a_path_and_an_abstract_socket(tmp_path: Path) -> None:
     assert not Notifier({"NOTIFY_SOCKET": str(tmp_path / "nobody")}).ready()  # nobody listens: no error
 
 
+@pytest.mark.slow
 def test_the_relay_moves_to_the_log_when_the_output_fails(tmp_path: Path) -> None:
     """A child writing through the relay while the launcher's stderr is a pipe whose reader went
     away (as a hung-up terminal: writes fail): its output and the launcher's own go on in the log."""

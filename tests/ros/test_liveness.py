@@ -169,6 +169,7 @@ def _poll(sup: Supervisor, seconds: float, until) -> None:  # type: ignore[no-un
         time.sleep(0.05)
 
 
+@pytest.mark.slow
 @pytest.mark.ros
 def test_a_stopped_process_is_found_hung_killed_and_restarted(ros_env: dict, tmp_path: Path) -> None:
     graph = _spin_graph(tmp_path)
@@ -199,6 +200,7 @@ def test_a_stopped_process_is_found_hung_killed_and_restarted(ros_env: dict, tmp
         graph.stop(grace_s=10, settle_s=0)
 
 
+@pytest.mark.slow
 @pytest.mark.ros
 def test_a_process_whose_duration_passed_ends_for_good(ros_env: dict, tmp_path: Path) -> None:
     graph = _spin_graph(tmp_path, duration=2.0)

@@ -86,6 +86,7 @@ def test_local_subscriber_is_called_directly_and_a_middleware_reader_still_gets_
     assert not local_topics.has_local_publisher(topic)
 
 
+@pytest.mark.slow
 def test_fusion_takes_the_rectified_pairs_of_its_process_in_process(ros_env: dict) -> None:
     """Rectify and fusion in one process (the profiles' ``pipeline``): fusion pairs the rectified images
     by a direct call on rectify's worker thread, not through the middleware, and every pair still

@@ -71,6 +71,7 @@ class Graph:
         self.context.try_shutdown()
 
 
+@pytest.mark.slow
 @pytest.mark.ros
 def test_recorder_services_split_and_diagnostics(ros_env: dict, tmp_path: Path, read_bag) -> None:
     from diagnostic_msgs.msg import DiagnosticArray
@@ -224,6 +225,7 @@ def test_latched_armed_state_reaches_a_late_recorder_and_is_latched_in_the_bag(r
     assert offered[0]["durability"] in (1, "transient_local") and offered[0]["reliability"] in (1, "reliable")
 
 
+@pytest.mark.slow
 @pytest.mark.ros
 def test_mavlink_bridge_on_the_real_tlog_locks_to_the_vehicle(ros_env: dict, fixtures_dir: Path) -> None:
     """The bridge node (rgbt.sensors.mavlink.Autopilot) fed the real ArduSub tlog over UDP on
@@ -287,6 +289,7 @@ def test_mavlink_bridge_on_the_real_tlog_locks_to_the_vehicle(ros_env: dict, fix
     assert -90 < fixes[-1].latitude < 90 and fixes[-1].latitude != 0
 
 
+@pytest.mark.slow
 @pytest.mark.ros
 def test_a_source_waits_for_the_named_nodes_subscription_not_any_subscriber(ros_env: dict) -> None:
     """``wait_for_nodes`` (the virtual stack waits for the recorder itself): a processing node on the

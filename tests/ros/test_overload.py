@@ -203,6 +203,7 @@ def test_recorder_budget_plan_is_sized_from_the_stack() -> None:
 
 # --- a slow consumer in its own process ------------------------------------------------------------
 
+@pytest.mark.slow
 @pytest.mark.ros
 def test_slow_preprocess_drops_stale_frames_and_counts_them(ros_env: dict) -> None:
     """A burst of full-size thermal frames much faster than the preprocess node can normalize them:

@@ -63,6 +63,7 @@ class ParamClient:
         return self.call("set", parameters=[Parameter(name, value=value).to_parameter_msg()]).results[0]
 
 
+@pytest.mark.slow
 @pytest.mark.ros
 def test_parameter_service_applies_live_changes_and_refuses_the_rest(ros_env: dict, tmp_path: Path) -> None:
     from sensor_msgs.msg import Image

@@ -9,6 +9,7 @@ import pytest
 import yaml
 
 
+@pytest.mark.slow
 @pytest.mark.ros
 def test_record_cli_writes_a_bag_and_reports_it(ros_env: dict, tmp_path: Path, rgbt_cli, read_bag) -> None:
     profile = tmp_path / "small.yaml"

@@ -102,6 +102,7 @@ def _check_prefix(read_bag, bag: Path) -> list[int]:  # type: ignore[no-untyped-
     return idx
 
 
+@pytest.mark.slow
 def test_sigterm_mid_write_leaves_a_complete_bag(ros_env: dict, tmp_path: Path, read_bag) -> None:
     out_dir = tmp_path / "bags"
     proc = _recorder_process(out_dir, "start:=always")
@@ -129,6 +130,7 @@ def test_sigterm_mid_write_leaves_a_complete_bag(ros_env: dict, tmp_path: Path, 
     assert manifest["stop_reason"] == "shutdown" and manifest["topics"][TOPIC]["count"] == len(idx)
 
 
+@pytest.mark.slow
 def test_size_cap_closes_the_bag_with_everything_before_it(ros_env: dict, tmp_path: Path, read_bag) -> None:
     out_dir = tmp_path / "bags"
     proc = _recorder_process(out_dir, "start:=always", "max_total_mb:=3.0")
@@ -153,6 +155,7 @@ def test_size_cap_closes_the_bag_with_everything_before_it(ros_env: dict, tmp_pa
     assert manifest["stop_reason"].startswith("flight size cap reached")
 
 
+@pytest.mark.slow
 def test_exception_while_writing_closes_the_bag_and_recording_goes_on(
         ros_env: dict, tmp_path: Path, read_bag, monkeypatch: pytest.MonkeyPatch) -> None:
     """In-process: the bag writer raises on the 40th message (as a full or failing disk would)."""
@@ -213,6 +216,7 @@ def test_exception_while_writing_closes_the_bag_and_recording_goes_on(
     assert recorder.rec.write_errors == 1 and recorder.diag.errors == 1
 
 
+@pytest.mark.slow
 def test_stack_topics_reliable_and_a_best_effort_publisher_is_still_recorded(ros_env: dict, tmp_path: Path,
                                                                              read_bag) -> None:
     """The stack's camera / IMU topics are subscribed reliable (what the trigger sync offers); a

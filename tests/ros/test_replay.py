@@ -85,6 +85,7 @@ def test_replay_ros2_mcap_with_rename_and_clock(ros_env: dict, fixtures_dir: Pat
     assert clock == [t for _, t, _ in expected]  # /clock = each message's log time
 
 
+@pytest.mark.slow
 def test_replay_ros1_bag_clipped_and_scaled(ros_env: dict, fixtures_dir: Path) -> None:
     from sensor_msgs.msg import Imu, NavSatFix
 

@@ -84,6 +84,7 @@ def test_the_template_under_launch_is_the_generated_one() -> None:
     assert "ExecStart=@RGBT@ up flight" in TEMPLATE.read_text()
 
 
+@pytest.mark.slow
 def test_install_status_uninstall_in_a_unit_dir(tmp_path: Path) -> None:
     units, env = tmp_path / "units", {"RGBT_LOCK_DIR": str(tmp_path / "locks")}
     unit = units / "rgbt-flight.service"

@@ -142,6 +142,7 @@ def test_options_are_described_and_validated() -> None:
         SupervisorOptions(backoff_factor=0.5)
 
 
+@pytest.mark.slow
 @pytest.mark.ros
 def test_warm_spare_takes_over_a_killed_group(ros_env: dict, tmp_path: Path, stop_after) -> None:
     """A real node process (``python -m rgbt.ros.spin --node health:health``): after
@@ -211,6 +212,7 @@ def _warm_spare_takes_over(tmp_path: Path, stop_after, watcher) -> None:  # type
     assert new_spare.returncode == 0 and not graph.spares  # the recorder's spare (a sleeper) too
 
 
+@pytest.mark.slow
 def test_a_group_left_down_has_its_spare_ended(tmp_path: Path, stop_after) -> None:
     """A group that keeps failing: its first restart takes the warm spare; once it is left down the
     next spare is ended too (it would only hold memory), and no further one is started."""

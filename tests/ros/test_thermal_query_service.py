@@ -204,6 +204,7 @@ def _stop(node: subprocess.Popen) -> None:
         node.wait()
 
 
+@pytest.mark.slow
 @pytest.mark.ros
 def test_typed_service_over_dds_beside_the_json_topics(ros_env: dict, interfaces_prefix: Path,
                                                        tmp_path: Path) -> None:
@@ -243,6 +244,7 @@ def test_typed_service_over_dds_beside_the_json_topics(ros_env: dict, interfaces
     assert by["json"]["celsius"] == pytest.approx(55.0, abs=0.01) and by["json"]["stamp_ns"] == 123
 
 
+@pytest.mark.slow
 @pytest.mark.ros
 def test_half_installed_interfaces_fall_back_to_json_with_the_reason(ros_env: dict, interfaces_prefix: Path,
                                                                       tmp_path: Path) -> None:

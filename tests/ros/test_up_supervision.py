@@ -68,6 +68,7 @@ def small_profile(tmp_path: Path) -> Path:
     return write_small_profile(tmp_path)
 
 
+@pytest.mark.slow
 def test_kill_9_is_restarted_and_listed_in_the_manifest(ros_env: dict, tmp_path: Path, small_profile: Path,
                                                          read_bag) -> None:  # type: ignore[no-untyped-def]
     log = tmp_path / "up.log"

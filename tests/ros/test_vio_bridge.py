@@ -182,6 +182,7 @@ def _imu_msg(t_ns: int):  # type: ignore[no-untyped-def]
     return msg
 
 
+@pytest.mark.slow
 @pytest.mark.ros
 def test_vio_bridge_node(ros_env: dict) -> None:
     from rclpy.qos import ReliabilityPolicy
@@ -278,6 +279,7 @@ def test_tum_writer_round_trip(tmp_path: Path) -> None:
     np.testing.assert_allclose(traj.positions[1], [1.5, 2.0, 3.0])
 
 
+@pytest.mark.slow
 @pytest.mark.ros
 def test_odometry_capture_node(ros_env: dict, tmp_path: Path) -> None:
     import rclpy

@@ -66,12 +66,14 @@ def check_contract(path):
         assert be.timing.total_ns == []
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not HAVE_TORCH, reason="torch not installed: parity checked against stored references only")
 @pytest.mark.parametrize("stem", ["fastscnn_thermal", "lraspp_mbv3l_thermal", "fastscnn_rgbt_early"])
 def test_export_parity_with_pytorch(stem):
     check_parity_with_pytorch(ENGINES_DIR / f"{stem}.onnx")
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not HAVE_TORCH, reason="torch not installed: the 66 MB DeepLabV3+ export is not committed")
 def test_deeplab_export_contract_and_parity(tmp_path):
     """The zoo's DeepLabV3+ ResNet18 is git-ignored (66 MB): export it here, then the same checks."""

@@ -107,6 +107,7 @@ def test_unknown_backend(model_copy):
         load_backend(model_copy, "openvino")
 
 
+@pytest.mark.slow
 def test_cli_run_bad_model_clean_error(tmp_path, rgbt_cli):
     import cv2
 

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from rgbt.paths import ENGINES_DIR
 
 
+@pytest.mark.slow
 def test_bench_seg_json_contract(rgbt_cli):
     proc = rgbt_cli("bench", "seg", "--json", "--models", ENGINES_DIR / "sim_thermal_seg.onnx", "-n", "2",
                     "--rounds", "1")

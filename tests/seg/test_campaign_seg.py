@@ -38,6 +38,7 @@ def _campaign(path: Path, dataset: Path, models: list[Path], faults: list[dict] 
     return path
 
 
+@pytest.mark.slow
 def test_seg_campaign_table2_matches_seg_eval_and_reports_a_failing_job(sim_dataset: Path, tmp_path: Path) -> None:
     out = tmp_path / "out"
     always = [{"match": "fastscnn", "kind": "raise", "attempts": 9}]
@@ -72,6 +73,7 @@ def test_seg_campaign_table2_matches_seg_eval_and_reports_a_failing_job(sim_data
     assert Path(report["plots"][0]).stat().st_size > 1000
 
 
+@pytest.mark.slow
 def test_local_pool_survives_a_dead_worker(sim_dataset: Path, tmp_path: Path) -> None:
     """The job's first attempt kills its pool process (as an OOM kill would): the pool is rebuilt, the
     job runs again and finishes."""

@@ -10,6 +10,7 @@ import pytest
 from rgbt.seg.metrics import confusion, iou_from_confusion
 
 
+@pytest.mark.slow
 def test_eval_tiny_fixture_matches_hand_computed_iou(tiny_dataset, oracle, rgbt_cli):
     proc = rgbt_cli("seg", "eval", "--dataset", tiny_dataset, "--engine", oracle, "--split",
                     tiny_dataset / "test.txt", "--json")
@@ -35,6 +36,7 @@ def test_eval_tiny_fixture_matches_hand_computed_iou(tiny_dataset, oracle, rgbt_
     assert res["n_images"] == 2
 
 
+@pytest.mark.slow
 def test_eval_table_mode(tiny_dataset, oracle, rgbt_cli):
     proc = rgbt_cli("seg", "eval", "--dataset", tiny_dataset, "--engine", oracle, "--confusion", env={"COLUMNS": "250"})
     assert "mIoU" in proc.stdout and "Rocky" in proc.stdout and "90.9" in proc.stdout  # Bare ground 20/22
@@ -53,6 +55,7 @@ def test_confusion_ignores_and_objects():
     assert r.miou["stuff"] == pytest.approx(0.5)
 
 
+@pytest.mark.slow
 def test_bad_dataset_errors(tmp_path, oracle, rgbt_cli):
     proc = rgbt_cli("seg", "eval", "--dataset", tmp_path / "nope", "--engine", oracle, check=False)
     assert proc.returncode == 2 and "not found" in proc.stderr

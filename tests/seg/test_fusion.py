@@ -98,6 +98,7 @@ def sim_pairs(tmp_path_factory):
 TOL = 0.005
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("cond", ["day", "night"])
 def test_fused_miou_at_least_best_single_on_simulator(sim_pairs, cond):
     from helpers import run_rgbt
@@ -117,6 +118,7 @@ def test_fused_miou_at_least_best_single_on_simulator(sim_pairs, cond):
     assert abs(res["late"] - res["late_graph"]) < 0.01, res  # in-graph fusion == numpy fusion
 
 
+@pytest.mark.slow
 def test_resize_first_keeps_the_miou_and_the_pair_size(sim_pairs):
     """``resize_first`` (the live node's default): the pair is resized to the model input before it is
     normalized; the class ids come back at the pair's size and the mIoU stays with the trained order's

@@ -46,6 +46,7 @@ def test_sidecar_says_synthetic():
     assert sc.training["val_miou"]["all"] == pytest.approx(max(v["val_miou"] for v in variants.values()))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("tod", ["day", "night"])
 def test_sim_model_miou_floor(held_out, tod, rgbt_cli):
     proc = rgbt_cli("seg", "eval", "--dataset", held_out, "--engine", ENGINES_DIR / "sim_thermal_seg.onnx",

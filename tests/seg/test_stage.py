@@ -97,6 +97,7 @@ def sim_frames() -> dict[bool, tuple[np.ndarray, np.ndarray]]:
     return out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("night", [False, True], ids=["day", "night"])
 def test_sim_model_predicts_the_dominant_classes(sim_frames, night: bool) -> None:
     thermal, label = sim_frames[night]

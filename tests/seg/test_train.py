@@ -141,6 +141,7 @@ def test_resume_continues_the_run(sim_data, tmp_path, rgbt_cli):
     assert (tmp_path / "a.onnx").is_file()
 
 
+@pytest.mark.slow
 @needs_torch
 @pytest.mark.parametrize("model", ["efficientvit_b0", "deeplabv3plus_r18", "lraspp_mbv3l"])
 def test_zoo_model_builds_exports_and_passes_contract(tmp_path, model):
@@ -298,6 +299,7 @@ def _library_state(model: str) -> dict:
             for k, shape in IMAGENET_CASES[model][0]().items()}
 
 
+@pytest.mark.slow
 @needs_torch
 @pytest.mark.parametrize("model", list(IMAGENET_CASES))
 def test_pretrained_imagenet_loads_the_library_file_from_its_cache(tmp_path, monkeypatch, model):

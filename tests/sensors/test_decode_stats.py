@@ -112,6 +112,7 @@ DECODE_COUNTS = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind,rel", [("vn100", "vectornav/F00294.bin"), ("mavlink", "mavlink/ardusub_small.tlog"),
                                       ("ubx", "gnss/pygpsdata-NAV.ubx"), ("nmea", "gnss/pygpsdata-NMEA.log")])
 def test_cli_reports_counts_and_rejects_files_without_a_packet(kind, rel, fixtures_dir, tmp_path, rgbt_cli):

@@ -119,6 +119,7 @@ def test_imu_reboot_resets_and_relocks():
     assert len(errs_after) > 500 and max(errs_after) < 100_000  # < 0.1 ms again after relock
 
 
+@pytest.mark.slow
 def test_restamper_on_simulator_streams():
     """Streams from rgbt.sim (contract C3, synthetic): Gaussian jitter σ = 3 ms, 1 % drops, FFC."""
     from rgbt.bench.sync import sim_events

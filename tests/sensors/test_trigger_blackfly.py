@@ -106,6 +106,7 @@ def test_blackfly_params_from_the_repository_stack(tmp_path, rgbt_cli):
     assert opts.trigger_rate_hz == stack.trigger.rate_hz
 
 
+@pytest.mark.slow
 def test_cli_trigger_against_pty_device(pty_device, rgbt_cli):
     import json
 

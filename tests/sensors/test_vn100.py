@@ -242,6 +242,7 @@ def test_cli_decode_vn100_damaged_file_and_missing_file(tmp_path, rgbt_cli):
     assert missing.returncode == 2 and "nope.bin" in missing.stderr
 
 
+@pytest.mark.slow
 def test_cli_vn100_live_against_pty_sensor(pty_device, rgbt_cli):
     import json
 

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import cv2
+import pytest
 import numpy as np
 import yaml
 
@@ -14,6 +15,7 @@ from rgbt.sim import SimOptions
 from rgbt.sim.dataset import write_cart_dataset
 
 
+@pytest.mark.slow
 def test_simulate_cli_writes_bag_ground_truth_and_labels(duck_tum: Path, tmp_path: Path) -> None:
     out = tmp_path / "run"
     proc = run_rgbt("simulate", "--trajectory", duck_tum, "--duration", "0.5", "--start", "4", "--seed", "3",
@@ -38,6 +40,7 @@ def test_simulate_cli_writes_bag_ground_truth_and_labels(duck_tum: Path, tmp_pat
     assert mask.shape == (512, 640) and set(np.unique(mask)) <= set(range(2, 12))
 
 
+@pytest.mark.slow
 def test_simulate_cli_bad_input(tmp_path: Path, duck_tum: Path) -> None:
     proc = run_rgbt("simulate", "--trajectory", tmp_path / "nope.txt", "--duration", "1", "--out", tmp_path / "a",
                     check=False)
@@ -51,6 +54,7 @@ def test_simulate_cli_bad_input(tmp_path: Path, duck_tum: Path) -> None:
     assert (tmp_path / "c" / "x").read_text() == "keep me"
 
 
+@pytest.mark.slow
 def test_write_cart_dataset_day_and_night(duck_tum: Path, tmp_path: Path) -> None:
     runs = [SimOptions(trajectory=str(duck_tum), duration_s=0.4, start_s=10.0, night=night, seed=1, world_seed=0,
                        cameras=["thermal", "color"], drop_prob=0.0) for night in (False, True)]
@@ -76,6 +80,7 @@ def test_write_cart_dataset_day_and_night(duck_tum: Path, tmp_path: Path) -> Non
     assert np.array_equal(day_mask, night_mask)
 
 
+@pytest.mark.slow
 def test_bench_sim_json() -> None:
     proc = run_rgbt("bench", "sim", "--json", "--duration", "0.5", "--trajectory", "hover")
     result = json.loads(proc.stdout)

@@ -40,6 +40,7 @@ def test_paced_host_order_and_timing() -> None:
     assert slept == pytest.approx([g / 2.0 for g in gaps_s], abs=1e-9)
 
 
+@pytest.mark.slow
 def test_paced_skips_dropped_frames() -> None:
     sim = SimStack(SimOptions(trajectory="hover", duration_s=0.2, cameras=["thermal"], drop_prob=0.3))
     frames = list(sim.samples(["thermal"]))

@@ -28,6 +28,7 @@ def clip(duck_tum: Path) -> tuple[SimStack, dict[str, list]]:
     return sim, _by_kind(sim.samples())
 
 
+@pytest.mark.slow
 def test_rates_and_order(clip) -> None:
     sim, by = clip
     counts = {k: len(v) for k, v in by.items()}
@@ -46,6 +47,7 @@ def test_rates_and_order(clip) -> None:
     assert 8.0 < np.median(th_lat) < 16.0 and 1.5 < th_lat.std() < 4.5  # 12 ms + 3 ms jitter
 
 
+@pytest.mark.slow
 def test_trigger_counts_consistent(clip) -> None:
     sim, by = clip
     pulses = {s.seq: s.t_ns for s in by["trigger"]}
@@ -111,6 +113,7 @@ def test_gnss_pose_noise_free_match_truth(duck_tum: Path) -> None:
         assert np.allclose(s.data.T_world_body, T, atol=1e-12)
 
 
+@pytest.mark.slow
 def test_deterministic_for_a_seed(duck_tum: Path) -> None:
     def run(seed: int, kinds=None) -> list:
         sim = SimStack(SimOptions(trajectory=str(duck_tum), duration_s=0.4, start_s=3.0, seed=seed, world_seed=0,
@@ -135,6 +138,7 @@ def test_deterministic_for_a_seed(duck_tum: Path) -> None:
     assert len(only) == len(th_a)
 
 
+@pytest.mark.slow
 def test_night_inversion(duck_tum: Path) -> None:
     """By day water is colder than land, at night warmer (in the rendered thermal counts)."""
     means = {}

@@ -58,6 +58,7 @@ def _write_bag(tmp_path, seq):
     return bag, stack_path, frames
 
 
+@pytest.mark.slow
 def test_bag_sequence_round_trip_and_eval(tmp_path, small_vocab):
     seq = synthetic_sequence(5.0, ffc_at_s=(2.5,))
     bag, stack_path, frames = _write_bag(tmp_path, seq)
@@ -80,6 +81,7 @@ def test_bag_sequence_round_trip_and_eval(tmp_path, small_vocab):
     assert data["ate_rmse"]["median"] < 1.0
 
 
+@pytest.mark.slow
 def test_bag_without_ground_truth(tmp_path):
     seq = synthetic_sequence(0.5)
     bag, stack_path, _ = _write_bag(tmp_path, seq)

@@ -46,6 +46,7 @@ def test_kalibr_radtan_chain_inverts_T_cam_imu(tmp_path: Path) -> None:
     assert cam.td_s == pytest.approx(0.004) and cam.K[1, 1] == 401.0
 
 
+@pytest.mark.slow
 def test_asl_and_kitti_files_and_size_check(seq, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     asl = write_asl(seq, tmp_path / "asl") / "mav0/cam0/sensor.yaml"
     kitti = write_kitti(seq, tmp_path / "kitti") / "calib.txt"

@@ -95,6 +95,7 @@ def test_identity_orientations_are_position_only(seq) -> None:  # type: ignore[n
     assert flat.position_only
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fmt", ["euroc", "kitti"])
 def test_simulate_writes_the_dataset_layout(fmt: str, tmp_path: Path, rgbt_cli) -> None:  # type: ignore[no-untyped-def]
     """``rgbt simulate --format`` (SYNTHETIC): the folder reads back with the bag's frames and stamps."""

@@ -122,6 +122,7 @@ def test_fmt_real_always_real():
     assert fmt_real(513) == "513.0" and fmt_real(1e-5) == "1.0e-05" and fmt_real(-0.5) == "-0.5"
 
 
+@pytest.mark.slow
 def test_cli_export_all(tmp_path):
     for est in ("vins", "openvins", "orbslam3"):
         run_rgbt("vio", "export", est, "--stack", "calib/stack.yaml", "--camera", "thermal",

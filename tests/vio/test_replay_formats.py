@@ -74,6 +74,7 @@ def cart_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
+@pytest.mark.slow
 def test_cart_ros1_layout_round_trips_against_the_mcap_bag(cart_dir: Path) -> None:
     from rgbt.bag import open_bag
     from rgbt.vio.sequence import bag_sequence
@@ -100,6 +101,7 @@ def test_cart_ros1_layout_round_trips_against_the_mcap_bag(cart_dir: Path) -> No
     np.testing.assert_allclose(ros1.ground_truth.positions, mcap.ground_truth.positions, rtol=0, atol=5.1e-9)
 
 
+@pytest.mark.slow
 def test_cart_clip_follows_sequences_md_from_the_bag_start(cart_dir: Path, tmp_path: Path) -> None:
     import shutil
 

@@ -23,6 +23,7 @@ def _fake_install(root: Path, package: str, exe: str, body: str = "") -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_not_installed_is_reported_honestly(monkeypatch):
     monkeypatch.delenv("AMENT_PREFIX_PATH", raising=False)
     info = detect("vins")

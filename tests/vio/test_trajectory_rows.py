@@ -78,6 +78,7 @@ def test_a_directory_is_rejected(tmp_path: Path) -> None:
         load_trajectory(tmp_path, "tum")
 
 
+@pytest.mark.slow
 def test_vio_ate_cli_takes_kitti_times(tmp_path: Path, rgbt_cli) -> None:  # type: ignore[no-untyped-def]
     path = [(i, (i % 2) * 0.7, 0.1 * i * i) for i in range(5)]  # not collinear: Sim3 is defined
     poses = _write(tmp_path, "00.txt", [f"1 0 0 {x} 0 1 0 {y} 0 0 1 {z}" for x, y, z in path])

@@ -64,6 +64,7 @@ def test_bad_parameters():
         build_vocabulary(np.zeros((30, 32), np.uint8), np.zeros(30), k=10, L=11)
 
 
+@pytest.mark.slow
 def test_orbslam3_loads_our_vocabulary(small_vocab, tmp_path):
     pyorbslam3 = pytest.importorskip("pyorbslam3")
     from rgbt.vio.orbslam3 import OrbSlam3Options, native_stdout_to, write_settings
