@@ -34,9 +34,14 @@ def run(args: argparse.Namespace) -> dict:
     from rgbt.campaign.spec import Campaign
     from rgbt.campaign.worker import load_result
     from rgbt.campaign.jobs import expand
+    from rgbt.progress import ProgressBars
     from rgbt.vio.vocab import ensure_vocabulary
 
-    vocab = args.vocab or str(ensure_vocabulary(show_progress=True))
+    if args.vocab:
+        vocab = args.vocab
+    else:
+        with ProgressBars() as bars:
+            vocab = str(ensure_vocabulary(progress=bars))
     campaign = Campaign.model_validate({"name": "bench", "retries": 0, "vio": {
         "inputs": [{"synthetic": {"duration_s": args.duration, "seed": s}} for s in range(1, args.inputs + 1)],
         "modes": ["mono"], "normalizations": ["percentile"], "runs": args.runs, "pace": 0, "vocab": vocab}})

@@ -19,6 +19,7 @@ from rgbt.demo.scan import scan_bag
 from rgbt.demo.truth import GT_FILE, SimTruth
 from rgbt.errors import BagError, EvaluationError, RgbtError
 from rgbt.fileio import to_json
+from rgbt.progress import ProgressBars
 
 PLOTS_DIR = "plots"
 REPORT = "report.md"
@@ -140,7 +141,8 @@ def run_demo(options: DemoOptions, console: Any = None) -> dict:
         t0 = time.perf_counter()
         con.print(f"ORB-SLAM3 on the recorded thermal stream ({options.runs} run(s))")
         try:
-            vio_summary, result, seq_obj = evaluate.vio(bag, options.runs, show_progress=True)
+            with ProgressBars() as bars:
+                vio_summary, result, seq_obj = evaluate.vio(bag, options.runs, progress=bars)
             vio_plots = plots.vio(result, seq_obj, plots_dir)
         except RgbtError as exc:
             vio_summary = {"error": str(exc), "ate_rmse": None, "tracked_fraction": None}
