@@ -312,16 +312,16 @@ class GraphRun:
     def __init__(self, specs: list[NodeSpec], env_extra: dict[str, str] | None = None,
                  duration_s: float | None = None, stdout=None, stderr=None,  # type: ignore[no-untyped-def]
                  keep_fds: tuple[int, ...] = ()) -> None:
-        self.specs = specs
-        self._start = {"env_extra": env_extra, "duration_s": duration_s, "stdout": stdout, "stderr": stderr,
-                       "keep_fds": keep_fds}
+        self.specs, self.env_extra, self.duration_s = specs, env_extra, duration_s
+        self.stdout, self.stderr, self.keep_fds = stdout, stderr, keep_fds
         self.graph: Graph | None = None
         self.sup: Supervisor | None = None
         self.codes: dict[str, int] | None = None  # set by stop()
 
     def start(self) -> Graph:
         """Start the graph's process groups."""
-        self.graph = start_graph(self.specs, **self._start)  # type: ignore[arg-type]
+        self.graph = start_graph(self.specs, self.env_extra, self.duration_s, stdout=self.stdout, stderr=self.stderr,
+                                 keep_fds=self.keep_fds)
         return self.graph
 
     def __enter__(self) -> "GraphRun":

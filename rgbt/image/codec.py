@@ -113,6 +113,12 @@ def _cdr_string(raw: memoryview, pos: int) -> tuple[str, int]:
 
 class _RawImage:  # the fields image_to_numpy reads
     __slots__ = ("height", "width", "encoding", "step", "is_bigendian", "data")
+    height: int
+    width: int
+    encoding: str
+    step: int
+    is_bigendian: int
+    data: memoryview
 
 
 def cdr_to_image(raw: bytes | bytearray | memoryview) -> CdrImage:
