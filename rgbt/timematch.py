@@ -23,5 +23,5 @@ def nearest_within(stamps: np.ndarray, t_ns: int, tolerance_ns: int) -> int | No
     earlier stamp."""
     if not len(stamps):
         return None
-    j = int(nearest_index(stamps, np.int64(t_ns)))
+    j = int(nearest_index(stamps, np.asarray(t_ns, dtype=np.int64)))
     return j if abs(int(stamps[j]) - int(t_ns)) <= tolerance_ns else None

@@ -74,12 +74,18 @@ def vio_feed_image_topic(camera: str) -> str:
     return f"/rgbt/vio/{camera}/image_mono8"
 
 
+def _sensor_topic_types(stack: Any, cameras: list[str]) -> dict[str, str]:
+    """Topic -> message type of the ``cameras`` of the stack, its IMU and its GNSS (in that order)."""
+    types = {stack.camera(c).topic: IMAGE for c in cameras}
+    types[stack.imu.topic] = IMU
+    types[stack.gnss.topic] = NAV_SAT_FIX
+    return types
+
+
 def stack_topic_types(stack: Any) -> dict[str, str]:
     """Topic -> ROS 2 message type of everything the stack publishes (what the recorder records):
     the cameras, IMU, GNSS, autopilot pose and global position, the armed state and the trigger."""
-    types = {cam.topic: IMAGE for cam in stack.cameras.values()}
-    types[stack.imu.topic] = IMU
-    types[stack.gnss.topic] = NAV_SAT_FIX
+    types = _sensor_topic_types(stack, list(stack.cameras))
     types[stack.autopilot.pose_topic] = POSE_STAMPED
     types[stack.autopilot.global_topic] = NAV_SAT_FIX
     types[ARMED_TOPIC] = BOOL
@@ -91,9 +97,7 @@ def sim_topic_types(stack: Any, cameras: list[str], labels: bool = True) -> dict
     """Topic -> message type of a simulated bag (in the order its connections are written): the
     simulated ``cameras``, IMU, GNSS, autopilot streams, ground truth, trigger, IMU SyncIn and (with
     ``labels``) the label images of the simulated cameras."""
-    topics = {stack.camera(c).topic: IMAGE for c in cameras}
-    topics[stack.imu.topic] = IMU
-    topics[stack.gnss.topic] = NAV_SAT_FIX
+    topics = _sensor_topic_types(stack, cameras)
     topics[stack.autopilot.global_topic] = NAV_SAT_FIX
     topics[stack.autopilot.pose_topic] = POSE_STAMPED
     topics[stack.autopilot.state_topic] = MAVROS_STATE

@@ -332,7 +332,7 @@ def fly_with_faults(profile: str, faults: list[str], sim_s: float, cameras: list
     """One flight under an in-process supervisor; ``faults`` injected one at a time (the first
     ``LEAD_S`` after the sources start publishing, the next ``SPACING_S`` later); the judged row of each."""
     from rgbt.bench.tmpdisk import SmallDisk
-    from rgbt.graph.launcher import clean_shm, shm_files, start_graph, supervise
+    from rgbt.graph.launcher import GraphRun, clean_shm, shm_files
 
     flight = Flight(profile, faults, sim_s, cameras, sim_root, isolate=isolate)
     disk = SmallDisk(flight.bags_dir, DISK_MB) if "disk_full_real" in faults else None
@@ -349,9 +349,11 @@ def fly_with_faults(profile: str, faults: list[str], sim_s: float, cameras: list
         if why:
             return {f: {"lost": None, "lost_reported": None, "recovered_s": None, "bag_complete": False,
                         "stamps_monotonic": False, "problem": why} for f in faults}
-        with open(flight.work / "graph.log", "wb") as log:
-            graph = start_graph(flight.specs, flight.env(), duration_s=sim_s * 8 + 120, stdout=log, stderr=log)
-            sup = supervise(graph, flight.specs, log=events.append)
+        with open(flight.work / "graph.log", "wb") as log, \
+                GraphRun(flight.specs, flight.env(), duration_s=sim_s * 8 + 120, stdout=log, stderr=log) as run:
+            graph = run.graph
+            assert graph is not None
+            sup = run.supervise(log=events.append)
             recorder = next(iter(sup.recorder_groups))
             if "unplug_thermal" in faults:
                 cpu = CpuSampler(lambda: graph.procs[_source_group(graph, "thermal")].pid)
@@ -394,7 +396,7 @@ def fly_with_faults(profile: str, faults: list[str], sim_s: float, cameras: list
                 t_stop = time.monotonic()
                 if cpu is not None:
                     cpu.stop()
-                graph.stop()
+                run.stop()
                 restarts = sup.status()["restarts"]
                 wall = {"startup": round((t_pub or t_stop) - t0, 1), "flight": round(t_stop - (t_pub or t_stop), 1),
                         "stop": round(time.monotonic() - t_stop, 1)}

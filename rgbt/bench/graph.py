@@ -47,6 +47,7 @@ import json
 import os
 import random
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -121,7 +122,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(options: GraphBenchOptions) -> dict:
-    from rgbt.graph.launcher import clean_shm, shm_files, start_graph
+    from rgbt.graph.launcher import GraphRun, clean_shm, shm_files
     from rgbt.graph.profile import node_specs, parse_set, profile_env
     from rgbt.graph.recording import ARRIVALS
     from rgbt.ros_env import apply_ros_defaults
@@ -175,7 +176,8 @@ def run(options: GraphBenchOptions) -> dict:
     load = _Load(options.load, limit_s + 30)
     cpu = _CpuSampler()
     try:
-        graph = start_graph(specs, profile_env(options.profile), duration_s=limit_s + 30)
+        run = GraphRun(specs, profile_env(options.profile), duration_s=limit_s + 30)
+        graph = run.start()
         cpu.procs = {g: p.pid for g, p in graph.procs.items()}
         cpu.procs.update({f"load-{i}": p.pid for i, p in enumerate(load.procs)})  # what the load got
         t_start = time.monotonic()
@@ -189,7 +191,7 @@ def run(options: GraphBenchOptions) -> dict:
             _wait_for_recorder(probe, manifest, graph)
             status = dict(probe.status)
         finally:
-            codes = graph.stop()
+            codes = run.stop()
             load.stop()
         sources = read_sources(manifests)
         bag_manifests = sorted((work / "bags").glob("*/rgbt_manifest.json"))
@@ -305,10 +307,10 @@ class _Load:
         self.procs = [subprocess.Popen([sys.executable, "-c", code]) for _ in range(n)]
 
     def stop(self) -> None:
+        from rgbt.graph.launcher import STOP_GRACE_S, stop_child
+
         for p in self.procs:
-            if p.poll() is None:
-                p.kill()
-            p.wait()
+            stop_child(p, STOP_GRACE_S, sig=signal.SIGKILL)
         self.procs = []
 
 

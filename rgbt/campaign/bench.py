@@ -54,9 +54,14 @@ def run(options: CampaignBenchOptions) -> dict:
     from rgbt.campaign.spec import Campaign
     from rgbt.campaign.worker import load_result
     from rgbt.campaign.jobs import expand
+    from rgbt.progress import ProgressBars
     from rgbt.vio.vocab import ensure_vocabulary
 
-    vocab = options.vocab or str(ensure_vocabulary(show_progress=True))
+    if options.vocab:
+        vocab = options.vocab
+    else:
+        with ProgressBars() as bars:
+            vocab = str(ensure_vocabulary(progress=bars))
     campaign = Campaign.model_validate({"name": "bench", "retries": 0, "vio": {
         "inputs": [{"synthetic": {"duration_s": options.duration_s, "seed": s}} for s in range(1, options.inputs + 1)],
         "modes": ["mono"], "normalizations": ["percentile"], "runs": options.runs, "pace": 0, "vocab": vocab}})

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from rgbt.seg.metrics import IoUResult
     from rgbt.seg.train.options import TrainOptions
+from rgbt.progress import ProgressBars
 
 
 
@@ -149,7 +150,8 @@ def _train(args: argparse.Namespace) -> int:
     from rgbt.seg.train.loop import train
 
     log = (lambda line: print(line, file=sys.stderr)) if args.json else print
-    res = train(opts, resume=bool(args.resume), log=log, progress=not args.json, scans=scans)
+    with ProgressBars(enabled=not args.json) as bars:
+        res = train(opts, resume=bool(args.resume), log=log, progress=bars, scans=scans)
     if args.json:
         from rgbt.output import print_json
 
@@ -174,7 +176,8 @@ def _eval_fusion(args: argparse.Namespace) -> int:
         stages["early"] = FusionStage(FusionOptions(mode="early", model=args.early))
     if args.graph:
         stages["late_graph"] = FusionStage(FusionOptions(mode="graph", model=args.graph))
-    res = evaluate_fusion(args.dataset, stages, args.split, progress=not args.json)
+    with ProgressBars(enabled=not args.json) as bars:
+        res = evaluate_fusion(args.dataset, stages, args.split, progress=bars)
     if args.json:
         print_json({k: {"per_class": v.per_class, "miou": v.miou, "n_images": v.n_images} for k, v in res.items()})
     else:
@@ -187,7 +190,8 @@ def _eval_fusion(args: argparse.Namespace) -> int:
 def _eval(args: argparse.Namespace) -> int:
     from rgbt.seg.evaluate import evaluate
 
-    res = evaluate(args.dataset, args.engine, args.split, args.backend, progress=not args.json)
+    with ProgressBars(enabled=not args.json) as bars:
+        res = evaluate(args.dataset, args.engine, args.split, args.backend, progress=bars)
     if args.json:
         from rgbt.output import print_json
 

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from rgbt.output import print_json
 from rgbt.errors import EvaluationError
+from rgbt.progress import ProgressBars
 
 if TYPE_CHECKING:
     from rgbt.vio.sequence import Sequence
@@ -251,14 +252,18 @@ def _load_sequences(args: argparse.Namespace) -> list:
 def _vocab_path(args: argparse.Namespace) -> str:
     from rgbt.vio.vocab import ensure_vocabulary
 
-    return args.vocab or str(ensure_vocabulary(show_progress=args.progress))
+    if args.vocab:
+        return args.vocab
+    with ProgressBars(enabled=args.progress) as bars:
+        return str(ensure_vocabulary(progress=bars))
 
 
 def _cmd_vocab(args: argparse.Namespace) -> int:
     from rgbt.vio.vocab import VocabOptions, build_report
 
     opts = VocabOptions(k=args.k, L=args.L, frames=args.frames, features=args.features, seed=args.seed)
-    report = build_report(opts, force=args.force, show_progress=not args.json)
+    with ProgressBars(enabled=not args.json) as bars:
+        report = build_report(opts, force=args.force, progress=bars)
     if args.json:
         print_json(report)
     else:
@@ -296,7 +301,8 @@ def _cmd_eval(args: argparse.Namespace) -> int:
         out_dir = None if not args.out else (Path(args.out) if len(cells) == 1 else
                                              Path(args.out) / (seq.name if len(args.estimator) == 1
                                                                else f"{seq.name}-{name}"))
-        result = evaluate_sequence(seq, opts, show_progress=args.progress, log_dir=out_dir)
+        with ProgressBars(enabled=args.progress) as bars:
+            result = evaluate_sequence(seq, opts, progress=bars, log_dir=out_dir)
         data = result.to_dict()
         data["modality"] = seq.camera.name if seq.camera.name in ("thermal", "color", "mono") else args.camera
         data["command"] = _cell_command(args, seq, name)
@@ -360,15 +366,10 @@ def _cmd_ablation(args: argparse.Namespace) -> int:
     rows, results = [], []
     for seq in _sequences(args):
         for mode in modes:
-            opts = EvalOptions(
-                inertial=args.inertial,
-                runs=args.runs,
-                rate_hz=args.rate,
-                normalization=mode,
-                vocab=vocab,
-                pace=args.pace,
-            )
-            data = evaluate_sequence(seq, opts, show_progress=args.progress).to_dict()
+            opts = EvalOptions(inertial=args.inertial, runs=args.runs, rate_hz=args.rate, normalization=mode,
+                               vocab=vocab, pace=args.pace)
+            with ProgressBars(enabled=args.progress) as bars:
+                data = evaluate_sequence(seq, opts, progress=bars).to_dict()
             data.pop("runs_frames", None)
             data["modality"] = f"thermal/{mode}"
             results.append(data)

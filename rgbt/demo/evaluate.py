@@ -28,6 +28,7 @@ from rgbt.vio.sequence import bag_sequence
 from rgbt.vio.vocab import VocabOptions, ensure_vocabulary, vocabulary_file
 from rgbt.topics import TRIGGER_TOPIC
 from rgbt.fileio import to_json
+from rgbt.progress import Progress
 
 #: where the demo writes the labelled frames of a recording (CART layout: PLACE/TRAJ/{thermal16,masks})
 LABELS_DIR = "labels"
@@ -167,17 +168,18 @@ def segmentation(scan: Scan, engine: Path, wall_s: float | None = None) -> dict:
     return out
 
 
-def vio(bag: Path, runs: int, stack_path: str | None = None, show_progress: bool = True) -> tuple[dict, Any, Any]:
+def vio(bag: Path, runs: int, stack_path: str | None = None,
+        progress: Progress | None = None) -> tuple[dict, Any, Any]:
     """ORB-SLAM3 (monocular, thermal, temporally stable normalization, 20 Hz feed: the defaults of
     ``rgbt vio eval``) on the bag; returns (summary, VioEvalResult, Sequence) - the last two for plots."""
-    if show_progress and not vocabulary_file(VocabOptions()).is_file():
+    if progress is not None and not vocabulary_file(VocabOptions()).is_file():
         from rich.console import Console
 
         Console(stderr=True).print("building the ORB vocabulary (first run only, cached; ~30-60 s)")
-    vocab = ensure_vocabulary(show_progress=show_progress)  # what `rgbt vio eval` uses by default
+    vocab = ensure_vocabulary(progress=progress)  # what `rgbt vio eval` uses by default
     seq = bag_sequence(bag, stack_path=stack_path, camera="thermal")
     result = evaluate_sequence(seq, EvalOptions(estimator="orbslam3", runs=runs, vocab=str(vocab)),
-                               show_progress=show_progress)
+                               progress=progress)
     d = result.to_dict()
     run0 = result.runs[0]["metrics"] if result.runs else {}
     rpe = run0.get("rpe") if isinstance(run0.get("rpe"), dict) else None

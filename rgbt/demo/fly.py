@@ -18,7 +18,6 @@ from typing import Any, Callable
 
 from rgbt.demo.options import flight_start_s
 from rgbt.errors import RgbtError
-from rgbt.graph.launcher import start_graph, supervise
 from rgbt.graph.profile import node_specs, profile_env
 from rgbt.graph.recording import bag_is_closed
 from rgbt.stack import load_stack
@@ -119,6 +118,8 @@ def fly(profile: str, overrides: dict[str, dict[str, Any]], run_dir: Path, expec
     (default: 6 x ``expected_s`` + 120 s, for slow machines); on timeout what was recorded is kept.
     With a virtual stack, the graph is also stopped :data:`DRAIN_S` after its last sample went out
     if the recorder has not closed the bag by then (an overloaded machine); that is reported."""
+    from rgbt.graph.launcher import GraphRun
+
     specs = node_specs(profile, overrides)
     if not is_simulated(specs):
         check_devices(specs)
@@ -128,14 +129,16 @@ def fly(profile: str, overrides: dict[str, dict[str, Any]], run_dir: Path, expec
     timeout_s = timeout_s or 6 * expected_s + 120
     result = FlightResult(None, None, log)
     t0 = time.monotonic()
-    with open(log, "wb") as fh:
-        graph = start_graph(specs, profile_env(profile), duration_s=timeout_s, stdout=fh, stderr=fh)
+    with open(log, "wb") as fh, \
+            GraphRun(specs, profile_env(profile), duration_s=timeout_s, stdout=fh, stderr=fh) as run:
+        graph = run.graph
+        assert graph is not None
 
         def log_line(line: str) -> None:
             fh.write(line.encode() + b"\n")
             fh.flush()
 
-        sup = supervise(graph, specs, log=log_line)
+        sup = run.supervise(log=log_line)
         t_arm = t_disarm = t_done = None
         vs_path = run_dir / VS_MANIFEST
         try:
@@ -176,7 +179,7 @@ def fly(profile: str, overrides: dict[str, dict[str, Any]], run_dir: Path, expec
         finally:
             status("stopping", 0.0)
             t_stop = time.monotonic()
-            result.exit_codes = graph.stop()
+            result.exit_codes = run.stop()
             result.restarts = {g: n for g, n in sup.counts().items() if n}
             result.wall_s = {"startup": (t_arm or t_stop) - t0,
                              "recording": ((t_disarm or t_stop) - t_arm) if t_arm is not None else 0.0,

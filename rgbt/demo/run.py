@@ -24,6 +24,7 @@ from rgbt.paths import REPO_ROOT
 from rgbt.sim.cache import render_for_virtual_stack
 from rgbt.stack import load_stack
 from rgbt.fileio import to_json
+from rgbt.progress import ProgressBars
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -150,7 +151,8 @@ def run_demo(options: DemoOptions, console: Any = None) -> dict:
         t0 = time.perf_counter()
         con.print(f"ORB-SLAM3 on the recorded thermal stream ({options.runs} run(s))")
         try:
-            vio_summary, result, seq_obj = evaluate.vio(bag, options.runs, show_progress=True)
+            with ProgressBars() as bars:
+                vio_summary, result, seq_obj = evaluate.vio(bag, options.runs, progress=bars)
             vio_plots = plots.vio(result, seq_obj, plots_dir)
         except RgbtError as exc:
             vio_summary = {"error": str(exc), "ate_rmse": None, "tracked_fraction": None}

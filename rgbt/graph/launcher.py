@@ -195,11 +195,7 @@ class Graph:
             except OSError:
                 pass
         for spare in spares:
-            try:
-                spare.wait(timeout=grace_s)
-            except subprocess.TimeoutExpired:
-                spare.kill()
-                spare.wait()
+            stop_child(spare, grace_s, sig=None)  # told by its stdin
 
     def alive(self) -> list[str]:
         return [n for n, p in self.procs.items() if p.poll() is None]
@@ -211,15 +207,23 @@ class Graph:
         self.stop_spares()
         for proc in self.procs.values():
             if proc.poll() is None:
-                proc.send_signal(signal.SIGINT)
-                try:
-                    proc.wait(timeout=grace_s)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-                    proc.wait()
+                stop_child(proc, grace_s)
                 time.sleep(settle_s)  # messages in flight reach the later processes
         clean_shm(self.shm_before)
         return {n: p.returncode for n, p in self.procs.items()}
+
+
+def stop_child(proc: subprocess.Popen, grace_s: float, sig: int | None = signal.SIGINT) -> int:
+    """End the child ``proc`` by its PID: ``sig`` (None: none, it was told to end another way), then
+    up to ``grace_s`` for it to exit, ``SIGKILL`` if it has not; returns its exit code."""
+    if sig is not None and proc.poll() is None:
+        proc.send_signal(sig)
+    try:
+        proc.wait(timeout=grace_s)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+    return proc.returncode
 
 
 def stop_time_s(groups: int) -> float:
@@ -299,6 +303,48 @@ def start_graph(specs: list[NodeSpec], env_extra: dict[str, str] | None = None, 
     return graph
 
 
+class GraphRun:
+    """One run of a graph: ``with GraphRun(specs, ...) as run:`` (or :meth:`start`) starts it
+    (:func:`start_graph`), :meth:`supervise` puts a :class:`Supervisor` over it, and :meth:`stop` (at
+    the latest when the ``with`` ends, an exception included) ends every child (:meth:`Graph.stop`)
+    once and keeps their exit codes in ``codes``. ``rgbt up``, the demo flight and the graph and fault
+    benchmarks run their graphs through it; each polls it its own way."""
+
+    def __init__(self, specs: list[NodeSpec], env_extra: dict[str, str] | None = None,
+                 duration_s: float | None = None, stdout: Any = None, stderr: Any = None,
+                 keep_fds: tuple[int, ...] = ()) -> None:
+        self.specs, self.env_extra, self.duration_s = specs, env_extra, duration_s
+        self.stdout, self.stderr, self.keep_fds = stdout, stderr, keep_fds
+        self.graph: Graph | None = None
+        self.sup: Supervisor | None = None
+        self.codes: dict[str, int] | None = None  # set by stop()
+
+    def start(self) -> Graph:
+        """Start the graph's process groups."""
+        self.graph = start_graph(self.specs, self.env_extra, self.duration_s, stdout=self.stdout, stderr=self.stderr,
+                                 keep_fds=self.keep_fds)
+        return self.graph
+
+    def __enter__(self) -> "GraphRun":
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def supervise(self, options: SupervisorOptions | None = None, log=print) -> Supervisor:  # type: ignore[no-untyped-def]
+        """The supervisor of this run (:func:`supervise`)."""
+        assert self.graph is not None, "supervise() after start()"
+        self.sup = supervise(self.graph, self.specs, options, log)
+        return self.sup
+
+    def stop(self) -> dict[str, int]:
+        """Stop the graph once (:meth:`Graph.stop`); its children's exit codes."""
+        if self.codes is None:
+            self.codes = self.graph.stop() if self.graph is not None else {}
+        return self.codes
+
+
 def recorder_groups(specs: list[NodeSpec]) -> set[str]:
     """Process groups that run a recorder."""
     return {s.process for s in specs if s.executable == "recorder"}
@@ -336,17 +382,17 @@ def run_graph(specs: list[NodeSpec], duration_s: float | None = None, env_extra:
 
     old = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
     old[signal.SIGHUP] = signal.signal(signal.SIGHUP, on_hangup)
-    graph: Graph | None = None
+    run = GraphRun(specs, env_extra, duration_s, stdout=console.child_stdout, stderr=console.child_stderr,
+                   keep_fds=() if lock is None else (lock.fd,))
     why = "every process exited"
     try:
-        graph = start_graph(specs, env_extra, duration_s, stdout=console.child_stdout, stderr=console.child_stderr,
-                            keep_fds=() if lock is None else (lock.fd,))
+        graph = run.start()
         assert graph.workdir is not None  # start_graph sets it
         console.start(graph.workdir / LOG_FILE)
         say(f"rgbt up: {len(graph.procs)} process(es): " + ", ".join(f"{g}[{p.pid}]" for g, p in graph.procs.items()))
         say(f"rgbt up: supervision: {options.describe()}")
         say(f"rgbt up: work folder {graph.workdir} (on a hang-up the output goes on in {console.log_path})")
-        sup = supervise(graph, specs, options, say)
+        sup = run.supervise(options, say)
         last_status = graph_status(graph, sup)
         notifier.ready(last_status)
         deadline = None if duration_s is None else time.monotonic() + duration_s
@@ -372,7 +418,7 @@ def run_graph(specs: list[NodeSpec], duration_s: float | None = None, env_extra:
             why = signal.Signals(flags["signal"]).name
     finally:
         notifier.stopping(f"stopping: {why}")
-        codes = graph.stop() if graph is not None else {}
+        codes = run.stop()
         console.close()
         for s, handler in old.items():
             signal.signal(s, handler)

@@ -3,38 +3,37 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Iterable
 
 import numpy as np
 
 from rgbt.errors import ImageError
 from rgbt.seg.dataset import list_items, load_rgb, load_thermal
 from rgbt.seg.fusion import FusionStage
+from rgbt.progress import Progress
 from rgbt.seg.metrics import IoUResult, confusion, iou_from_confusion
 from rgbt.seg.preprocess import prepare, unfit_ids
 from rgbt.seg.stage import SegmentationStage, SegStageOptions
 
 
 def evaluate(dataset: str | Path, engine: str | Path, split: str | None = None, backend: str = "onnxruntime",
-             progress: bool = False) -> IoUResult:
+             progress: Progress | None = None) -> IoUResult:
+    """Per-class IoU of ``engine`` on the dataset's ``split``; ``progress`` is told of each frame."""
     stage = SegmentationStage(SegStageOptions(str(engine), backend, color=False))
     sc = stage.model.sidecar
     k = sc.num_classes
     items = list_items(dataset, split)
     cm = np.zeros((k, k), np.int64)
-    it: Iterable[str] = items
-    if progress:
-        from rich.progress import track
-
-        it = track(items, description=f"evaluating {Path(engine).name}", transient=True)
-    for item in it:
+    for i, item in enumerate(items):
         th, mask = load_thermal(dataset, item)
         pred = stage.process(th).class_ids
         cm += confusion(mask, pred, k, sc.ignore_ids)
+        if progress is not None:
+            progress(f"evaluating {Path(engine).name}", i + 1, len(items))
     return iou_from_confusion(cm, [c.name for c in sc.classes], sc.ignore_ids, sc.object_ids, len(items))
 
 
-def evaluate_fusion(dataset: str | Path, stages: dict, split: str | None = None, progress: bool = False) -> dict:
+def evaluate_fusion(dataset: str | Path, stages: dict, split: str | None = None,
+                    progress: Progress | None = None) -> dict:
     """Evaluate several fusion stages (name -> FusionStage or SegmentationStage of one modality) on
     aligned pairs (``thermal16`` + ``rgb``, ground truth ``masks``); returns name -> IoUResult.
 
@@ -50,12 +49,7 @@ def evaluate_fusion(dataset: str | Path, stages: dict, split: str | None = None,
     )
     k = sc.num_classes
     cms = {name: np.zeros((k, k), np.int64) for name in stages}
-    it: Iterable[str] = items
-    if progress:
-        from rich.progress import track
-
-        it = track(items, description="evaluating fusion", transient=True)
-    for item in it:
+    for i, item in enumerate(items):
         th, mask = load_thermal(dataset, item)
         pair = load_rgb(dataset, item)
         if pair is None or pair[0].shape[:2] != th.shape:
@@ -69,6 +63,8 @@ def evaluate_fusion(dataset: str | Path, stages: dict, split: str | None = None,
             else:
                 pred = stage.process(th).class_ids
             cms[name] += confusion(mask, pred, k, sc.ignore_ids)
+        if progress is not None:
+            progress("evaluating fusion", i + 1, len(items))
     return {name: iou_from_confusion(cm, [c.name for c in sc.classes], sc.ignore_ids, sc.object_ids, len(items))
             for name, cm in cms.items()}
 

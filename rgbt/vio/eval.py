@@ -8,7 +8,6 @@ and mean / std / median over runs.
 from __future__ import annotations
 
 import multiprocessing as mp
-import os
 import queue as queue_mod
 import time
 from dataclasses import asdict, dataclass, field
@@ -22,6 +21,7 @@ from rgbt.eval.tracking import RunFrame, score_run
 from rgbt.eval.trajectory import Trajectory
 from rgbt.timing import summarize_ms
 from rgbt.vio.feed import NORMALIZATIONS, FeedFrame, prepare_feed
+from rgbt.progress import Progress
 from rgbt.vio.ground_truth import estimate_time_offset, shift_ground_truth
 from rgbt.vio.orbslam3 import OrbSlam3Options, run_orbslam3
 from rgbt.vio.runners import detect
@@ -238,17 +238,15 @@ def estimator_unavailable(name: str) -> str | None:
             "`rgbt vio eval` does not start yet (`rgbt vio estimators` gives its command line)")
 
 
-def evaluate_sequence(seq: Sequence, opts: EvalOptions, show_progress: bool = False,
+def evaluate_sequence(seq: Sequence, opts: EvalOptions, progress: Progress | None = None,
                       log_dir: str | Path | None = None) -> VioEvalResult:
     """Run ``opts.runs`` times and score each run; a run that fails keeps the others. With
-    ``log_dir`` each run's ORB-SLAM3 log is kept as ``log_dir/run<k>/orbslam3.log``.
+    ``log_dir`` each run's ORB-SLAM3 log is kept as ``log_dir/run<k>/orbslam3.log``. ``progress`` is
+    told of the frames fed and of each run's frames.
 
     An estimator that cannot run here (not installed, no wheel for the platform) gives a result
     with no runs and ``status`` saying why (a table cell, not an error). ``opts.gt_offset_auto``:
     the ground-truth clock offset is estimated from run 0's poses and every run scored with it."""
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-
     if opts.inertial and len(seq.imu) < 2:
         raise EvaluationError(f"{seq.name}: --inertial needs IMU samples and this sequence has none "
                               f"({seq.meta.get('format', 'this layout')} has no IMU): expected a monocular run")
@@ -271,30 +269,34 @@ def evaluate_sequence(seq: Sequence, opts: EvalOptions, show_progress: bool = Fa
     # Positions-only ground truth has no orientation to carry the IMU->camera lever arm: score the
     # camera against the body positions (the lever arm, centimetres, is left in the error; said so).
     gt_cam = seq.ground_truth if position_only else seq.ground_truth_camera()
+    report = progress or (lambda task, done, total, note="": None)
+    task, count = f"feed {seq.name} ({result.options['normalization']})", [0]
 
-    # ORB-SLAM3 writes to fds 1 and 2 (captured into its log while it runs); the bars keep their own fd
-    bar_stream = os.fdopen(os.dup(2), "w") if show_progress else None
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-                  console=Console(file=bar_stream, stderr=bar_stream is None), disable=not show_progress,
-                  transient=True) as bar:
-        task = bar.add_task(f"feed {seq.name} ({result.options['normalization']})", total=None)
-        feed = build_feed(seq, opts, progress=lambda: bar.advance(task))
-        result.meta.update(feed_frames=len(feed), skipped_frozen=sum(f.frozen for f in feed),
-                           ffc_truth_frames=sum(f.ffc_truth for f in feed))
-        _require_overlap(seq.name, feed[0].t_ns, feed[-1].t_ns, gt_cam)
-        done: list[tuple[int, Any, float]] = []  # (run, run output or error text, wall s)
-        for k in range(opts.runs):
-            task = bar.add_task(f"{opts.estimator} run {k + 1}/{opts.runs}", total=len(feed))
-            t0 = time.perf_counter()
-            log = None
-            if log_dir is not None:
-                (Path(log_dir) / f"run{k}").mkdir(parents=True, exist_ok=True)
-                log = str(Path(log_dir) / f"run{k}" / "orbslam3.log")
-            try:
-                done.append((k, _run_once(seq, feed, opts, advance=lambda task=task: bar.advance(task), log_path=log),
-                             time.perf_counter() - t0))
-            except EvaluationError as exc:  # keep the other runs: report this one as failed
-                done.append((k, str(exc), time.perf_counter() - t0))
+    def fed() -> None:
+        count[0] += 1
+        report(task, count[0], None)
+
+    feed = build_feed(seq, opts, progress=fed)
+    result.meta.update(feed_frames=len(feed), skipped_frozen=sum(f.frozen for f in feed),
+                       ffc_truth_frames=sum(f.ffc_truth for f in feed))
+    _require_overlap(seq.name, feed[0].t_ns, feed[-1].t_ns, gt_cam)
+    done: list[tuple[int, Any, float]] = []  # (run, run output or error text, wall s)
+    for k in range(opts.runs):
+        run_task, tracked = f"{opts.estimator} run {k + 1}/{opts.runs}", [0]
+
+        def advance(run_task: str = run_task, tracked: list[int] = tracked) -> None:
+            tracked[0] += 1
+            report(run_task, tracked[0], len(feed))
+
+        t0 = time.perf_counter()
+        log = None
+        if log_dir is not None:
+            (Path(log_dir) / f"run{k}").mkdir(parents=True, exist_ok=True)
+            log = str(Path(log_dir) / f"run{k}" / "orbslam3.log")
+        try:
+            done.append((k, _run_once(seq, feed, opts, advance=advance, log_path=log), time.perf_counter() - t0))
+        except EvaluationError as exc:  # keep the other runs: report this one as failed
+            done.append((k, str(exc), time.perf_counter() - t0))
     if opts.gt_offset_auto:
         gt_cam = _apply_estimated_offset(result, done, gt_cam, opts.align)
     for k, run, wall in done:
@@ -373,7 +375,7 @@ def _first_imu_ready(run: EstimatorRun) -> float | None:
 
 
 def evaluate_bag(bag_path: str | Path, estimator: str = "orbslam3", runs: int = 3, *, stack_path: str | None = None,
-                 camera: str = "thermal", show_progress: bool = False, **options: Any) -> VioEvalResult:
+                 camera: str = "thermal", progress: Progress | None = None, **options: Any) -> VioEvalResult:
     """Contract C8: evaluate ``estimator`` on a (simulated) bag with ``ground_truth_imu.tum`` beside it."""
     seq = bag_sequence(bag_path, stack_path=stack_path, camera=camera)
-    return evaluate_sequence(seq, EvalOptions(estimator=estimator, runs=runs, **options), show_progress=show_progress)
+    return evaluate_sequence(seq, EvalOptions(estimator=estimator, runs=runs, **options), progress=progress)

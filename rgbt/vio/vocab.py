@@ -20,7 +20,7 @@ import math
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Callable, Iterable, Iterator
+from typing import Callable, Iterable
 
 import cv2
 import numpy as np
@@ -29,6 +29,7 @@ from rgbt.errors import RgbtError
 from rgbt.paths import cache_dir
 from rgbt.vio.synthetic import PlaneScene, ground_texture
 from rgbt.fileio import write_atomic
+from rgbt.progress import Progress
 
 
 @dataclass
@@ -226,37 +227,39 @@ def vocabulary_file(opts: VocabOptions) -> Path:
     return d / f"orbvoc_k{opts.k}_L{opts.L}_{opts.key()}.txt"
 
 
-def ensure_vocabulary(opts: VocabOptions | None = None, force: bool = False, show_progress: bool = False) -> Path:
-    """Build (or reuse from the cache) the vocabulary for ``opts``; returns its path."""
+def ensure_vocabulary(opts: VocabOptions | None = None, force: bool = False,
+                      progress: Progress | None = None) -> Path:
+    """Build (or reuse from the cache) the vocabulary for ``opts``; returns its path. ``progress`` is
+    told of the frames whose features are extracted and of the tree's clustering."""
     opts = opts or VocabOptions()
     path = vocabulary_file(opts)
     if path.is_file() and not force:
         return path
     frames = synthetic_training_frames(opts.frames, seed=opts.seed)
-    if show_progress:
-        from rich.progress import Progress
-
-        with Progress(transient=True) as bar:
-            task = bar.add_task("ORB features", total=opts.frames)
-
-            def _frames() -> Iterator[np.ndarray]:
-                for f in frames:
-                    yield f
-                    bar.advance(task)
-
-            descs, ids = training_descriptors(_frames(), opts.features)
-            task2 = bar.add_task(f"k-majority tree ({len(descs)} descriptors)", total=None)
-            vocab = build_vocabulary(descs, ids, opts.k, opts.L, opts.max_iters, opts.seed,
-                                     progress=lambda n: bar.advance(task2, n))
-    else:
+    if progress is None:
         descs, ids = training_descriptors(frames, opts.features)
         vocab = build_vocabulary(descs, ids, opts.k, opts.L, opts.max_iters, opts.seed)
+        return vocab.save(path)
+
+    def _frames():  # type: ignore[no-untyped-def]
+        for i, f in enumerate(frames):
+            yield f
+            progress("ORB features", i + 1, opts.frames)
+
+    descs, ids = training_descriptors(_frames(), opts.features)
+    task, done = f"k-majority tree ({len(descs)} descriptors)", [0]
+
+    def _clustered(n: int) -> None:
+        done[0] += n
+        progress(task, done[0], None)
+
+    vocab = build_vocabulary(descs, ids, opts.k, opts.L, opts.max_iters, opts.seed, progress=_clustered)
     return vocab.save(path)
 
 
-def build_report(opts: VocabOptions, force: bool = False, show_progress: bool = False) -> dict:
+def build_report(opts: VocabOptions, force: bool = False, progress: Progress | None = None) -> dict:
     t0 = time.perf_counter()
-    path = ensure_vocabulary(opts, force=force, show_progress=show_progress)
+    path = ensure_vocabulary(opts, force=force, progress=progress)
     elapsed = time.perf_counter() - t0
     v = load_vocabulary_text(path)
     return {"path": str(path), "k": v.k, "L": v.L, "nodes": len(v.parent) - 1, "words": v.n_words,

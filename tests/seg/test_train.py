@@ -135,7 +135,7 @@ def test_resume_continues_the_run(sim_data, tmp_path, rgbt_cli):
 
     whole = train(TrainOptions.model_validate({**json.loads((run / "config.json").read_text()), "stop_after": None,
                                                "out": str(tmp_path / "b.onnx"), "run_dir": str(tmp_path / "run_b")}),
-                  log=lambda line: None, progress=False)  # the same run, uninterrupted (in this process)
+                  log=lambda line: None)  # the same run, uninterrupted (in this process)
     np.testing.assert_allclose([h["loss"] for h in resumed["history"]], [h["loss"] for h in whole.history], rtol=1e-4)
     assert resumed["val"]["miou"]["all"] == pytest.approx(whole.val.miou["all"], abs=1e-3)
     assert (tmp_path / "a.onnx").is_file()

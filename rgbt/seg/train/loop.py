@@ -26,6 +26,7 @@ import torch
 import torch.nn.functional as F
 
 from rgbt.errors import MissingCapability
+from rgbt.progress import Progress
 from rgbt.seg.classes import CART_CLASSES, IGNORE_IDS, OBJECT_IDS
 from rgbt.seg.metrics import IoUResult, confusion, iou_from_confusion
 from rgbt.seg.preprocess import fit_mode, unfit_ids
@@ -86,9 +87,10 @@ def _resolve_device(name: str) -> torch.device:
 
 
 def train(opts: TrainOptions, resume: bool = False, log: Callable[[str], None] = print,
-          progress: bool = True, scans: tuple[SplitScan, SplitScan] | None = None) -> TrainResult:
+          progress: Progress | None = None, scans: tuple[SplitScan, SplitScan] | None = None) -> TrainResult:
     """Run (or resume) training per ``opts``; writes the run folder and, when all epochs are done,
-    the exported ONNX (to ``RUN/NAME.onnx`` and ``opts.out``). ``scans``: :func:`check_inputs` already done."""
+    the exported ONNX (to ``RUN/NAME.onnx`` and ``opts.out``). ``scans``: :func:`check_inputs` already done.
+    ``progress`` is told of the epochs and of each epoch's batches (with the running loss)."""
     train_scan, val_scan = scans or check_inputs(opts, resume)
     run = Path(opts.run_dir)
     ckpt_path = run / "last.pt"
@@ -137,59 +139,54 @@ def train(opts: TrainOptions, resume: bool = False, log: Callable[[str], None] =
     say(f"{opts.model}: {sum(p.numel() for p in net.parameters())} params, {len(train_ds)} train / "
         f"{len(val_ds)} val frames, input {opts.height}x{opts.width} ({opts.fit}), device {device.type}"
         f"{' (AMP)' if amp else ''}")
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-
-    bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(),
-                   console=Console(stderr=True), disable=not progress, transient=True)
+    report = progress or (lambda task, done, total, note="": None)
     t_run = time.time()
     done_here = 0
-    with bar:
-        ep_task = bar.add_task("epochs", total=opts.epochs, completed=start)
-        for epoch in range(start, opts.epochs):
-            t0 = time.time()
-            torch.manual_seed(opts.seed * 100003 + epoch)  # dropout etc.: a resumed run repeats it exactly
-            train_ds.set_epoch(epoch)
-            order = torch.Generator().manual_seed(opts.seed * 100003 + epoch)
-            loader: torch.utils.data.DataLoader = torch.utils.data.DataLoader(
-                train_ds, batch_size=opts.batch, shuffle=True, generator=order,  # type: ignore[arg-type]
-                num_workers=opts.workers, drop_last=len(train_ds) > opts.batch)
-            net.train()
-            tot, n = 0.0, 0
-            task = bar.add_task(f"epoch {epoch + 1}/{opts.epochs}", total=len(loader))
-            for x, y in loader:
-                x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
-                with torch.autocast(device_type=device.type, enabled=amp):
-                    loss = F.cross_entropy(net(x), y, weight=wt, ignore_index=IGNORE)
-                opt.zero_grad(set_to_none=True)
-                scaler.scale(loss).backward()
-                scaler.step(opt)
-                scaler.update()
-                sched.step()
-                tot += float(loss.item()) * len(x)
-                n += len(x)
-                bar.update(task, advance=1, description=f"epoch {epoch + 1}/{opts.epochs} loss {tot / n:.3f}")
-            bar.remove_task(task)
-            res = validate(net, val_loader, spec, opts.fit, device, amp)
-            row = {"epoch": epoch + 1, "loss": round(tot / max(n, 1), 6), "lr": opt.param_groups[0]["lr"],
-                   "val_miou": res.miou, "val_per_class": res.per_class, "seconds": round(time.time() - t0, 2)}
-            history.append(row)
-            miou = res.miou["all"] if res.miou["all"] is not None else 0.0
-            if miou > best["miou"]:
-                best = {"epoch": epoch + 1, "miou": miou}
-                torch.save({"model": net.state_dict(), "epoch": epoch + 1, "val": res.to_json()}, run / "best.pt")
-            torch.save({"model": net.state_dict(), "optimizer": opt.state_dict(), "scheduler": sched.state_dict(),
-                        "scaler": scaler.state_dict(), "epoch": epoch + 1, "history": history, "best": best,
-                        "options": opts.model_dump()}, ckpt_path)
-            write_history(run, history)
-            say(f"epoch {epoch + 1}/{opts.epochs}: loss {row['loss']:.4f}, val mIoU all {_pct(res.miou['all'])} "
-                f"stuff {_pct(res.miou['stuff'])} object {_pct(res.miou['object'])} ({row['seconds']:.1f} s)")
-            bar.update(ep_task, advance=1)
-            done_here += 1
-            if opts.stop_after is not None and done_here >= opts.stop_after and epoch + 1 < opts.epochs:
-                say(f"stopped after epoch {epoch + 1} (--stop-after {opts.stop_after}); continue with --resume")
-                logfile.close()
-                return TrainResult(run, history, best["epoch"], None)
+    report("epochs", start, opts.epochs)
+    for epoch in range(start, opts.epochs):
+        t0 = time.time()
+        torch.manual_seed(opts.seed * 100003 + epoch)  # dropout etc.: a resumed run repeats it exactly
+        train_ds.set_epoch(epoch)
+        order = torch.Generator().manual_seed(opts.seed * 100003 + epoch)
+        loader: torch.utils.data.DataLoader = torch.utils.data.DataLoader(
+            train_ds, batch_size=opts.batch, shuffle=True, generator=order,  # type: ignore[arg-type]
+            num_workers=opts.workers, drop_last=len(train_ds) > opts.batch)
+        net.train()
+        tot, n = 0.0, 0
+        task = f"epoch {epoch + 1}/{opts.epochs}"
+        report(task, 0, len(loader))
+        for i, (x, y) in enumerate(loader):
+            x, y = x.to(device, non_blocking=True), y.to(device, non_blocking=True)
+            with torch.autocast(device_type=device.type, enabled=amp):
+                loss = F.cross_entropy(net(x), y, weight=wt, ignore_index=IGNORE)
+            opt.zero_grad(set_to_none=True)
+            scaler.scale(loss).backward()
+            scaler.step(opt)
+            scaler.update()
+            sched.step()
+            tot += float(loss.item()) * len(x)
+            n += len(x)
+            report(task, i + 1, len(loader), f"loss {tot / n:.3f}")
+        res = validate(net, val_loader, spec, opts.fit, device, amp)
+        row = {"epoch": epoch + 1, "loss": round(tot / max(n, 1), 6), "lr": opt.param_groups[0]["lr"],
+               "val_miou": res.miou, "val_per_class": res.per_class, "seconds": round(time.time() - t0, 2)}
+        history.append(row)
+        miou = res.miou["all"] if res.miou["all"] is not None else 0.0
+        if miou > best["miou"]:
+            best = {"epoch": epoch + 1, "miou": miou}
+            torch.save({"model": net.state_dict(), "epoch": epoch + 1, "val": res.to_json()}, run / "best.pt")
+        torch.save({"model": net.state_dict(), "optimizer": opt.state_dict(), "scheduler": sched.state_dict(),
+                    "scaler": scaler.state_dict(), "epoch": epoch + 1, "history": history, "best": best,
+                    "options": opts.model_dump()}, ckpt_path)
+        write_history(run, history)
+        say(f"epoch {epoch + 1}/{opts.epochs}: loss {row['loss']:.4f}, val mIoU all {_pct(res.miou['all'])} "
+            f"stuff {_pct(res.miou['stuff'])} object {_pct(res.miou['object'])} ({row['seconds']:.1f} s)")
+        report("epochs", epoch + 1, opts.epochs)
+        done_here += 1
+        if opts.stop_after is not None and done_here >= opts.stop_after and epoch + 1 < opts.epochs:
+            say(f"stopped after epoch {epoch + 1} (--stop-after {opts.stop_after}); continue with --resume")
+            logfile.close()
+            return TrainResult(run, history, best["epoch"], None)
     best_ck = torch.load(run / "best.pt", map_location="cpu", weights_only=False)
     net = build_net(opts.model)
     net.load_state_dict(best_ck["model"])
