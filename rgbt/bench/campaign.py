@@ -51,8 +51,9 @@ def run(args: argparse.Namespace) -> dict:
         for workers in [int(w) for w in args.workers.split(",")]:
             out = Path(tmp) / f"w{workers}"
             load0, cpu0, t0 = os.getloadavg()[0], _cpu_seconds(), time.perf_counter()
-            summary = run_campaign(campaign, out, "local", workers, show_progress=True, command=["rgbt", "bench",
-                                                                                                 "campaign"])
+            with ProgressBars() as bars:
+                summary = run_campaign(campaign, out, "local", workers, progress=bars,
+                                       command=["rgbt", "bench", "campaign"])
             wall = time.perf_counter() - t0
             job_walls = [load_result(out, k)["provenance"]["wall_s"] for k in keys if load_result(out, k)]
             rows.append({"workers": workers, "wall_s": wall, "jobs": summary["jobs"], "failed": summary["failed"],
