@@ -9,12 +9,14 @@ with the same back-off bounds, and its errors never stop the video.
 
 from __future__ import annotations
 
+from rgbt.graph.options import ThermalCameraOptions
 from rgbt.ros.driver_node import CameraDriverNode
 from rgbt.ros.spin import node_main
 from rgbt.sensors.reconnect import ReadFailed
 
 
 class ThermalCameraNode(CameraDriverNode):
+    options_model = ThermalCameraOptions
     default_name = "thermal_camera"
 
     def open_device(self):  # type: ignore[no-untyped-def]

@@ -10,13 +10,13 @@ from __future__ import annotations
 from sensor_msgs.msg import Imu, TimeReference
 
 from rgbt.ros.driver_node import DriverNode, imu_messages
-from rgbt.graph.options import DriverOptions
+from rgbt.graph.options import Vn100DriverOptions
 from rgbt.ros.spin import node_main
 from rgbt.sensors.reconnect import DeviceError
 
 
 class Vn100Node(DriverNode):
-    options_model = DriverOptions
+    options_model = Vn100DriverOptions
     default_name = "vn100"
 
     def __init__(self, name: str | None = None, **kwargs) -> None:  # type: ignore[no-untyped-def]
