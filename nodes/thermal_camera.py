@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from rgbt.graph.options import ThermalCameraOptions
 from rgbt.ros.driver_node import CameraDriverNode
 from rgbt.ros.spin import node_main
 from rgbt.sensors.reconnect import ReadFailed
@@ -20,6 +21,7 @@ if TYPE_CHECKING:
 
 
 class ThermalCameraNode(CameraDriverNode):
+    options_model = ThermalCameraOptions
     default_name = "thermal_camera"
 
     def open_device(self) -> BosonCamera:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from sensor_msgs.msg import Imu, TimeReference
 
 from rgbt.ros.driver_node import DriverNode, imu_messages
-from rgbt.graph.options import DriverOptions
+from rgbt.graph.options import Vn100DriverOptions
 from rgbt.ros.spin import node_main
 from rgbt.sensors.reconnect import DeviceError
 
@@ -21,8 +21,8 @@ if TYPE_CHECKING:
 
 
 class Vn100Node(DriverNode):
-    options_model = DriverOptions
-    options: DriverOptions
+    options_model = Vn100DriverOptions
+    options: Vn100DriverOptions
     default_name = "vn100"
 
     def __init__(self, name: str | None = None, **kwargs: Any) -> None:

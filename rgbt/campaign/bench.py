@@ -71,8 +71,9 @@ def run(options: CampaignBenchOptions) -> dict:
         for workers in options.workers:
             out = Path(tmp) / f"w{workers}"
             load0, cpu0, t0 = os.getloadavg()[0], _cpu_seconds(), time.perf_counter()
-            summary = run_campaign(campaign, out, "local", workers, show_progress=True, command=["rgbt", "bench",
-                                                                                                 "campaign"])
+            with ProgressBars() as bars:
+                summary = run_campaign(campaign, out, "local", workers, progress=bars,
+                                       command=["rgbt", "bench", "campaign"])
             wall = time.perf_counter() - t0
             job_walls = [r["provenance"]["wall_s"] for k in keys if (r := load_result(out, k))]
             rows.append({"workers": workers, "wall_s": wall, "jobs": summary["jobs"], "failed": summary["failed"],

@@ -20,6 +20,7 @@ from rgbt.campaign.executors import drive, is_done, make_pool
 from rgbt.campaign.jobs import Job, expand
 from rgbt.campaign.spec import Campaign
 from rgbt.campaign.worker import FAILED, job_dir, write_json_atomic
+from rgbt.progress import Progress
 
 
 def prepare(campaign: Campaign, out: str | Path, retry_failed: bool = False) -> tuple[list[Job], list[Job]]:
@@ -40,12 +41,14 @@ def prepare(campaign: Campaign, out: str | Path, retry_failed: bool = False) -> 
 
 
 def run_campaign(campaign: Campaign, out: str | Path, executor: str = "local", workers: int = 2,
-                 address: str | None = None, show_progress: bool = True, retry_failed: bool = False,
+                 address: str | None = None, progress: Progress | None = None, retry_failed: bool = False,
                  command: list[str] | None = None,
                  on_progress: Callable[[int, int, int], None] | None = None) -> dict:
     """Run the jobs of ``campaign`` not finished in ``out``; returns the ``--json`` summary:
     ``jobs`` (all), ``executed`` (run to an end in this invocation, failures included), ``skipped``
-    (finished or failed before), ``failed`` (jobs recorded as failed, all invocations), ``out``."""
+    (finished or failed before), ``failed`` (jobs recorded as failed, all invocations), ``out``.
+    ``progress`` is told of the jobs done (note: how many run and have failed); ``on_progress``
+    gets (done, running, failed)."""
     out = Path(out)
     jobs, todo = prepare(campaign, out, retry_failed)
     command = command or sys.argv
@@ -55,14 +58,19 @@ def run_campaign(campaign: Campaign, out: str | Path, executor: str = "local", w
     tally = None
     if todo:
         pool = make_pool(executor, workers, address, campaign.retries)
-        try:
-            with _progress_bar(len(todo), campaign.name, executor, show_progress) as bar:
-                def progress(done: int, running: int, failed: int) -> None:
-                    bar(done, min(running, workers) if executor == "local" else running, failed)
-                    if on_progress:
-                        on_progress(done, running, failed)
+        task = f"campaign {campaign.name} ({executor})"
 
-                tally = drive(pool, todo, str(out), campaign.retries, progress)
+        def tell(done: int, running: int, failed: int) -> None:
+            if progress is not None:
+                shown = min(running, workers) if executor == "local" else running
+                progress(task, done, len(todo), f"running {shown}  failed {failed}")
+            if on_progress:
+                on_progress(done, running, failed)
+
+        if progress is not None:
+            progress(task, 0, len(todo), "running 0  failed 0")
+        try:
+            tally = drive(pool, todo, str(out), campaign.retries, tell)
         finally:
             pool.close()
     failed_total = sum((job_dir(out, j.key) / FAILED).is_file() for j in jobs)
@@ -76,33 +84,3 @@ def run_campaign(campaign: Campaign, out: str | Path, executor: str = "local", w
     with (out / "invocations.jsonl").open("a") as fh:
         fh.write(json.dumps(record) + "\n")
     return summary
-
-
-class _progress_bar:
-    """Jobs done / running / failed with an ETA, on stderr (rich); a no-op when disabled."""
-
-    def __init__(self, total: int, name: str, executor: str, enabled: bool) -> None:
-        self.total, self.name, self.executor, self.enabled = total, name, executor, enabled
-
-    def __enter__(self) -> Callable[[int, int, int], None]:
-        if not self.enabled:
-            return lambda done, running, failed: None
-        from rich.console import Console
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, \
-            TimeRemainingColumn
-
-        self._bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                             TextColumn("running {task.fields[running]}  failed {task.fields[failed]}"),
-                             TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
-                             console=Console(stderr=True), transient=False)
-        self._bar.__enter__()
-        task = self._bar.add_task(f"campaign {self.name} ({self.executor})", total=self.total, running=0, failed=0)
-
-        def update(done: int, running: int, failed: int) -> None:
-            self._bar.update(task, completed=done, running=running, failed=failed)
-
-        return update
-
-    def __exit__(self, *exc: object) -> None:
-        if self.enabled:
-            self._bar.__exit__(None, None, None)

@@ -9,6 +9,7 @@ import sys
 from typing import Iterator
 
 from rgbt.output import print_json
+from rgbt.progress import ProgressBars
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -50,9 +51,10 @@ def _run(args: argparse.Namespace) -> int:
         from rgbt.paths import bags_dir
 
         args.out = str(bags_dir() / "campaigns" / campaign.name)
-    with _stdout_to_stderr(args.json):  # Ray prints its workers' deaths on stdout: keep the JSON clean
+    # Ray prints its workers' deaths on stdout: keep the JSON clean
+    with _stdout_to_stderr(args.json), ProgressBars(enabled=args.progress) as bars:
         summary = run_campaign(campaign, args.out, args.executor, args.workers, args.address,
-                               show_progress=args.progress, retry_failed=args.retry_failed,
+                               progress=bars, retry_failed=args.retry_failed,
                                command=["rgbt", *sys.argv[1:]] if sys.argv[0].endswith(("rgbt", "__main__.py"))
                                else None)
     if args.json:

@@ -461,6 +461,20 @@ class DriverOptions(NodeOptions, HostClockOptions, ReconnectOptions):
     driver: dict[str, Any] = Field(default_factory=dict)
 
 
+class Vn100DriverOptions(DriverOptions):
+    """The VN-100 driver: ``driver`` holds ``rgbt.sensors.vn100.Vn100Options`` fields (the port and
+    baud rate are the node's own; the rate and SyncIn wiring come from the stack unless given)."""
+
+    nested: ClassVar[dict[str, CoreOptions]] = {
+        "driver": CoreOptions("rgbt.sensors.vn100:Vn100Options", ("port", "baudrate"))}
+
+
+class ThermalCameraOptions(DriverOptions):
+    """The Boson driver: ``driver`` holds ``rgbt.sensors.boson.V4l2Options`` fields."""
+
+    nested: ClassVar[dict[str, CoreOptions]] = {"driver": CoreOptions("rgbt.sensors.boson:V4l2Options")}
+
+
 #: executable (``nodes/<executable>.py``) -> its options model
 OPTIONS: dict[str, type[NodeOptions]] = {
     "virtual_stack": VirtualStackOptions,
@@ -476,9 +490,9 @@ OPTIONS: dict[str, type[NodeOptions]] = {
     "odometry_capture": OdometryCaptureOptions,
     "mavlink_bridge": MavlinkBridgeOptions,
     "thermal_query": ThermalQueryOptions,
-    "vn100": DriverOptions,
+    "vn100": Vn100DriverOptions,
     "gnss": DriverOptions,
-    "thermal_camera": DriverOptions,
+    "thermal_camera": ThermalCameraOptions,
     "color_camera": DriverOptions,
 }
 

@@ -221,16 +221,18 @@ def test_realtime_check_names_the_levels_how_to_allow_them_and_the_throttling(mo
         assert check_realtime(node_specs(shipped))[0].value == "none in this profile (nice values only)"
 
 
-@pytest.mark.parametrize("node,nested,key,value", [
-    ("segmentation", "stage", "prep_priority", 3),  # rgbt.seg.stage.SegStageOptions: a string
-    ("fusion", "fusion", "resize_frist", True),  # rgbt.seg.fusion.FusionOptions: no such field
-    ("virtual_stack", "sim", "seed", -1),  # rgbt.sim.SimOptions: >= 0
+@pytest.mark.parametrize("profile_name,node,nested,key,value", [
+    ("bench-sim", "segmentation", "stage", "prep_priority", 3),  # rgbt.seg.stage.SegStageOptions: a string
+    ("bench-sim", "fusion", "fusion", "resize_frist", True),  # rgbt.seg.fusion.FusionOptions: no such field
+    ("bench-sim", "virtual_stack", "sim", "seed", -1),  # rgbt.sim.SimOptions: >= 0
+    ("bench-sim", "trigger_sync", "restamper", "trigger_rate_hz", 30.0),  # from the stack, not an option
+    ("flight", "vn100", "driver", "rate_hz", "fast"),  # rgbt.sensors.vn100.Vn100Options: a number
 ])
-def test_a_bad_nested_option_is_reported_with_its_path(tmp_path: Path, node: str, nested: str, key: str,
-                                                       value: object) -> None:
+def test_a_bad_nested_option_is_reported_with_its_path(tmp_path: Path, profile_name: str, node: str, nested: str,
+                                                       key: str, value: object) -> None:
     from rgbt.paths import LAUNCH_DIR
 
-    profile = yaml.safe_load((LAUNCH_DIR / "bench-sim.yaml").read_text())
+    profile = yaml.safe_load((LAUNCH_DIR / f"{profile_name}.yaml").read_text())
     params = next(n for n in profile["nodes"] if n["name"] == node).setdefault("parameters", {})
     params.setdefault(nested, {})[key] = value
     path = tmp_path / "bad.yaml"
