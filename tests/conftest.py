@@ -45,7 +45,7 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 
 @pytest.fixture(scope="session")
 def data_dir() -> Path:
-    """``../shared/data`` (or ``RGBT_DATA``); tests needing it skip with the reason when absent."""
+    """The reference data folder: ``RGBT_DATA`` (default ``../shared/data``); tests needing it skip, naming it, when absent."""
     return need(_data_dir(), "reference data folder")
 
 

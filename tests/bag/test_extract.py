@@ -163,6 +163,7 @@ def test_frame_index_against_the_simulators_truth(flight) -> None:
     assert all(r["moving"] == "" for r in thermal if r["stamp_ns"] - fixes[0][0] < 2e9)
 
 
+@pytest.mark.slow
 def test_rectified_pairs_line_up_ground_points(flight) -> None:
     from rgbt.bag.pairs import match_pairs, rectifier_for, write_pairs
     from rgbt.bag.extract import read_image, stack_for

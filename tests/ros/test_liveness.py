@@ -227,6 +227,7 @@ def test_a_burst_that_ended_is_no_deafness(tmp_path: Path) -> None:
         assert judge.check(now_ns=t) == {}, tenth
 
 
+@pytest.mark.slow
 def test_traffic_that_just_began_is_no_deafness(tmp_path: Path) -> None:
     """A subscriber that has heard nothing yet because the stream only now starts (the trigger sync
     locks late) is not deaf: the count starts when the traffic does, not when the topic was first seen."""

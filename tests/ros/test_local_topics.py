@@ -21,6 +21,7 @@ def _spin_until(executor, cond, timeout_s: float = 10.0) -> bool:  # type: ignor
     return bool(cond())
 
 
+@pytest.mark.slow
 def test_local_subscriber_is_called_directly_and_a_middleware_reader_still_gets_every_message(ros_env: dict) -> None:
     import rclpy
     from rclpy.executors import SingleThreadedExecutor

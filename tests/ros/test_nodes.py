@@ -121,6 +121,7 @@ def test_recorder_services_split_and_diagnostics(ros_env: dict, tmp_path: Path, 
     assert [m["stop_reason"] for m in manifests] == ["split", "manual stop"]
 
 
+@pytest.mark.slow
 @pytest.mark.ros
 def test_thermal_query_pixel_region_class(ros_env: dict) -> None:
     from sensor_msgs.msg import Image
@@ -164,6 +165,7 @@ def test_thermal_query_pixel_region_class(ros_env: dict) -> None:
     assert by[None]["error"].startswith("request is not a JSON object")
 
 
+@pytest.mark.slow
 def test_mavlink_companion_heartbeats_do_not_disarm(fixtures_dir: Path) -> None:
     """Only the vehicle's HEARTBEATs count (the ArduSub log interleaves a companion's armed flags):
     the bridge's tracker, ``rgbt.sensors.mavlink.ArmTracker``."""
@@ -180,6 +182,7 @@ def test_mavlink_companion_heartbeats_do_not_disarm(fixtures_dir: Path) -> None:
     assert [a for _, a in tracker.events] == [True, False]  # one arm, one disarm (SOURCES.md)
 
 
+@pytest.mark.slow
 @pytest.mark.ros
 def test_latched_armed_state_reaches_a_late_recorder_and_is_latched_in_the_bag(ros_env: dict, tmp_path: Path,
                                                                                read_bag) -> None:

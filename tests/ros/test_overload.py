@@ -266,6 +266,7 @@ def _threads(pid: int) -> dict[int, tuple[str, int, int, int]]:
     return out
 
 
+@pytest.mark.slow
 @pytest.mark.ros
 def test_a_node_runs_its_whole_process_real_time_and_a_low_worker_leaves_it(ros_env: dict) -> None:
     """``realtime_priority`` reaches every thread of the node's process, the middleware's threads started

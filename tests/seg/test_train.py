@@ -175,6 +175,7 @@ def test_without_torch_exit_3_names_the_train_extra(tmp_path):
     assert "rgbt[train]" in lines[0] and "torch" in lines[0]
 
 
+@pytest.mark.slow
 @needs_torch
 def test_pretrained_reads_a_local_state_dict(tmp_path):
     import torch

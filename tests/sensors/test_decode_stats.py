@@ -56,6 +56,7 @@ def test_nmea_counts_and_bad_checksum(fixtures_dir):
     assert stats.bytes_skipped == 2 + first_line
 
 
+@pytest.mark.slow
 def test_tlog_counts_match_pymavlink(fixtures_dir):
     from pymavlink import mavutil
 

@@ -31,6 +31,7 @@ def test_tlog_arm_events_at_the_logged_times(tlog):
     assert result["messages"]["HEARTBEAT"] > 0 and result["messages"]["ATTITUDE"] > 0
 
 
+@pytest.mark.slow
 def test_cli_decode_mavlink_json(tlog, rgbt_cli):
     out = json.loads(rgbt_cli("sensors", "decode", "mavlink", str(tlog), "--json").stdout)
     assert set(out) == {"arm_events", "messages", "packets", "checksum_failures", "bytes_skipped"}

@@ -23,6 +23,7 @@ def _same(a, b) -> bool:  # type: ignore[no-untyped-def]
     return bool(a == b)
 
 
+@pytest.mark.slow
 def test_a_cache_plays_every_sample_of_the_run_bit_for_bit(tmp_path: Path) -> None:
     rendered = list(SimStack(OPTIONS).samples())
     cache, why = open_cache(write_cache(OPTIONS, tmp_path / "run"), OPTIONS)

@@ -65,6 +65,7 @@ def test_paced_due_times_and_preload() -> None:
     assert out[0][1] == 1_000 and all(due - s.t_host_ns == 1_000 - first.t_host_ns for s, due in out)
 
 
+@pytest.mark.slow
 def test_preload_drops_the_lazy_labels_it_holds_unless_asked() -> None:
     sim = SimStack(SimOptions(trajectory="hover", duration_s=0.2, cameras=["thermal"], drop_prob=0.0))
     it, n = preload(sim.samples(), 0.1)

@@ -72,6 +72,7 @@ def test_trigger_counts_consistent(clip) -> None:
     assert all(th[s.t_ns] == 2 * s.seq for s in by["color"])
 
 
+@pytest.mark.slow
 def test_ffc_freezes_frames(clip) -> None:
     sim, by = clip
     frames = by["thermal"]

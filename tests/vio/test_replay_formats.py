@@ -120,6 +120,7 @@ def test_cart_clip_follows_sequences_md_from_the_bag_start(cart_dir: Path, tmp_p
                                if t0 + 300_000_000 <= t < t0 + 700_000_000])
 
 
+@pytest.mark.slow
 def test_bag_topics_from_the_command_line_and_missing_ones_named(cart_dir: Path) -> None:
     from rgbt.vio.sequence import bag_sequence
 
