@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from rgbt.graph.options import ColorCameraOptions
 from rgbt.ros.driver_node import CameraDriverNode
 from rgbt.ros.spin import node_main
 
@@ -19,6 +20,8 @@ if TYPE_CHECKING:
 
 class ColorCameraNode(CameraDriverNode):
     default_name = "color_camera"
+    options_model = ColorCameraOptions
+    options: ColorCameraOptions
 
     def open_device(self) -> PySpinSource:
         from rgbt.sensors.blackfly import PySpinSource, spinnaker_params

@@ -39,14 +39,6 @@ LAYERS: dict[str, tuple[str, ...]] = {
     "ros": ("rclpy",),
 }
 
-#: bytes per pixel of the stack's image encodings
-ENCODING_BYTES = {"mono8": 1, "mono16": 2, "rgb8": 3, "bgr8": 3, "rgba8": 4, "bgra8": 4, "8UC1": 1, "16UC1": 2}
-
-#: serialized size (bytes) of the small messages the recorder writes
-SMALL_MESSAGE_BYTES = {"sensor_msgs/msg/Imu": 330, "sensor_msgs/msg/NavSatFix": 140,
-                       "geometry_msgs/msg/PoseStamped": 100, "sensor_msgs/msg/TimeReference": 60,
-                       "std_msgs/msg/Bool": 8}
-IMAGE_HEADER_BYTES = 80  # Image header + fields around the pixel data
 
 
 @dataclass(frozen=True)
@@ -347,12 +339,13 @@ def check_clocks(jetson: bool) -> list[Check]:
 def recording_rates(stack: Any, topics: list[str]) -> dict[str, float]:
     """Topic -> bytes/s the recorder writes for ``topics`` of ``stack`` (image size x rate for cameras,
     serialized message size x rate for the small topics)."""
+    from rgbt.graph.recording import BYTES_PER_PIXEL, IMAGE_OVERHEAD_BYTES, SMALL_MESSAGE_BYTES
     from rgbt.topics import ARMED_TOPIC, RECTIFIED_THERMAL_TOPIC, SEG_CLASS_IDS_TOPIC, TRIGGER_TOPIC
 
     rates: dict[str, float] = {}
     thermal = next((c for c in stack.cameras.values() if c.modality == "thermal"), None)
     for cam in stack.cameras.values():
-        frame = cam.width * cam.height * ENCODING_BYTES.get(cam.encoding, 3) + IMAGE_HEADER_BYTES
+        frame = cam.width * cam.height * BYTES_PER_PIXEL.get(cam.encoding, 3) + IMAGE_OVERHEAD_BYTES
         rates[cam.topic] = frame * cam.rate_hz
     small = {stack.imu.topic: ("sensor_msgs/msg/Imu", stack.imu.rate_hz),
              stack.gnss.topic: ("sensor_msgs/msg/NavSatFix", stack.gnss.rate_hz),
@@ -363,14 +356,15 @@ def recording_rates(stack: Any, topics: list[str]) -> dict[str, float]:
     for topic, (msgtype, hz) in small.items():
         rates[topic] = SMALL_MESSAGE_BYTES[msgtype] * hz
     if thermal is not None:  # derived thermal-rate image topics the profiles add as extra_topics
-        rates[SEG_CLASS_IDS_TOPIC] = (thermal.width * thermal.height + IMAGE_HEADER_BYTES) * thermal.rate_hz
+        rates[SEG_CLASS_IDS_TOPIC] = (thermal.width * thermal.height + IMAGE_OVERHEAD_BYTES) * thermal.rate_hz
         pair = next(iter(stack.pairs.values()), None)
         w, h = (pair.width, pair.height) if pair is not None else (thermal.width, thermal.height)
-        rates[RECTIFIED_THERMAL_TOPIC] = (w * h * 2 + IMAGE_HEADER_BYTES) * thermal.rate_hz
+        rates[RECTIFIED_THERMAL_TOPIC] = (w * h * 2 + IMAGE_OVERHEAD_BYTES) * thermal.rate_hz
     return {t: rates[t] for t in topics if t in rates}
 
 
 def check_disk(specs: list[Any], bag_dir: str | None = None) -> list[Check]:
+    from rgbt.graph.options import RecorderOptions
     from rgbt.topics import stack_topic_types
     from rgbt.stack import load_stack
 
@@ -384,20 +378,23 @@ def check_disk(specs: list[Any], bag_dir: str | None = None) -> list[Check]:
     rates = recording_rates(stack, topics)
     unknown = [t for t in topics if t not in rates]
     bytes_s = sum(rates.values())
-    out = Path(bag_dir or p.get("out_dir") or "bags").expanduser().absolute()
+    def option(name: str) -> Any:  # the recorder's parameter, or its default (RecorderOptions)
+        return p.get(name, RecorderOptions.model_fields[name].default)
+
+    out = Path(bag_dir or option("out_dir") or "bags").expanduser().absolute()
     probe = out
     while not probe.exists() and probe != probe.parent:
         probe = probe.parent
     free = shutil.disk_usage(probe).free
-    usable = max(0.0, free - float(p.get("min_free_mb", 0)) * 1e6)
+    usable = max(0.0, free - float(option("min_free_mb")) * 1e6)
     minutes = usable / bytes_s / 60 if bytes_s else float("inf")
-    arm = p.get("start") == "arm"
+    arm = option("start") == "arm"
     # an arm start refuses below prearm_minutes (rgbt.graph.recording pre-arm check); other starts need 1 min
-    need = float(p.get("prearm_minutes", 10)) if arm else 1.0
+    need = float(option("prearm_minutes")) if arm else 1.0
     value = (f"{minutes:.0f} min at {bytes_s / 1e6:.1f} MB/s ({len(rates)} topics"
              + (f", {len(unknown)} of unknown size" if unknown else "") + f") in {out}: "
-             f"{free / 1e9:.1f} GB free, {p.get('min_free_mb', 0)} MB kept free")
-    warn_below = 2 * need if arm else float(p.get("prearm_minutes", 10))
+             f"{free / 1e9:.1f} GB free, {option('min_free_mb')} MB kept free")
+    warn_below = 2 * need if arm else float(option("prearm_minutes"))
     if minutes < need:
         return [Check("disk", "fail", value, f"free space for {need:g} min of recording "
                       f"({'the recorder pre-arm check' if arm else 'the minimum'}) or set recorder.out_dir / "

@@ -22,6 +22,7 @@ import cv2
 import numpy as np
 
 from rgbt.output import print_table
+from rgbt.progress import Progress, no_progress
 from rgbt.timing import summarize_ms
 
 BUDGET_MS = {"percentile": 0.8, "normalize_clahe": 2.5, "rectify_pair": 3.0}
@@ -145,10 +146,8 @@ def measure_parity() -> list[dict]:
     return rows
 
 
-def run(options: PreprocessBenchOptions) -> dict:
-    from rich.console import Console
-    from rich.progress import Progress
-
+def run(options: PreprocessBenchOptions, progress: Progress | None = None) -> dict:
+    """The benchmark; ``progress``: reports one task, ``bench preprocess``, a step per stage."""
     from rgbt.image.normalize import Normalizer, NormalizeOptions, TemporalNormalizer, percentile_bounds
 
     n = int(options.frames)
@@ -172,18 +171,16 @@ def run(options: PreprocessBenchOptions) -> dict:
         ("reference_percentile", lambda f: np.percentile(f, [1.0, 99.0]), n_ref),
         ("reference_cart", cart_reference, n_ref),
     ]
-    with Progress(console=Console(stderr=True), transient=True) as progress:
-        task = progress.add_task("bench preprocess", total=len(plan) + 2)
-        for name, fn, count in plan:
-            progress.update(task, description=name)
-            stages[name] = _time_cycle(fn, frames, count)
-            progress.advance(task)
-        progress.update(task, description="rectify_pair")
-        stages["rectify_pair"] = _rectify_stage(n, frames)
-        progress.advance(task)
-        progress.update(task, description="parity")
-        parity = measure_parity() if options.parity else []
-        progress.advance(task)
+    report = progress or no_progress
+    total = len(plan) + 2
+    for i, (name, fn, count) in enumerate(plan):
+        report("bench preprocess", i, total, name)
+        stages[name] = _time_cycle(fn, frames, count)
+    report("bench preprocess", total - 2, total, "rectify_pair")
+    stages["rectify_pair"] = _rectify_stage(n, frames)
+    report("bench preprocess", total - 1, total, "parity")
+    parity = measure_parity() if options.parity else []
+    report("bench preprocess", total, total)
 
     def speedup(ref: str, ours: str) -> float | None:
         a, b = stages[ref]["median_ms"], stages[ours]["median_ms"]

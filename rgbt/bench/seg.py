@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from rgbt.output import print_table
+from rgbt.progress import Progress
 from rgbt.timing import summarize_ms
 
 if TYPE_CHECKING:
@@ -165,11 +166,16 @@ def bench_model(path: Path, options: SegBenchOptions) -> dict:
     }
 
 
-def run(options: SegBenchOptions) -> dict:
-    from rich.progress import track
-
+def run(options: SegBenchOptions, progress: Progress | None = None) -> dict:
+    """The benchmark; ``progress``: reports one task, ``bench seg``, a step per model."""
     models = _models(options)
-    results = [bench_model(p, options) for p in track(models, description="bench seg", transient=True)]
+    results = []
+    for i, path in enumerate(models):
+        if progress is not None:
+            progress("bench seg", i, len(models))
+        results.append(bench_model(path, options))
+    if progress is not None:
+        progress("bench seg", len(models), len(models))
     return {"benchmark": "seg", "backend": options.backend, "n": options.calls_per_round, "rounds": options.rounds,
             "note": "stage_fps = the stage as the segmentation node runs it (SegPipeline: normalization on an "
                     "idle-priority thread overlapped with inference), fed without gaps; stage_serial_fps = "

@@ -9,11 +9,13 @@ line, and ``run(options) -> dict``. The result always carries a ``machine`` desc
 from __future__ import annotations
 
 import argparse
+import inspect
 from types import ModuleType
 from typing import Callable
 
 from rgbt.cli import import_optional, unavailable
 from rgbt.output import print_json
+from rgbt.progress import ProgressBars
 from rgbt.fileio import to_json
 from rgbt.errors import MissingCapability
 
@@ -50,7 +52,12 @@ def _runner(module: ModuleType) -> Callable[[argparse.Namespace], int]:
     def run(args: argparse.Namespace) -> int:
         from rgbt.bench.machine import describe_machine
 
-        result = module.run(module.options_from_args(args))
+        options = module.options_from_args(args)
+        if "progress" in inspect.signature(module.run).parameters:  # a bench that reports its progress
+            with ProgressBars() as bars:
+                result = module.run(options, progress=bars)
+        else:
+            result = module.run(options)
         result.setdefault("machine", describe_machine())
         if args.out:
             with open(args.out, "w") as fh:

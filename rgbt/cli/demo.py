@@ -52,6 +52,7 @@ def run(args: argparse.Namespace) -> int:
     from rgbt.output import print_json
     from rgbt.demo.options import DemoOptions
     from rgbt.demo.run import run_demo
+    from rgbt.progress import ProgressBars
 
     options = DemoOptions(duration_s=args.duration, out=args.out, trajectory=args.trajectory, vio=args.vio,
                           engine=args.engine, profile=args.profile, replay=args.replay, seed=args.seed,
@@ -64,7 +65,8 @@ def run(args: argparse.Namespace) -> int:
         code = gate(args.profile, "demo", bag_dir=args.out)
         if code:
             return code
-    summary = run_demo(options)
+    with ProgressBars() as bars:
+        summary = run_demo(options, progress=bars)
     if args.json:
         print_json(compact(summary))
     else:

@@ -24,7 +24,7 @@ from rgbt.paths import REPO_ROOT
 from rgbt.sim.cache import render_for_virtual_stack
 from rgbt.stack import load_stack
 from rgbt.fileio import to_json
-from rgbt.progress import ProgressBars
+from rgbt.progress import Progress, no_progress
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -34,10 +34,10 @@ REPORT = "report.md"
 SUMMARY = "summary.json"
 
 
-def run_demo(options: DemoOptions, console: Any = None) -> dict:
-    """The whole demo (see :mod:`rgbt.demo`). ``console``: a rich Console for progress (stderr)."""
+def run_demo(options: DemoOptions, console: Any = None, progress: Progress | None = None) -> dict:
+    """The whole demo (see :mod:`rgbt.demo`). ``console``: a rich Console for status lines (stderr);
+    ``progress``: reports the flight (task ``flight``, no total until it stops) and the VIO runs."""
     from rich.console import Console
-
 
     con = console or Console(stderr=True)
     t_start = time.perf_counter()
@@ -78,7 +78,7 @@ def run_demo(options: DemoOptions, console: Any = None) -> dict:
                  if simulated and options.prerender_flight() else None)
         run["prerendered"] = cache is not None  # played from a rendering made before the flight
         try:
-            flight = _fly_with_progress(con, options, overrides, run_dir)
+            flight = _fly_with_progress(progress or no_progress, options, overrides, run_dir)
         finally:
             if cache is not None:
                 shutil.rmtree(cache, ignore_errors=True)
@@ -151,8 +151,7 @@ def run_demo(options: DemoOptions, console: Any = None) -> dict:
         t0 = time.perf_counter()
         con.print(f"ORB-SLAM3 on the recorded thermal stream ({options.runs} run(s))")
         try:
-            with ProgressBars() as bars:
-                vio_summary, result, seq_obj = evaluate.vio(bag, options.runs, progress=bars)
+            vio_summary, result, seq_obj = evaluate.vio(bag, options.runs, progress=progress)
             vio_plots = plots.vio(result, seq_obj, plots_dir)
         except RgbtError as exc:
             vio_summary = {"error": str(exc), "ate_rmse": None, "tracked_fraction": None}
@@ -231,26 +230,27 @@ def _prerender(con: Console, profile: str, overrides: dict, run_dir: Path, notes
     return root
 
 
-def _fly_with_progress(con: Console, options: DemoOptions, overrides: dict, run_dir: Path) -> FlightResult:
-    from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+def _fly_with_progress(progress: Progress, options: DemoOptions, overrides: dict, run_dir: Path) -> FlightResult:
+    """Fly, reporting task ``flight``: its phase as the note (the recording's size so far while
+    armed), no total until the graph stops."""
+    progress("flight", 0, None, "starting the graph (virtual stack, sync, preprocess, segmentation, recorder)")
+    state = {"phase": ""}
 
-    with Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(),
-                  console=con, transient=False) as bar:
-        task = bar.add_task("starting the graph (virtual stack, sync, preprocess, segmentation, recorder)", total=None)
-        state = {"phase": ""}
-
-        def on_status(phase: str, seconds: float) -> None:
-            if phase != state["phase"]:
-                state["phase"] = phase
-                if phase == "recording":
-                    bar.update(task, description="armed: recording the flight (disarm ends it)", total=None)
-                elif phase == "stopping":
-                    bar.update(task, description="disarmed: stopping the graph", total=1, completed=1)
+    def on_status(phase: str, seconds: float) -> None:
+        if phase != state["phase"]:
+            state["phase"] = phase
             if phase == "recording":
-                mb = sum(f.stat().st_size for f in run_dir.glob("rgbt_*/*.mcap")) / 1e6
-                bar.update(task, description=f"armed: recording ({mb:,.0f} MB so far)")
+                progress("flight", 0, None, "armed: recording the flight (disarm ends it)")
+            elif phase == "stopping":
+                progress("flight", 0, None, "disarmed: stopping the graph")
+        if phase == "recording":
+            mb = sum(f.stat().st_size for f in run_dir.glob("rgbt_*/*.mcap")) / 1e6
+            progress("flight", 0, None, f"armed: recording ({mb:,.0f} MB so far)")
 
+    try:
         return fly(options.profile, overrides, run_dir, options.sim_duration_s(), on_status=on_status)
+    finally:
+        progress("flight", 1, 1)
 
 
 def _fusion_model(profile: str) -> Path:

@@ -447,7 +447,9 @@ class ThermalQueryOptions(NodeOptions):
     service: str = THERMAL_QUERY_SERVICE  # the typed service's name; empty: JSON topics only
     request_topic: str = THERMAL_QUERY_REQUEST_TOPIC
     response_topic: str = THERMAL_QUERY_RESPONSE_TOPIC
+    # rgbt.image.radiometry.RadiometryOptions fields (empty: the camera is not radiometric)
     radiometry: dict[str, Any] = Field(default_factory=dict)
+    nested: ClassVar[dict[str, CoreOptions]] = {"radiometry": CoreOptions("rgbt.image.radiometry:RadiometryOptions")}
 
 
 class DriverOptions(NodeOptions, HostClockOptions, ReconnectOptions):
@@ -475,6 +477,12 @@ class ThermalCameraOptions(DriverOptions):
     nested: ClassVar[dict[str, CoreOptions]] = {"driver": CoreOptions("rgbt.sensors.boson:V4l2Options")}
 
 
+class ColorCameraOptions(DriverOptions):
+    """The Blackfly driver: ``driver`` holds ``rgbt.sensors.blackfly.BlackflyOptions`` fields."""
+
+    nested: ClassVar[dict[str, CoreOptions]] = {"driver": CoreOptions("rgbt.sensors.blackfly:BlackflyOptions")}
+
+
 #: executable (``nodes/<executable>.py``) -> its options model
 OPTIONS: dict[str, type[NodeOptions]] = {
     "virtual_stack": VirtualStackOptions,
@@ -493,7 +501,7 @@ OPTIONS: dict[str, type[NodeOptions]] = {
     "vn100": Vn100DriverOptions,
     "gnss": DriverOptions,
     "thermal_camera": ThermalCameraOptions,
-    "color_camera": DriverOptions,
+    "color_camera": ColorCameraOptions,
 }
 
 

@@ -94,18 +94,22 @@ def stack_rates(stack: Any) -> dict[str, float]:
 
 
 #: bytes of a serialized image message beyond its pixels (header, encoding, sizes), and of small messages
+#: (the recorder's memory plan and ``rgbt doctor``'s disk estimate)
 IMAGE_OVERHEAD_BYTES = 100
 SMALL_MESSAGE_BYTES = {"sensor_msgs/msg/Imu": 340, "sensor_msgs/msg/NavSatFix": 150,
-                       "geometry_msgs/msg/PoseStamped": 100, "sensor_msgs/msg/TimeReference": 60}
-_BYTES_PER_PIXEL = {"mono16": 2, "mono8": 1, "rgb8": 3, "bgr8": 3}
+                       "geometry_msgs/msg/PoseStamped": 100, "sensor_msgs/msg/TimeReference": 60,
+                       "std_msgs/msg/Bool": 8}
+DEFAULT_MESSAGE_BYTES = 64  # a message type not in SMALL_MESSAGE_BYTES
+#: bytes per pixel of the stack's image encodings
+BYTES_PER_PIXEL = {"mono8": 1, "mono16": 2, "rgb8": 3, "bgr8": 3, "rgba8": 4, "bgra8": 4, "8UC1": 1, "16UC1": 2}
 
 
 def stack_message_bytes(stack: Any) -> dict[str, int]:
     """Topic -> serialized size (bytes) of one message of each stack stream (images from their size)."""
-    out = {cam.topic: cam.width * cam.height * _BYTES_PER_PIXEL[cam.encoding] + IMAGE_OVERHEAD_BYTES
+    out = {cam.topic: cam.width * cam.height * BYTES_PER_PIXEL[cam.encoding] + IMAGE_OVERHEAD_BYTES
            for cam in stack.cameras.values()}
     for topic, msgtype in stack_topic_types(stack).items():
-        out.setdefault(topic, SMALL_MESSAGE_BYTES.get(msgtype, 64))
+        out.setdefault(topic, SMALL_MESSAGE_BYTES.get(msgtype, DEFAULT_MESSAGE_BYTES))
     return out
 
 

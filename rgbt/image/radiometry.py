@@ -32,11 +32,13 @@ from __future__ import annotations
 
 import math
 import struct
+import dataclasses
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Literal
 
 import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from rgbt.errors import ImageError
 
@@ -267,6 +269,22 @@ def celsius_to_counts(temp_c: np.ndarray | float, params: RadiometricParams) -> 
 #: T-linear scale (counts per kelvin) of a radiometric Boson: 0.01 K per count in high gain;
 #: low gain uses 0.02 K per count (K x 50) so its range (to ~500 C = 773 K) fits in 16 bits.
 TLINEAR_SCALE = {"high": 100.0, "low": 50.0}
+
+
+class _TlinearOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    mode: Literal["tlinear", "planck"] = "tlinear"
+    gain: Literal["high", "low"] = "high"  # a key of TLINEAR_SCALE
+    scale: float | None = Field(None, gt=0)  # counts per kelvin (overrides gain)
+
+
+#: What a thermal query node's ``radiometry`` options may hold (``rgbt.graph.thermal_query.converter``):
+#: ``mode`` ``tlinear`` (Boson T-linear counts: ``gain`` or ``scale`` of :func:`tlinear_to_celsius`) or
+#: ``planck`` (the fields of :class:`RadiometricParams`).
+RadiometryOptions = create_model(
+    "RadiometryOptions", __base__=_TlinearOptions,
+    **{f.name: (float | None, None) for f in dataclasses.fields(RadiometricParams)},  # type: ignore[call-overload]
+)
 
 
 def tlinear_to_celsius(counts: np.ndarray | float, gain: str = "high", scale: float | None = None) -> np.ndarray:

@@ -14,12 +14,24 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import yaml
+from pydantic import BaseModel, ConfigDict, Field
 
 from rgbt.errors import ConfigError, DecodeError
 from rgbt.sensors.reconnect import DeviceError, ReadFailed
 
 if TYPE_CHECKING:
     from rgbt.stack import Stack
+
+
+class BlackflyOptions(BaseModel):
+    """What a Blackfly driver node's ``driver`` options may hold: ``index`` (the camera's position in
+    PySpin's camera list) and the keywords of :func:`spinnaker_params` (times in microseconds)."""
+
+    model_config = ConfigDict(extra="forbid")
+    index: int = Field(0, ge=0)
+    serial_number: str = ""
+    exposure_us: float | None = Field(None, gt=0)  # None: half the trigger period
+    readout_margin_us: float = Field(5000.0, ge=0)
 
 
 def spinnaker_params(stack: Stack, camera: str = "color", exposure_us: float | None = None,

@@ -227,6 +227,10 @@ def test_realtime_check_names_the_levels_how_to_allow_them_and_the_throttling(mo
     ("bench-sim", "virtual_stack", "sim", "seed", -1),  # rgbt.sim.SimOptions: >= 0
     ("bench-sim", "trigger_sync", "restamper", "trigger_rate_hz", 30.0),  # from the stack, not an option
     ("flight", "vn100", "driver", "rate_hz", "fast"),  # rgbt.sensors.vn100.Vn100Options: a number
+    ("flight", "color_camera", "driver", "index", -1),  # rgbt.sensors.blackfly.BlackflyOptions: >= 0
+    ("flight", "mono_camera", "driver", "exposure", 900.0),  # BlackflyOptions: exposure_us, no such field
+    ("flight", "thermal_query", "radiometry", "gain", "medium"),  # rgbt.image.radiometry: high or low
+    ("flight", "thermal_query", "radiometry", "planck_r1", "x"),  # RadiometryOptions (planck): a number
 ])
 def test_a_bad_nested_option_is_reported_with_its_path(tmp_path: Path, profile_name: str, node: str, nested: str,
                                                        key: str, value: object) -> None:
