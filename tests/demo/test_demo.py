@@ -66,9 +66,12 @@ def test_json_numbers_present_and_sane(demo_run: dict) -> None:
     assert s["synthetic"] is True
     h, seg, vio = s["health"], s["segmentation"], s["vio"]
     assert h["stop_reason"] == "disarmed"
-    # the totals are the per-topic counts the recorder and the sync node reported, summed
-    assert h["lost_total"] == sum(t["lost"] or 0 for t in h["topics"].values()), h["topics"]
-    assert h["drops_total"] == sum(t["drops"] or 0 for t in h["topics"].values()), h["topics"]
+    # the totals are the per-topic counts the recorder and the sync node reported, summed (per topic in
+    # the run folder's summary.json; --json prints the totals and the counts)
+    topics = json.loads((demo_run["out"] / "summary.json").read_text())["health"]["topics"]
+    assert h["lost_total"] == sum(t["lost"] or 0 for t in topics.values()), topics
+    assert h["drops_total"] == sum(t["drops"] or 0 for t in topics.values()), topics
+    assert h["counts"] == {name: t["count"] for name, t in topics.items()}
     assert h["counts"]["/boson/thermal/image_raw"] > 0 and h["counts"]["/imu/imu"] > 0
     assert 0 < seg["fps"] <= 63
     assert 0 < seg["p50_ms"] <= seg["p99_ms"]
