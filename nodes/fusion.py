@@ -13,11 +13,11 @@ from typing import Any
 
 from sensor_msgs.msg import Image
 
+from rgbt.graph.options import FusionNodeOptions
+from rgbt.graph.seg_adapter import make_fusion
 from rgbt.image.codec import cdr_to_image
 from rgbt.ros.mailbox import LatestFrameNode
 from rgbt.ros.node import RgbtNode
-from rgbt.graph.seg_adapter import make_fusion
-from rgbt.graph.options import FusionNodeOptions
 from rgbt.ros.spin import node_main
 
 

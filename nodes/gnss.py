@@ -15,12 +15,12 @@ from typing import Any
 
 from sensor_msgs.msg import NavSatFix, NavSatStatus, TimeReference
 
+from rgbt.graph.options import DriverOptions
 from rgbt.ros.driver_node import DriverNode
 from rgbt.ros.messages import navsatfix, time_reference
-from rgbt.graph.options import DriverOptions
-from rgbt.topics import time_reference_topic
 from rgbt.ros.spin import node_main
 from rgbt.sensors.ubx import fix_from_nav_pvt
+from rgbt.topics import time_reference_topic
 
 
 class GnssNode(DriverNode):

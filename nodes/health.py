@@ -13,8 +13,8 @@ from typing import Any
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 
 from rgbt.graph.health import HealthProbe, device_status, health_statuses
-from rgbt.ros.node import RgbtNode
 from rgbt.graph.options import HealthOptions
+from rgbt.ros.node import RgbtNode
 from rgbt.ros.qos import qos_profile, topic_qos
 from rgbt.ros.spin import node_main
 from rgbt.stamps import ns_to_stamp

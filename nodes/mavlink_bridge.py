@@ -20,15 +20,15 @@ from geometry_msgs.msg import PoseStamped
 from sensor_msgs.msg import NavSatFix
 from std_msgs.msg import Bool
 
+from rgbt.graph.options import MavlinkBridgeOptions
 from rgbt.ros.driver_node import report_devices
 from rgbt.ros.messages import navsatfix, pose_stamped
 from rgbt.ros.node import RgbtNode
-from rgbt.graph.options import MavlinkBridgeOptions
-from rgbt.topics import ARMED_TOPIC
 from rgbt.ros.qos import topic_qos
 from rgbt.ros.spin import node_main
 from rgbt.sensors.mavlink import ArmTracker, Autopilot, GlobalFix, LocalPose, MavlinkOptions, State
 from rgbt.sensors.reconnect import DeviceLink, DeviceRunner
+from rgbt.topics import ARMED_TOPIC
 
 
 class MavlinkBridgeNode(RgbtNode):

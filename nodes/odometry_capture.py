@@ -13,9 +13,9 @@ from typing import Any
 
 from nav_msgs.msg import Odometry
 
-from rgbt.ros.node import RgbtNode
 from rgbt.graph.odometry import TumWriter, odometry_topics
 from rgbt.graph.options import OdometryCaptureOptions
+from rgbt.ros.node import RgbtNode
 from rgbt.ros.spin import node_main
 from rgbt.stamps import stamp_to_ns
 

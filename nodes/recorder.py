@@ -31,7 +31,8 @@ from __future__ import annotations
 import json
 import threading
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from diagnostic_msgs.msg import DiagnosticArray
 from rclpy.event_handler import SubscriptionEventCallbacks
@@ -40,15 +41,23 @@ from std_msgs.msg import Bool
 from std_srvs.srv import Trigger
 
 from rgbt.bag.types import ros2_typestore
+from rgbt.graph.options import RecorderOptions
+from rgbt.graph.recording import (
+    Recording,
+    before_lock_streams,
+    driver_extra_topic_types,
+    durable_stack_topics,
+    plan_buffers,
+    reliable_stack_topics,
+    stack_message_bytes,
+    stack_rates,
+)
+from rgbt.memory import reserve_heap
 from rgbt.ros.msgtypes import get_message
 from rgbt.ros.node import RgbtNode
-from rgbt.graph.options import RecorderOptions
 from rgbt.ros.qos import TOPIC_QOS, qos_profile, qos_to_yaml, topic_qos
-from rgbt.graph.recording import (Recording, before_lock_streams, driver_extra_topic_types, durable_stack_topics,
-                                plan_buffers, reliable_stack_topics, stack_message_bytes, stack_rates)
-from rgbt.memory import reserve_heap
-from rgbt.topics import ARMED_TOPIC, stack_topic_types
 from rgbt.ros.spin import node_main
+from rgbt.topics import ARMED_TOPIC, stack_topic_types
 
 
 class RecorderNode(RgbtNode):

@@ -15,10 +15,10 @@ from typing import Any
 
 from sensor_msgs.msg import Image
 
+from rgbt.graph.options import RectifyNodeOptions
 from rgbt.image.codec import cdr_to_image
 from rgbt.ros.mailbox import LatestFrameNode
 from rgbt.ros.node import RgbtNode
-from rgbt.graph.options import RectifyNodeOptions
 from rgbt.ros.spin import node_main
 
 

@@ -16,11 +16,11 @@ from rclpy.duration import Duration
 from rosgraph_msgs.msg import Clock
 
 from rgbt.errors import ConfigError
+from rgbt.graph.options import ReplayOptions
 from rgbt.pacing import pace
 from rgbt.ros.convert import to_rclpy
 from rgbt.ros.msgtypes import get_message
 from rgbt.ros.node import RgbtNode
-from rgbt.graph.options import ReplayOptions
 from rgbt.ros.qos import qos_profile, topic_qos
 from rgbt.ros.spin import node_main
 from rgbt.stamps import ns_to_stamp

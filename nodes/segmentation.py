@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING, Any
 from sensor_msgs.msg import Image
 
 from rgbt.graph.liveness import WORKER_STALL_S
-from rgbt.image.codec import cdr_to_image, image_to_cdr
-from rgbt.ros.node import RgbtNode
 from rgbt.graph.options import SegmentationOptions
 from rgbt.graph.seg_adapter import make_stage
+from rgbt.image.codec import cdr_to_image, image_to_cdr
+from rgbt.ros.node import RgbtNode
 from rgbt.ros.spin import node_main
 from rgbt.seg.pipeline import SegPipeline
 

@@ -18,11 +18,11 @@ from typing import TYPE_CHECKING, Any
 
 from sensor_msgs.msg import Image
 
+from rgbt.errors import ConfigError
+from rgbt.graph.options import PreprocessOptions
 from rgbt.image.codec import cdr_to_image
 from rgbt.ros.mailbox import LatestFrameNode
 from rgbt.ros.node import RgbtNode
-from rgbt.errors import ConfigError
-from rgbt.graph.options import PreprocessOptions
 from rgbt.ros.spin import node_main
 from rgbt.stamps import cdr_stamp_ns
 

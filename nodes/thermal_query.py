@@ -22,9 +22,9 @@ from typing import TYPE_CHECKING, Any
 from sensor_msgs.msg import Image
 from std_msgs.msg import String
 
+from rgbt.graph.options import ThermalQueryOptions
 from rgbt.image.codec import image_to_numpy
 from rgbt.ros.node import RgbtNode
-from rgbt.graph.options import ThermalQueryOptions
 from rgbt.ros.qos import qos_profile
 from rgbt.ros.spin import node_main
 from rgbt.stamps import stamp_to_ns

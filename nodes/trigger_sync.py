@@ -21,18 +21,20 @@ from __future__ import annotations
 
 import functools
 import threading
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from rclpy.qos import QoSProfile
 from sensor_msgs.msg import Image, Imu, TimeReference
 
-from rgbt.ros.node import RgbtNode
 from rgbt.graph.options import TriggerSyncOptions
 from rgbt.graph.sync_adapter import StampPairer, make_restamper
-from rgbt.topics import unlocked_topic
+from rgbt.ros.node import RgbtNode
 from rgbt.ros.spin import node_main
 from rgbt.stamps import cdr_stamp_ns, cdr_with_stamp, stamp_to_ns
 from rgbt.timeref import decode_frame, decode_imu
+from rgbt.topics import unlocked_topic
+
 
 class TriggerSyncNode(RgbtNode):
     options_model = TriggerSyncOptions

@@ -23,10 +23,10 @@ from typing import Any
 
 from sensor_msgs.msg import Image, Imu
 
+from rgbt.graph.options import VioBridgeOptions
 from rgbt.image.codec import cdr_to_image
 from rgbt.ros.mailbox import LatestFrameNode
 from rgbt.ros.node import RgbtNode
-from rgbt.graph.options import VioBridgeOptions
 from rgbt.ros.spin import node_main
 from rgbt.stamps import cdr_stamp_ns
 from rgbt.vio.feed import ImuRelay, StreamFeed, feed_rate_hz, grid_step

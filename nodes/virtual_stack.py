@@ -36,20 +36,20 @@ from geometry_msgs.msg import PoseStamped
 from sensor_msgs.msg import Image, Imu, NavSatFix, TimeReference
 from std_msgs.msg import Bool
 
+from rgbt.fileio import write_json_atomic
 from rgbt.geometry import matrix_to_quat
 from rgbt.graph.devicecontrol import DeviceControl, SimulatedDevices
-from rgbt.ros.driver_node import report_devices
+from rgbt.graph.options import VirtualStackOptions
+from rgbt.graph.wallstep import WallStep
 from rgbt.image.codec import image_to_cdr
+from rgbt.ros.driver_node import report_devices
 from rgbt.ros.messages import frame_info, imu, imu_sync_info, navsatfix, pose_stamped, time_reference
 from rgbt.ros.node import RgbtNode
-from rgbt.graph.options import VirtualStackOptions
-from rgbt.topics import ARMED_TOPIC, TRIGGER_TOPIC
 from rgbt.ros.qos import topic_qos
 from rgbt.ros.spin import freeze_startup_objects, node_main
-from rgbt.threadname import name_native_thread
-from rgbt.graph.wallstep import WallStep
 from rgbt.sim.cache import open_cache
-from rgbt.fileio import write_json_atomic
+from rgbt.threadname import name_native_thread
+from rgbt.topics import ARMED_TOPIC, TRIGGER_TOPIC
 
 if TYPE_CHECKING:
     from rclpy.qos import QoSProfile

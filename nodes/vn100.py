@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Any
 
 from sensor_msgs.msg import Imu, TimeReference
 
-from rgbt.ros.driver_node import DriverNode, imu_messages
 from rgbt.graph.options import Vn100DriverOptions
+from rgbt.ros.driver_node import DriverNode, imu_messages
 from rgbt.ros.spin import node_main
 from rgbt.sensors.reconnect import DeviceError
 

@@ -365,8 +365,8 @@ def recording_rates(stack: Any, topics: list[str]) -> dict[str, float]:
 
 def check_disk(specs: list[Any], bag_dir: str | None = None) -> list[Check]:
     from rgbt.graph.options import RecorderOptions
-    from rgbt.topics import stack_topic_types
     from rgbt.stack import load_stack
+    from rgbt.topics import stack_topic_types
 
     recorder = next((s for s in specs if s.executable == "recorder"), None)
     if recorder is None:

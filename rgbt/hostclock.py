@@ -20,7 +20,8 @@ Clocks are injected (``wall``, ``monotonic``: callables returning ns) so tests s
 from __future__ import annotations
 
 import time
-from typing import Callable, Literal
+from collections.abc import Callable
+from typing import Literal
 
 StepPolicy = Literal["hold", "follow"]
 

@@ -8,7 +8,8 @@ runner's feed (frames no faster than their stamps, ``pace``).
 from __future__ import annotations
 
 import time
-from typing import Callable, Iterable, Iterator, TypeVar, Union
+from collections.abc import Callable, Iterable, Iterator
+from typing import TypeVar
 
 T = TypeVar("T")
 
@@ -40,7 +41,7 @@ class Pacer:
 
 def pace(items: Iterable[T], t_ns: Callable[[T], int], *, speed: float = 1.0,
          clock: Callable[[], int] = time.monotonic_ns, sleep: Callable[[float], object] = time.sleep,
-         start_ns: Union[int, Callable[[T], int], None] = None) -> Iterator[tuple[T, int]]:
+         start_ns: int | Callable[[T], int] | None = None) -> Iterator[tuple[T, int]]:
     """Yield ``(item, due_ns)`` for items in time order, each when ``t_ns(item)`` comes at ``speed``
     times real time (:class:`Pacer`). ``due_ns`` is on ``clock`` (ns); the first item is due at
     ``start_ns`` (default: when it is ready; a function: ``start_ns(first item)``, asked once it is

@@ -34,7 +34,7 @@ class ProgressBars:
         self._stream: Any = None
         self._tasks: dict[str, Any] = {}
 
-    def __enter__(self) -> "ProgressBars":
+    def __enter__(self) -> ProgressBars:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -12,8 +12,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal, Mapping, Optional
+from typing import Any, Literal
 
 import numpy as np
 import yaml
@@ -45,7 +46,7 @@ class Distortion(_Model):
     coeffs: list[float] = Field(default_factory=list)
 
     @model_validator(mode="after")
-    def _check_count(self) -> "Distortion":
+    def _check_count(self) -> Distortion:
         allowed = {"radtan": (4, 5, 8), "equidistant": (4,), "none": (0,)}[self.model]
         if len(self.coeffs) not in allowed:
             raise ValueError(f"{self.model} distortion needs {' or '.join(map(str, allowed))} coefficients, "
@@ -94,7 +95,7 @@ class CameraSpec(_Model):
     distortion: Distortion
     T_imu_cam: Matrix4
     td_s: float = 0.0
-    vio: Optional[VioCalibration] = None
+    vio: VioCalibration | None = None
 
     _check_T = field_validator("T_imu_cam")(_check_transform)
 
@@ -133,7 +134,7 @@ class ImuSpec(_Model):
     frame_id: str
     rate_hz: float = Field(gt=0)
     noise: ImuNoise = Field(description="the sensor's datasheet densities (simulation, Kalibr)")
-    vio_noise: Optional[ImuNoise] = Field(default=None, description="tuned values given to VIO estimators")
+    vio_noise: ImuNoise | None = Field(default=None, description="tuned values given to VIO estimators")
 
     def vio_noise_or_noise(self) -> ImuNoise:
         return self.vio_noise or self.noise
@@ -197,7 +198,7 @@ class Stack(_Model):
     pairs: dict[str, StereoPair] = Field(default_factory=dict)
 
     @model_validator(mode="after")
-    def _cross_check(self) -> "Stack":
+    def _cross_check(self) -> Stack:
         for key, cam in self.cameras.items():
             if not cam.name:
                 cam.name = key

@@ -7,8 +7,9 @@ Both ROS camera_info and Kalibr files are plain YAML; OpenVINS and OpenCV prefix
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import yaml
 
@@ -124,7 +125,7 @@ class Fields:
             raise ConfigError(self.source, self.key(name), None, "this required key")
         return self.data[name]
 
-    def sub(self, name: str) -> "Fields":
+    def sub(self, name: str) -> Fields:
         return Fields(self.raw(name), self.source, self.key(name))
 
     def error(self, name: str, value: Any, expected: str) -> ConfigError:

@@ -11,15 +11,16 @@ from __future__ import annotations
 
 import csv
 import re
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any
 
 import numpy as np
 
 from rgbt.bag.extract import read_image
-from rgbt.timematch import nearest_within
 from rgbt.bag.sampling import sample_cart, sample_every
 from rgbt.seg.dataset import temporal_split, write_item, write_splits
+from rgbt.timematch import nearest_within
 
 
 def _by_camera(rows: list[dict], camera: str) -> list[dict]:
@@ -32,7 +33,7 @@ def _moving(value: Any) -> float:
 
 def write_sampled_dataset(out: Path, rows: list[dict], stack: Any, *, method: str = "cart",
                           every_s: float | None = None, camera: str = "thermal", place: str = "Flight",
-                          traj: str = "flight", progress: Optional[Callable[[int, int], None]] = None) -> dict:
+                          traj: str = "flight", progress: Callable[[int, int], None] | None = None) -> dict:
     """Sample ``camera``'s frames (``method`` ``cart`` or ``every``) and write them under ``out/dataset``.
 
     Returns ``{"root", "sequence", "items", "picked": [stamps], "rule"}``; ``samples.csv`` lists the

@@ -16,14 +16,15 @@ from __future__ import annotations
 
 import contextlib
 import sys
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Literal
+from typing import Any, Literal
 
+import yaml
 from rosbags.convert.converter import STATIC_MSGTYPE_RENAMES, generate_message_converter
 from rosbags.rosbag1 import Writer as Writer1
 from rosbags.typesys import Stores, get_types_from_msg, get_typestore
-import yaml
 
 from rgbt.bag.reader import BagReader, open_bag
 from rgbt.bag.renames import clip_window

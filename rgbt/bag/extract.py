@@ -30,11 +30,12 @@ import shutil
 import tempfile
 import threading
 import time
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator, Literal, Optional, Sequence
+from typing import Any, Literal
 
 import cv2
 import numpy as np
@@ -44,16 +45,16 @@ from rgbt.bag.frameindex import COLUMNS, FrameSources, build_index
 from rgbt.bag.mcapscan import scan_mcap
 from rgbt.bag.reader import BagReader, open_bag
 from rgbt.bag.recover import recover_bag
-from rgbt.image.codec import image_to_numpy
 from rgbt.bag.renames import CART_RENAMES, CART_ROS1_NAMES
 from rgbt.bag.ros1scan import reindex_ros1
 from rgbt.bag.tables import TopicTables
 from rgbt.errors import BagError, ConfigError
+from rgbt.fileio import write_atomic
+from rgbt.image.codec import image_to_numpy
 from rgbt.image.normalize import NormalizeOptions, Normalizer, TemporalNormalizer, to_uint8
 from rgbt.stack import load_stack
 from rgbt.stamps import stamp_to_ns
 from rgbt.topics import LABEL_PREFIX, ROS1_METADATA_TOPIC, TRIGGER_TOPIC
-from rgbt.fileio import write_atomic
 
 MANIFEST = ".extract-manifest.json"
 _PNG = [cv2.IMWRITE_PNG_COMPRESSION, 1]
@@ -66,16 +67,16 @@ class ExtractOptions(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    stack_path: Optional[str] = Field(default=None, description="stack YAML (default: calib/stack.yaml)")
-    thermal8: Optional[Literal["cart", "vio", "linear"]] = Field(
+    stack_path: str | None = Field(default=None, description="stack YAML (default: calib/stack.yaml)")
+    thermal8: Literal["cart", "vio", "linear"] | None = Field(
         default=None, description="also write 8-bit thermal: cart (1-99 % + CLAHE), vio (temporal), linear (1-99 %)")
     color_format: Literal["png", "jpg"] = "png"
     jpeg_quality: int = Field(default=95, ge=1, le=100)
     tables: Literal["csv", "parquet"] = "csv"
     cart_renames: bool = Field(default=True, description="rename CART's older topic names to the stack's")
-    gnss_topic: Optional[str] = Field(default=None, description="NavSatFix topic (default: the stack's GNSS, "
+    gnss_topic: str | None = Field(default=None, description="NavSatFix topic (default: the stack's GNSS, "
                                                                 "else the autopilot's global position)")
-    pose_topic: Optional[str] = Field(default=None, description="autopilot PoseStamped (default: the stack's)")
+    pose_topic: str | None = Field(default=None, description="autopilot PoseStamped (default: the stack's)")
     trigger_topic: str = TRIGGER_TOPIC
     moving_threshold_m: float = Field(default=0.5, gt=0)
     moving_window_s: float = Field(default=2.0, gt=0)
@@ -241,7 +242,7 @@ def _salvaged(path: Path, scratch: Path, exc: BagError) -> tuple[BagReader, dict
 
 
 def extract_bags(bags: Sequence[str | Path], out: str | Path, options: ExtractOptions | None = None,
-                 progress: Optional[Callable[[int, int], None]] = None) -> ExtractResult:
+                 progress: Callable[[int, int], None] | None = None) -> ExtractResult:
     """Extract every bag of ``bags`` (the parts of one flight) into ``out`` (see the module docstring).
 
     ``progress(done, total)`` is called with messages handled and the bags' message total.

@@ -24,10 +24,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from rgbt.eval.trajectory import Trajectory
 from rgbt.eval.tracking import interpolate
-from rgbt.timematch import nearest_index
+from rgbt.eval.trajectory import Trajectory
 from rgbt.geo import lla_to_enu
+from rgbt.timematch import nearest_index
 
 COLUMNS = ["stamp_ns", "log_ns", "camera", "file", "trigger_slot", "sync_residual_ns", "ffc",
            "gnss_lat", "gnss_lon", "gnss_alt", "gnss_fix", "gnss_dt_ns",

@@ -8,9 +8,10 @@ MCAP specification: ``opcode u8, length u64, body``; a file starts and ends with
 from __future__ import annotations
 
 import struct
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO, Iterator
+from typing import BinaryIO
 
 from rosbags.rosbag2.storage_mcap import decompress
 

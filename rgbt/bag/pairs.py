@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import csv
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any
 
 import numpy as np
 
@@ -49,7 +50,7 @@ def match_pairs(rows: list[dict], tolerance_ns: int, color: str = "color", therm
 
 
 def write_pairs(out: Path, rows: list[dict], tolerance_ns: int, rectifier: Any = None,
-                progress: Optional[Callable[[int, int], None]] = None) -> dict:
+                progress: Callable[[int, int], None] | None = None) -> dict:
     """Write ``OUT/pairs`` (see the module docstring); returns a summary."""
     out = Path(out)
     root = out / "pairs"

@@ -18,10 +18,11 @@ import os
 import re
 import struct
 from collections import OrderedDict
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Mapping
+from typing import Any
 
 import yaml
 from rosbags.interfaces import Connection, MessageDefinitionFormat, Nodetype

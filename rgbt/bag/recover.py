@@ -11,16 +11,17 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
-from rosbags.rosbag2.storage_mcap import McapReader
-from rosbags.typesys import Stores, get_types_from_msg, get_typestore
+import yaml
 from rosbags.interfaces import Connection, ConnectionExtRosbag2, MessageDefinition, MessageDefinitionFormat
 from rosbags.rosbag2.enums import CompressionMode
 from rosbags.rosbag2.metadata import dump_qos_v9, parse_qos
-import yaml
+from rosbags.rosbag2.storage_mcap import McapReader
+from rosbags.typesys import Stores, get_types_from_msg, get_typestore
 
 from rgbt.bag.mcapscan import Channel, Schema, read_chunk, scan_mcap
 from rgbt.bag.writer import BAG_VERSION, McapFile, _yaml_text

@@ -14,9 +14,10 @@ data_len u32, data``; ``op`` 0x02 message data, 0x03 bag header, 0x04 index data
 from __future__ import annotations
 
 import struct
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, BinaryIO, Iterator
+from typing import Any, BinaryIO
 
 from rosbags.rosbag1 import Writer as Writer1
 from rosbags.rosbag1.reader import decompressors

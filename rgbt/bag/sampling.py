@@ -7,7 +7,7 @@ CART (Lee et al., "CART: Caltech Aerial RGB-Thermal Dataset in the Wild") annota
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 

@@ -13,8 +13,9 @@ import csv
 import dataclasses
 import json
 import re
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import numpy as np
 

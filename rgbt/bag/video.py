@@ -14,22 +14,23 @@ frame every ``sheet_every_s`` seconds (at most ``sheet_max`` frames, evenly thin
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any
 
 import cv2
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
 from rgbt.bag.extract import stack_for
-from rgbt.image.codec import image_to_numpy
 from rgbt.bag.reader import open_bag
 from rgbt.bag.renames import CART_RENAMES, CART_ROS1_NAMES
 from rgbt.errors import BagError
+from rgbt.image.codec import image_to_numpy
 from rgbt.image.colormap import apply_colormap
 from rgbt.image.normalize import TemporalNormalizer
 from rgbt.seg.classes import overlay
-from rgbt.seg.stage import SegStageOptions, SegmentationStage
+from rgbt.seg.stage import SegmentationStage, SegStageOptions
 from rgbt.stamps import stamp_to_ns
 from rgbt.topics import TRIGGER_TOPIC
 
@@ -43,9 +44,9 @@ class VideoOptions(BaseModel):
     rate_hz: float = Field(default=10.0, gt=0)
     scale: float = Field(default=0.5, gt=0, le=4)
     cmap: str = "ironbow"
-    model: Optional[str] = Field(default=None, description="ONNX segmentation model for a thermal overlay")
+    model: str | None = Field(default=None, description="ONNX segmentation model for a thermal overlay")
     overlay_alpha: float = Field(default=0.45, ge=0, le=1)
-    stack_path: Optional[str] = None
+    stack_path: str | None = None
     sheet_every_s: float = Field(default=3.0, gt=0)
     sheet_max: int = Field(default=48, ge=1)
     sheet_columns: int = Field(default=4, ge=1)
@@ -108,7 +109,7 @@ class _Panels:
 
 def write_video(bag: str | Path, out: str | Path, options: VideoOptions | None = None, *,
                 sheet: str | Path | None = None,
-                progress: Optional[Callable[[int, int], None]] = None) -> dict:
+                progress: Callable[[int, int], None] | None = None) -> dict:
     """Write the preview video ``out`` and the contact sheet (default ``out`` with ``_sheet.png``)."""
     o = options or VideoOptions()
     out = Path(out)

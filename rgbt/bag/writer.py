@@ -53,8 +53,8 @@ from rgbt.bag.images import numpy_to_image_msg
 from rgbt.bag.reader import open_bag
 from rgbt.bag.types import ros2_typestore
 from rgbt.errors import BagError
-from rgbt.memory import allocator_tuned, tune_allocator
 from rgbt.fileio import fsync_path
+from rgbt.memory import allocator_tuned, tune_allocator
 
 BAG_VERSION = 9  # rosbag2 metadata version written (Jazzy)
 MAXTIME = 2**63 - 1
@@ -841,8 +841,8 @@ def measure_write_rate(duration_s: float = 2.0, out_dir: str | os.PathLike[str] 
     a recorder beside the rest of the graph).
     """
 
-    from rgbt.image.codec import image_to_numpy
     from rgbt.bag.types import ros2_typestore
+    from rgbt.image.codec import image_to_numpy
 
     store = ros2_typestore()
     rng = np.random.default_rng(seed)

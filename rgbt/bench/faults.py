@@ -64,9 +64,9 @@ from typing import Any
 
 from rgbt.bench.graph import _Probe, read_sources
 from rgbt.errors import ConfigError
+from rgbt.fileio import write_atomic, write_json_atomic
 from rgbt.output import print_table
 from rgbt.topics import THERMAL_MONO8_TOPIC
-from rgbt.fileio import write_atomic, write_json_atomic
 
 #: after the sources finish, how long (s) to wait at most for a killed group to publish diagnostics again
 BACK_WAIT_S = 20.0
@@ -159,8 +159,8 @@ def flights(names: list[str], quick: bool) -> list[list[str]]:
 
 
 def run(options: FaultsBenchOptions) -> dict:
-    from rgbt.ros_env import apply_ros_defaults
     from rgbt.graph.profile import isolate_drivers, node_specs, profile_isolates_drivers
+    from rgbt.ros_env import apply_ros_defaults
 
     # a private DDS domain unless one is set: other graphs on this machine must not reach the bag
     os.environ.setdefault("ROS_DOMAIN_ID", str(random.randint(100, 180)))
@@ -269,8 +269,8 @@ class Flight:
 
     def _overrides(self) -> dict[str, dict[str, Any]]:
         """Per-node parameters of a fault flight (fast diagnostics: they time a group's return)."""
-        from rgbt.topics import RAW_PREFIX
         from rgbt.graph.profile import node_specs
+        from rgbt.topics import RAW_PREFIX
 
         specs = node_specs(self.profile)
         out: dict[str, dict[str, Any]] = {s.name: {"diagnostics_period_s": 0.25} for s in specs}

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import argparse
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import cv2
 import numpy as np
@@ -148,7 +148,7 @@ def measure_parity() -> list[dict]:
 
 def run(options: PreprocessBenchOptions, progress: Progress | None = None) -> dict:
     """The benchmark; ``progress``: reports one task, ``bench preprocess``, a step per stage."""
-    from rgbt.image.normalize import Normalizer, NormalizeOptions, TemporalNormalizer, percentile_bounds
+    from rgbt.image.normalize import NormalizeOptions, Normalizer, TemporalNormalizer, percentile_bounds
 
     n = int(options.frames)
     n_ref = int(options.ref_frames or n)

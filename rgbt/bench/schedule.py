@@ -17,9 +17,10 @@ IMU samples by stamp), and :func:`reported` reads what the bags' manifests say w
 from __future__ import annotations
 
 import zlib
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import numpy as np
 

@@ -49,12 +49,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(bench: SimBenchOptions) -> dict:
+    from rgbt.memory import tune_allocator
     from rgbt.sim import SimOptions, SimStack
-    from rgbt.sim.simstack import SimSample
     from rgbt.sim.messages import MessageFactory, typestore
     from rgbt.sim.record import open_writer, write_sim_bag
-
-    from rgbt.memory import tune_allocator
+    from rgbt.sim.simstack import SimSample
 
     tune_allocator()  # as `rgbt simulate` runs (its BagWriter applies it): glibc keeps big buffers
     options = SimOptions(trajectory=bench.trajectory, duration_s=bench.duration_s, seed=bench.seed)

@@ -11,7 +11,6 @@ from __future__ import annotations
 import copy
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Optional
 
 import numpy as np
 
@@ -101,7 +100,7 @@ def cart_calibration(root: str | Path) -> dict:
 
 
 def pair_from_camchain(chain: KalibrChain, cam0: str, cam1: str, source: str = "<camchain>",
-                       native: Optional[dict[str, tuple[int, int]]] = None) -> dict:
+                       native: dict[str, tuple[int, int]] | None = None) -> dict:
     """A stack ``pairs`` entry from a two-camera camchain; a camera whose native (w, h) differs from
     the chain's resolution is taken as padded centred into that canvas (CART: thermal into 960x600)."""
     if len(chain.cameras) < 2:
@@ -159,7 +158,7 @@ def stack_from_cart(root: str | Path, base: Stack | None = None) -> Stack:
 
 
 def stack_from_kalibr(imucam: str | Path | KalibrChain, imu: str | Path | KalibrImu | None = None, *,
-                      base: Stack | None = None, names: Optional[list[str]] = None,
+                      base: Stack | None = None, names: list[str] | None = None,
                       rate_hz: float = 20.0, name: str = "kalibr") -> Stack:
     """A stack whose cameras come from a Kalibr imu-camera chain.
 

@@ -19,8 +19,8 @@ from typing import Literal
 
 import numpy as np
 
-from rgbt.yamlio import Fields, read_yaml, write_yaml
 from rgbt.stack import CameraSpec, Distortion, Intrinsics
+from rgbt.yamlio import Fields, read_yaml, write_yaml
 
 MODELS = {"plumb_bob": (5,), "rational_polynomial": (8,), "equidistant": (4,)}
 _IDENTITY3 = [1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 from rgbt.calib.camera_info import camera_info_from_spec, write_camera_info
 from rgbt.calib.kalibr import KalibrCamera, KalibrChain, KalibrImu, write_camchain, write_imu
@@ -24,7 +23,7 @@ def _kalibr_camera(cam: CameraSpec, vio: bool) -> KalibrCamera:
                         resolution=[cam.width, cam.height], rostopic=cam.topic)
 
 
-def kalibr_imucam_from_stack(stack: Stack, cameras: Optional[list[str]] = None, *, vio: bool = False) -> KalibrChain:
+def kalibr_imucam_from_stack(stack: Stack, cameras: list[str] | None = None, *, vio: bool = False) -> KalibrChain:
     """A Kalibr imu-camera chain: ``T_cam_imu`` = inverse of the stack's ``T_imu_cam``,
     ``T_cn_cnm1`` chained through the IMU, ``timeshift_cam_imu`` = ``td_s``.
     ``vio`` uses each camera's VIO calibration (what CART gave VINS) instead of its own."""

@@ -13,13 +13,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import numpy as np
 
-from rgbt.yamlio import OPENCV_HEADER, Fields, read_yaml, write_yaml
 from rgbt.errors import ConfigError
 from rgbt.stack import Distortion, Intrinsics
+from rgbt.yamlio import OPENCV_HEADER, Fields, read_yaml, write_yaml
 
 Matrix4 = list[list[float]]
 DISTORTION_COUNTS = {"radtan": (4,), "equidistant": (4,), "none": (0,)}
@@ -37,10 +37,10 @@ class KalibrCamera:
     resolution: list[int]  # width, height [px]
     camera_model: str = "pinhole"
     rostopic: str = ""
-    T_cn_cnm1: Optional[Matrix4] = None  # previous camera -> this camera
-    T_cam_imu: Optional[Matrix4] = None  # IMU -> this camera
-    timeshift_cam_imu: Optional[float] = None  # [s], t_imu = t_cam + timeshift
-    cam_overlaps: Optional[list[int]] = None
+    T_cn_cnm1: Matrix4 | None = None  # previous camera -> this camera
+    T_cam_imu: Matrix4 | None = None  # IMU -> this camera
+    timeshift_cam_imu: float | None = None  # [s], t_imu = t_cam + timeshift
+    cam_overlaps: list[int] | None = None
     extra: dict = field(default_factory=dict)  # other keys, written back unchanged
 
     def intrinsics_model(self) -> Intrinsics:
@@ -50,10 +50,10 @@ class KalibrCamera:
     def distortion(self) -> Distortion:
         return Distortion.model_validate({"model": self.distortion_model, "coeffs": list(self.distortion_coeffs)})
 
-    def T_cam_imu_matrix(self) -> Optional[np.ndarray]:
+    def T_cam_imu_matrix(self) -> np.ndarray | None:
         return None if self.T_cam_imu is None else np.asarray(self.T_cam_imu, dtype=np.float64)
 
-    def T_cn_cnm1_matrix(self) -> Optional[np.ndarray]:
+    def T_cn_cnm1_matrix(self) -> np.ndarray | None:
         return None if self.T_cn_cnm1 is None else np.asarray(self.T_cn_cnm1, dtype=np.float64)
 
 

@@ -50,10 +50,10 @@ def options_from_args(args: argparse.Namespace) -> CampaignBenchOptions:
 
 
 def run(options: CampaignBenchOptions) -> dict:
+    from rgbt.campaign.jobs import expand
     from rgbt.campaign.run import run_campaign
     from rgbt.campaign.spec import Campaign
     from rgbt.campaign.worker import load_result
-    from rgbt.campaign.jobs import expand
     from rgbt.progress import ProgressBars
     from rgbt.vio.vocab import ensure_vocabulary
 

@@ -12,9 +12,9 @@ import json
 import platform
 import sys
 import time
+from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Callable
 
 from rgbt.campaign.executors import drive, is_done, make_pool
 from rgbt.campaign.jobs import Job, expand

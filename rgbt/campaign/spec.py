@@ -29,7 +29,7 @@ Relative paths are resolved against the campaign file's folder.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal, Optional
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
@@ -70,9 +70,9 @@ class BagInput(_Model):
     (CART's sequence table; ``bag_durr`` -1 = to the end)."""
 
     path: str
-    stack: Optional[str] = None
-    ground_truth: Optional[str] = None
-    ground_truth_topic: Optional[str] = None
+    stack: str | None = None
+    ground_truth: str | None = None
+    ground_truth_topic: str | None = None
     bag_start: float = Field(0.0, ge=0)
     bag_durr: float = -1.0
 
@@ -81,8 +81,8 @@ class DatasetInput(_Model):
     """A dataset folder: EuRoC / TUM-VI (mav0/) or KITTI odometry (:func:`rgbt.vio.datasets.dataset_sequence`)."""
 
     path: str
-    format: Optional[Literal["euroc", "tumvi", "kitti"]] = None
-    ground_truth: Optional[str] = None
+    format: Literal["euroc", "tumvi", "kitti"] | None = None
+    ground_truth: str | None = None
     start_s: float = Field(0.0, ge=0)
     duration_s: float = -1.0
 
@@ -91,14 +91,14 @@ class Input(_Model):
     """One input: exactly one of ``synthetic``, ``trajectory``, ``bag``, ``dataset``; ``name`` labels
     its table row (default: derived from the source)."""
 
-    name: Optional[str] = None
-    synthetic: Optional[SyntheticInput] = None
-    trajectory: Optional[TrajectoryInput] = None
-    bag: Optional[BagInput] = None
-    dataset: Optional[DatasetInput] = None
+    name: str | None = None
+    synthetic: SyntheticInput | None = None
+    trajectory: TrajectoryInput | None = None
+    bag: BagInput | None = None
+    dataset: DatasetInput | None = None
 
     @model_validator(mode="after")
-    def _one_source(self) -> "Input":
+    def _one_source(self) -> Input:
         given = [k for k in ("synthetic", "trajectory", "bag", "dataset") if getattr(self, k) is not None]
         if len(given) != 1:
             raise ValueError(f"exactly one of synthetic, trajectory, bag, dataset (got {given or 'none'})")
@@ -128,7 +128,7 @@ class VioCampaign(_Model):
     rate_hz: float = Field(20.0, gt=0)
     pace: float = Field(0.0, ge=0)
     features: int = Field(1500, ge=100)
-    vocab: Optional[str] = None
+    vocab: str | None = None
     cpus_per_job: float = Field(1.0, gt=0)
 
 
@@ -136,7 +136,7 @@ class SegDataset(_Model):
     """A CART-layout dataset root and a split (a name like ``test`` in the root, or a file; none = all frames)."""
 
     path: str
-    split: Optional[str] = None
+    split: str | None = None
 
 
 class SegCampaign(_Model):
@@ -169,12 +169,12 @@ class Campaign(_Model):
     name: str = "campaign"
     seed: int = 0
     retries: int = Field(1, ge=0, le=10)
-    vio: Optional[VioCampaign] = None
-    seg: Optional[SegCampaign] = None
+    vio: VioCampaign | None = None
+    seg: SegCampaign | None = None
     faults: list[Fault] = []
 
     @model_validator(mode="after")
-    def _one_kind(self) -> "Campaign":
+    def _one_kind(self) -> Campaign:
         if (self.vio is None) == (self.seg is None):
             raise ValueError("exactly one of vio (Table 6) or seg (Table 2)")
         return self

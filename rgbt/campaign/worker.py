@@ -150,8 +150,7 @@ def run_vio(job: dict, log_dir: Path) -> dict:
 def run_seg(job: dict) -> dict:
     """mIoU of a model on a dataset split (:func:`rgbt.seg.evaluate.evaluate`, exact) and its FPS
     (:func:`rgbt.bench.seg.bench_model`, a measurement)."""
-    from rgbt.bench.seg import bench_model
-    from rgbt.bench.seg import SegBenchOptions
+    from rgbt.bench.seg import SegBenchOptions, bench_model
     from rgbt.seg.evaluate import evaluate
 
     p, o = job["params"], job["params"]["options"]

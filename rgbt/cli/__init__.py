@@ -23,8 +23,8 @@ import argparse
 import importlib
 import sys
 import traceback
+from collections.abc import Callable
 from types import ModuleType
-from typing import Callable
 
 from rgbt import __version__
 from rgbt.errors import MissingCapability, RgbtError

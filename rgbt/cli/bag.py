@@ -127,10 +127,10 @@ def register(subparsers: Any) -> None:
 
 
 def _info(args: argparse.Namespace) -> int:
+    from rich.progress import Progress, SpinnerColumn, TextColumn
+
     from rgbt.bag.info import bag_info
     from rgbt.output import print_json
-
-    from rich.progress import Progress, SpinnerColumn, TextColumn
 
     with Progress(SpinnerColumn(), TextColumn("scanning message times: {task.completed} messages"),
                   transient=True, console=_stderr_console()) as bar:

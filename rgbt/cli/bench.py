@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import argparse
 import inspect
+from collections.abc import Callable
 from types import ModuleType
-from typing import Callable
 
 from rgbt.cli import import_optional, unavailable
+from rgbt.errors import MissingCapability
+from rgbt.fileio import to_json
 from rgbt.output import print_json
 from rgbt.progress import ProgressBars
-from rgbt.fileio import to_json
-from rgbt.errors import MissingCapability
 
 BENCHES: dict[str, str] = {
     "preprocess": "thermal percentile, normalize+CLAHE, RGB-T rectification",

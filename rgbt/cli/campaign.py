@@ -6,7 +6,7 @@ import argparse
 import contextlib
 import os
 import sys
-from typing import Iterator
+from collections.abc import Iterator
 
 from rgbt.output import print_json
 from rgbt.progress import ProgressBars

@@ -49,9 +49,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from rgbt.output import print_json
     from rgbt.demo.options import DemoOptions
     from rgbt.demo.run import run_demo
+    from rgbt.output import print_json
     from rgbt.progress import ProgressBars
 
     options = DemoOptions(duration_s=args.duration, out=args.out, trajectory=args.trajectory, vio=args.vio,

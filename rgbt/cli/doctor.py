@@ -56,8 +56,8 @@ def gate(profile: str, verb: str, bag_dir: str | None = None) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    from rgbt.output import print_json
     from rgbt.doctor import exit_code, report, run_checks
+    from rgbt.output import print_json
 
     checks = run_checks(args.profile, bag_dir=args.bag_dir)
     if args.json:

@@ -63,9 +63,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _normalize(args: argparse.Namespace) -> int:
-    from rgbt.output import print_json
     from rgbt.image.io import read_thermal, write_float_image
     from rgbt.image.normalize import NormalizeOptions, Normalizer
+    from rgbt.output import print_json
 
     src = read_thermal(args.input)
     normalizer = Normalizer(NormalizeOptions(low=args.low, high=args.high, clahe=args.clahe))
@@ -83,9 +83,9 @@ def _normalize(args: argparse.Namespace) -> int:
 
 
 def _temperature(args: argparse.Namespace) -> int:
-    from rgbt.output import print_json
     from rgbt.image.io import read_thermal
     from rgbt.image.radiometry import region_stats, temperature_at
+    from rgbt.output import print_json
 
     if (args.x is None) != (args.y is None):
         raise ImageError("--x and --y go together")
@@ -152,8 +152,8 @@ def _rectify(args: argparse.Namespace) -> int:
 
     from rgbt.bag.extract import stack_for
     from rgbt.bag.pairs import rectifier_for
-    from rgbt.output import print_json
     from rgbt.image.io import read_thermal, write_image
+    from rgbt.output import print_json
 
     thermal = read_thermal(args.thermal).frame
     if not Path(args.color).is_file():

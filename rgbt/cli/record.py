@@ -27,13 +27,13 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from rgbt.output import print_json
     from rgbt.errors import ConfigError
     from rgbt.graph.instance_lock import InstanceLock, instance_name
     from rgbt.graph.launcher import run_graph
     from rgbt.graph.profile import node_specs, parse_set, profile_env
     from rgbt.graph.recording import MANIFEST
     from rgbt.graph.supervisor import SupervisorOptions
+    from rgbt.output import print_json
 
     overrides = parse_set(args.set)
     probe = node_specs(args.profile, overrides)

@@ -12,7 +12,6 @@ if TYPE_CHECKING:
 from rgbt.progress import ProgressBars
 
 
-
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("seg", help="thermal segmentation: run a model on a frame, evaluate mIoU on a dataset")
     s = p.add_subparsers(dest="seg_cmd", metavar="CMD")

@@ -18,8 +18,8 @@ import argparse
 import csv
 from pathlib import Path
 
-from rgbt.output import print_json, print_table
 from rgbt.errors import DecodeError
+from rgbt.output import print_json, print_table
 
 
 def register(sub: argparse._SubParsersAction) -> None:

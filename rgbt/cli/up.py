@@ -42,11 +42,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
-    from rgbt.output import print_json
     from rgbt.graph.instance_lock import InstanceLock, instance_name
     from rgbt.graph.launcher import run_graph
     from rgbt.graph.profile import isolate_drivers, node_specs, parse_set, profile_env, profile_isolates_drivers
     from rgbt.graph.supervisor import SupervisorOptions
+    from rgbt.output import print_json
 
     specs = node_specs(args.profile, parse_set(args.set))
     if args.isolate_drivers or (args.isolate_drivers is None and profile_isolates_drivers(args.profile)):

@@ -6,8 +6,8 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rgbt.output import print_json
 from rgbt.errors import EvaluationError
+from rgbt.output import print_json
 from rgbt.progress import ProgressBars
 
 if TYPE_CHECKING:
@@ -286,9 +286,8 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     each evaluated in turn, one Table-6 layout over all (Markdown + CSV + JSON)."""
     from rgbt.eval.tracking import RunFrame
     from rgbt.vio.eval import EvalOptions, evaluate_sequence
-    from rgbt.vio.report import csv_rows, markdown_table, plot_run
-
     from rgbt.vio.ground_truth import shift_ground_truth
+    from rgbt.vio.report import csv_rows, markdown_table, plot_run
 
     seqs = _sequences(args)
     vocab = _vocab_path(args) if "orbslam3" in args.estimator else None

@@ -16,19 +16,19 @@ from typing import Any
 import cv2
 import numpy as np
 
-from rgbt.timing import summarize_ms
 from rgbt.demo.scan import Scan
+from rgbt.fileio import to_json
 from rgbt.image.rectify import RectifyOptions, RgbtRectifier
+from rgbt.progress import Progress
 from rgbt.seg.dataset import write_item
 from rgbt.seg.metrics import confusion, iou_from_confusion
 from rgbt.seg.sidecar import load_sidecar
-from rgbt.seg.stage import SegStageOptions, SegmentationStage
+from rgbt.seg.stage import SegmentationStage, SegStageOptions
+from rgbt.timing import summarize_ms
+from rgbt.topics import TRIGGER_TOPIC
 from rgbt.vio.eval import EvalOptions, evaluate_sequence
 from rgbt.vio.sequence import bag_sequence
 from rgbt.vio.vocab import VocabOptions, ensure_vocabulary, vocabulary_file
-from rgbt.topics import TRIGGER_TOPIC
-from rgbt.fileio import to_json
-from rgbt.progress import Progress
 
 #: where the demo writes the labelled frames of a recording (CART layout: PLACE/TRAJ/{thermal16,masks})
 LABELS_DIR = "labels"

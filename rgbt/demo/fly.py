@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from rgbt.demo.options import flight_start_s
 from rgbt.errors import RgbtError

@@ -6,25 +6,26 @@ import json
 import shutil
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from rgbt.bench.machine import describe_machine
 from rgbt.demo import evaluate, plots
-from rgbt.demo.fly import BAG_MANIFEST, VS_MANIFEST, FlightResult, fly, flight_overrides, hardware_overrides
+from rgbt.demo.fly import BAG_MANIFEST, VS_MANIFEST, FlightResult, flight_overrides, fly, hardware_overrides
 from rgbt.demo.options import DemoOptions, flight_start_s, resolve_engine, resolve_trajectory
 from rgbt.demo.report import rel, write_report
 from rgbt.demo.scan import EvalFrame, Scan, scan_bag
 from rgbt.demo.truth import GT_FILE, SimTruth
 from rgbt.errors import BagError, EvaluationError, RgbtError
+from rgbt.fileio import to_json
 from rgbt.graph.profile import node_specs
 from rgbt.paths import REPO_ROOT
+from rgbt.progress import Progress, no_progress
 from rgbt.sim.cache import render_for_virtual_stack
 from rgbt.stack import load_stack
-from rgbt.fileio import to_json
-from rgbt.progress import Progress, no_progress
 
 if TYPE_CHECKING:
     from rich.console import Console

@@ -18,10 +18,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from rgbt.topics import FUSION_CLASS_IDS_TOPIC, LABEL_TOPICS, SEG_CLASS_IDS_TOPIC
 
 from rgbt.bag.reader import open_bag
 from rgbt.bag.renames import CART_RENAMES
+from rgbt.topics import FUSION_CLASS_IDS_TOPIC, LABEL_TOPICS, SEG_CLASS_IDS_TOPIC
 
 SEG_TOPIC = SEG_CLASS_IDS_TOPIC
 FUSION_TOPIC = FUSION_CLASS_IDS_TOPIC  # RGB-T fusion, on the rectified colour canvas

@@ -38,7 +38,7 @@ class SimTruth:
     manifest: dict
 
     @classmethod
-    def from_manifest(cls, path: str | Path) -> "SimTruth":
+    def from_manifest(cls, path: str | Path) -> SimTruth:
         from rgbt.sim import SimOptions, SimStack
 
         manifest = json.loads(Path(path).read_text())
@@ -71,13 +71,13 @@ class SimTruth:
         times = self.sim.frame_times(camera)
         return times[np.clip(seq, 0, len(times) - 1)] + self.offset_ns
 
-    def clock(self, camera: str, seq: np.ndarray, stamps: np.ndarray) -> "BagClock":
+    def clock(self, camera: str, seq: np.ndarray, stamps: np.ndarray) -> BagClock:
         """How simulated time maps onto the bag's stamps, from the recorded frames (see BagClock)."""
         ok = seq >= 0
         t_sim = self.sim.frame_times(camera)[seq[ok]]
         return BagClock.fit(t_sim, stamps[ok], self.offset_ns)
 
-    def write_ground_truth(self, bag_dir: Path, clock: "BagClock") -> Path:
+    def write_ground_truth(self, bag_dir: Path, clock: BagClock) -> Path:
         """``ground_truth_imu.tum`` (world <- IMU, seconds in the bag's clock) beside the bag."""
         from rgbt.sim.record import tum_lines
 
@@ -138,7 +138,7 @@ class BagClock:
     WARP_THRESHOLD = 0.02
 
     @classmethod
-    def fit(cls, t_sim: np.ndarray, t_bag: np.ndarray, offset_ns: int) -> "BagClock":
+    def fit(cls, t_sim: np.ndarray, t_bag: np.ndarray, offset_ns: int) -> BagClock:
         if len(t_sim) < 2:
             raise EvaluationError("fewer than two recorded frames matched the simulator's: cannot relate the clocks")
         order = np.argsort(t_sim)

@@ -16,8 +16,8 @@ and the ground-truth camera trajectory. Outputs:
 
 from __future__ import annotations
 
+from collections.abc import Sequence as Seq
 from dataclasses import dataclass
-from typing import Sequence as Seq
 
 import numpy as np
 

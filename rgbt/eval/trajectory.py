@@ -85,7 +85,7 @@ class Trajectory:
         return out
 
     @classmethod
-    def from_matrices(cls, t_ns: np.ndarray, poses: np.ndarray, name: str = "trajectory") -> "Trajectory":
+    def from_matrices(cls, t_ns: np.ndarray, poses: np.ndarray, name: str = "trajectory") -> Trajectory:
         from evo.core.transformations import quaternion_from_matrix
 
         poses = np.asarray(poses, dtype=np.float64)
@@ -99,7 +99,7 @@ class Trajectory:
         return PoseTrajectory3D(positions_xyz=self.positions.copy(), orientations_quat_wxyz=self.quat_wxyz.copy(),
                                 timestamps=self.t_s)
 
-    def slice(self, mask: np.ndarray) -> "Trajectory":
+    def slice(self, mask: np.ndarray) -> Trajectory:
         return Trajectory(self.t_ns[mask], self.positions[mask], self.quat_wxyz[mask], name=self.name)
 
     def save_tum(self, path: str | Path) -> None:

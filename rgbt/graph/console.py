@@ -17,8 +17,8 @@ from __future__ import annotations
 import fcntl
 import os
 import threading
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 #: the log file's name in the graph's work folder
 LOG_FILE = "up.log"

@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from typing import Callable
+from collections.abc import Callable
 
 from rgbt.sensors.reconnect import DeviceError, DeviceLink, ReconnectPolicy
 

@@ -15,9 +15,10 @@ Exits while the launch shuts down are not counted.
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from rgbt.graph.supervisor import RestartLog, SupervisorOptions, exit_text
 

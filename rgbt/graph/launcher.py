@@ -35,21 +35,22 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import IO, Any, Callable
+from typing import IO, Any
 
 import yaml
 
-from rgbt.paths import REPO_ROOT
 from rgbt.graph.console import LOG_FILE, Console
 from rgbt.graph.instance_lock import InstanceLock
 from rgbt.graph.parent_death import LAUNCHER_PID_ENV
 from rgbt.graph.profile import NodeSpec, group_oom_score_adj, params_file_data, processes
 from rgbt.graph.sdnotify import NOTIFY_ENV, Notifier
-from rgbt.ros_env import ros_defaults
 from rgbt.graph.supervisor import FLIGHT_ID_ENV, HEARTBEAT_ENV, STATUS_ENV, STATUS_FILE, Supervisor, SupervisorOptions
+from rgbt.paths import REPO_ROOT
+from rgbt.ros_env import ros_defaults
 
 SHM_DIR = Path("/dev/shm")
 SHM_PREFIXES = ("fastrtps_", "sem.fastrtps_", "fastdds_", "sem.fastdds_")
@@ -325,7 +326,7 @@ class GraphRun:
                                  keep_fds=self.keep_fds)
         return self.graph
 
-    def __enter__(self) -> "GraphRun":
+    def __enter__(self) -> GraphRun:
         self.start()
         return self
 

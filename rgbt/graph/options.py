@@ -16,7 +16,8 @@ import dataclasses
 import functools
 import importlib
 import typing
-from typing import Any, Callable, ClassVar, Literal, NamedTuple
+from collections.abc import Callable
+from typing import Any, ClassVar, Literal, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model, model_validator
 
@@ -108,7 +109,7 @@ class NodeOptions(BaseModel):
     oom_score_adj: int = Field(0, ge=-1000, le=1000)
 
     @model_validator(mode="after")
-    def _check_nested(self) -> "NodeOptions":
+    def _check_nested(self) -> NodeOptions:
         """Each nested dict of :data:`nested` against its core options class; errors keep their path."""
         errors: list[Any] = []
         for name, core in self.nested.items():
@@ -154,7 +155,7 @@ class HostClockOptions(BaseModel):
     clock_step_threshold_ms: float = Field(20.0, gt=0)
     on_clock_step: Literal["hold", "follow"] = "hold"
 
-    def host_clock(self, log: Callable[[str], None], wall: Callable[[], int] | None = None) -> "WallClockOffset":
+    def host_clock(self, log: Callable[[str], None], wall: Callable[[], int] | None = None) -> WallClockOffset:
         """The node's one monotonic -> wall offset with these step rules (``wall``: the wall clock, ns)."""
         if wall is None:
             return WallClockOffset(step_threshold_ms=self.clock_step_threshold_ms, on_step=self.on_clock_step, log=log)
@@ -175,13 +176,13 @@ class ReconnectOptions(BaseModel):
     failed_read_timeout_s: float = Field(1.0, gt=0)
 
     @model_validator(mode="after")
-    def _max_not_below_first(self) -> "ReconnectOptions":
+    def _max_not_below_first(self) -> ReconnectOptions:
         if self.reopen_max_s < self.reopen_first_s:
             raise ValueError(f"reopen_max_s {self.reopen_max_s} is below reopen_first_s {self.reopen_first_s}: "
                              "expected the longest wait >= the first")
         return self
 
-    def reconnect_policy(self) -> "ReconnectPolicy":
+    def reconnect_policy(self) -> ReconnectPolicy:
         """The core policy of these options."""
         return ReconnectPolicy(first_s=self.reopen_first_s, factor=self.reopen_factor, max_s=self.reopen_max_s,
                                max_failed_reads=self.max_failed_reads,

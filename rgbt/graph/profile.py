@@ -28,8 +28,8 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from rgbt.errors import ConfigError
-from rgbt.paths import LAUNCH_DIR
 from rgbt.graph.options import OPTIONS, flatten
+from rgbt.paths import LAUNCH_DIR
 from rgbt.sim.options import SimOptions
 
 

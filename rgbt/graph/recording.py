@@ -31,28 +31,28 @@ import threading
 import time
 from array import array
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import yaml
 
-from rgbt.bag.loss import (MEMORY_BUDGET, NO_BAG, NOT_RECEIVED, RECORDER_RESTART, WRITE_ERROR, LossLog,
-                           missing_between)
+from rgbt.bag.loss import MEMORY_BUDGET, NO_BAG, NOT_RECEIVED, RECORDER_RESTART, WRITE_ERROR, LossLog, missing_between
 from rgbt.bag.recover import recover_bag
 from rgbt.bag.types import ros2_typestore
 from rgbt.bag.writer import BagWriter
 from rgbt.errors import BagError
+from rgbt.fileio import write_json_atomic
 from rgbt.graph.diagnostics import TopicStats
 from rgbt.graph.instance_lock import pid_alive
 from rgbt.graph.launcher import new_flight_id
 from rgbt.graph.options import RecorderOptions
-from rgbt.stamps import cdr_stamp_ns
 from rgbt.graph.supervisor import FLIGHT_ID_ENV, read_status
+from rgbt.stamps import cdr_stamp_ns
 from rgbt.threadname import name_native_thread
 from rgbt.topics import TIME_REFERENCE, stack_topic_types, time_reference_topic, unlocked_topic
-from rgbt.fileio import write_json_atomic
 
 MANIFEST = "rgbt_manifest.json"
 #: a file of RESERVE_BYTES kept in an open bag's folder: deleted to make room for its last manifest
@@ -435,7 +435,7 @@ class Recording:
         self._finish(sink, reason if sink.error is None else f"write error: {sink.error}")
         return True, sink.info["path"]
 
-    def _on_write_error(self, sink: "_BagSink", exc: BaseException) -> None:
+    def _on_write_error(self, sink: _BagSink, exc: BaseException) -> None:
         """Called from the writer thread once the bag is closed: a new bag after 1 s, or, when the
         disk is full, once it has room again (``hold``)."""
         cause = exc.__cause__ if isinstance(exc.__cause__, OSError) else exc
@@ -454,7 +454,7 @@ class Recording:
         sink.drain_lost()
         self._finish(sink, self.last_stop_reason)
 
-    def _finish(self, sink: "_BagSink", reason: str) -> None:
+    def _finish(self, sink: _BagSink, reason: str) -> None:
         with self._lock:
             if sink.info.get("finished"):
                 return
@@ -471,7 +471,7 @@ class Recording:
             self._join_takeover()  # the bag it continues is recovered now; then its manifest says what was lost
             self._write_manifest(sink, reason, state="closed", fsync=True)
 
-    def _count_steps(self, sink: "_BagSink", final: bool) -> None:
+    def _count_steps(self, sink: _BagSink, final: bool) -> None:
         """Write the steps of each known-rate stream's stamps in ``sink``'s bag into its loss ranges
         (``not received``), less what its before-lock topic carried inside a step (arrival times: up
         to a period after the sample's). Stamps come in any order (a durable history may follow live
@@ -606,7 +606,7 @@ class Recording:
                  f"({manifest['duplicates_skipped']} written again by this recorder left out)")
         return entry
 
-    def _take_over(self, sink: "_BagSink", bag: Path, manifest: dict) -> None:
+    def _take_over(self, sink: _BagSink, bag: Path, manifest: dict) -> None:
         """Recover this flight's bag a killed recorder left open when ``sink`` (the first bag of this
         recorder) closes: the old bag keeps what comes before each stream's first message in the new
         bag (taken once it has every stream or ``TAKEOVER_WAIT_S`` passed; the rest was written again:
@@ -713,7 +713,7 @@ class Recording:
             path = path.parent
         return shutil.disk_usage(path).free / 1e6
 
-    def _write_manifest(self, sink: "_BagSink", reason: str, state: str, fsync: bool) -> None:
+    def _write_manifest(self, sink: _BagSink, reason: str, state: str, fsync: bool) -> None:
         """``rgbt_manifest.json`` of ``sink``'s bag: ``state`` ``recording`` (at the start and every
         ``CHECKPOINT_S``) or ``closed``; written whole (a reader never sees half of it)."""
         b = sink.info
@@ -894,7 +894,7 @@ class _BagSink:
     #: last whole chunk on disk are the ones the closed bag lacks
     RECENT = 4096
 
-    def __init__(self, writer: Any, info: dict, on_error: Callable[["_BagSink", BaseException], None],
+    def __init__(self, writer: Any, info: dict, on_error: Callable[[_BagSink, BaseException], None],
                  budget_bytes: int = 0) -> None:
         self.writer, self.info, self.on_error = writer, info, on_error
         self.budget_bytes = budget_bytes  # bound of backlog_bytes (0: none)

@@ -37,14 +37,15 @@ import json
 import os
 import signal
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from rgbt.graph.liveness import BEAT_PERIOD_S, LivenessJudge, LivenessOptions
 from rgbt.fileio import write_json_atomic
+from rgbt.graph.liveness import BEAT_PERIOD_S, LivenessJudge, LivenessOptions
 
 #: environment variable naming the supervisor's status file (set for every node process)
 STATUS_ENV = "RGBT_SUPERVISOR_STATUS"

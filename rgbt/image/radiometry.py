@@ -30,9 +30,9 @@ formula) and the IR window: ``S_obj = S / (E tau) - (1 - E) / E * S_refl - (1 - 
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import struct
-import dataclasses
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Literal

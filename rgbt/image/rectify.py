@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Literal, Optional
+from typing import Literal
 
 import cv2
 import numpy as np
@@ -45,7 +45,7 @@ class PinholeCamera:
 
     @classmethod
     def from_calibration(cls, intrinsics: Intrinsics, distortion: Distortion, size: tuple[int, int],
-                         offset: tuple[float, float] = (0.0, 0.0)) -> "PinholeCamera":
+                         offset: tuple[float, float] = (0.0, 0.0)) -> PinholeCamera:
         return cls(intrinsics.K(), distortion.as_array(), distortion.model, (int(size[0]), int(size[1])),
                    (float(offset[0]), float(offset[1])))
 
@@ -66,8 +66,8 @@ class PinholeCamera:
             uv, _ = cv2.projectPoints(pts, zero, zero, self.K, self.dist())
         return uv.reshape(-1, 2) - np.asarray(self.offset)
 
-    def undistort(self, pixels: np.ndarray, R: Optional[np.ndarray] = None,
-                  P: Optional[np.ndarray] = None) -> np.ndarray:
+    def undistort(self, pixels: np.ndarray, R: np.ndarray | None = None,
+                  P: np.ndarray | None = None) -> np.ndarray:
         """Nx2 distorted native pixels -> Nx2 ideal points (normalized, or pixels of ``P`` after ``R``)."""
         uv = (np.asarray(pixels, dtype=np.float64).reshape(-1, 2) + np.asarray(self.offset)).reshape(-1, 1, 2)
         R = np.eye(3) if R is None else R
@@ -285,7 +285,7 @@ class RgbtRectifier:
 
     @classmethod
     def from_stack(cls, stack: Stack, pair: str = "color_thermal",
-                   options: RectifyOptions | None = None) -> "RgbtRectifier":
+                   options: RectifyOptions | None = None) -> RgbtRectifier:
         if pair not in stack.pairs:
             raise ConfigError("stack", f"pairs.{pair}", pair, f"one of {sorted(stack.pairs)}")
         p = stack.pairs[pair]
@@ -333,7 +333,7 @@ class RgbtRectifier:
 
     # ---------------------------------------------------------------- projection into the other camera
 
-    def warp_table(self, src: int, depth_m: Optional[float] = None) -> RemapTable:
+    def warp_table(self, src: int, depth_m: float | None = None) -> RemapTable:
         """Maps sampling camera ``src``'s native image at every pixel of the other camera's
         native (distorted) image, for scene points at ``depth_m`` along the destination's optical axis
         (``inf``: the infinite homography). Built on first use (~0.5-1 s: every destination pixel is
@@ -362,12 +362,12 @@ class RgbtRectifier:
             self._warp_tables[key] = self._table(mx, my)
         return self._warp_tables[key]
 
-    def project_image(self, img: np.ndarray, src: int, depth_m: Optional[float] = None) -> np.ndarray:
+    def project_image(self, img: np.ndarray, src: int, depth_m: float | None = None) -> np.ndarray:
         """Camera ``src``'s native image resampled into the other camera's native image."""
         _check_image(img, self.native_sizes[src], f"cam{src} image")
         return self.warp_table(src, depth_m)(img)
 
-    def thermal_to_color(self, thermal: np.ndarray, depth_m: Optional[float] = None) -> np.ndarray:
+    def thermal_to_color(self, thermal: np.ndarray, depth_m: float | None = None) -> np.ndarray:
         """The native thermal frame projected into the colour camera's raw (distorted) native image
         (960x600 for CART), pixel-aligned with the colour frame; same dtype as the input.
         Scene depth: ``depth_m`` (default ``options.depth_m``, ``inf``)."""

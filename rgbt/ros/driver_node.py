@@ -27,10 +27,10 @@ from typing import Any
 from sensor_msgs.msg import Image, Imu, TimeReference
 
 from rgbt.graph.diagnostics import NodeDiagnostics
+from rgbt.graph.options import DriverOptions
 from rgbt.image.codec import image_to_cdr
 from rgbt.ros.messages import frame_info, imu, imu_sync_info
 from rgbt.ros.node import RgbtNode
-from rgbt.graph.options import DriverOptions
 from rgbt.sensors.reconnect import DeviceLink, DeviceRunner
 from rgbt.threadname import name_native_thread
 

@@ -23,14 +23,15 @@ executor (timers, other subscriptions) locks it (``nodes/trigger_sync.py`` does)
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from rclpy.serialization import deserialize_message, serialize_message
 
 _lock = threading.Lock()
-_sources: dict[str, list["LocalPublisher"]] = {}  # topic -> local publishers in this process
-_subscribers: dict[str, list["LocalSubscriber"]] = {}  # topic -> in-process subscribers
+_sources: dict[str, list[LocalPublisher]] = {}  # topic -> local publishers in this process
+_subscribers: dict[str, list[LocalSubscriber]] = {}  # topic -> in-process subscribers
 
 
 @dataclass(frozen=True, eq=False)

@@ -25,12 +25,13 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
-from rgbt.lateness import LatenessGate
 from rgbt.graph.diagnostics import p50_p99_ms
 from rgbt.graph.liveness import WORKER_STALL_S
 from rgbt.graph.sync_adapter import StampPairer
+from rgbt.lateness import LatenessGate
 from rgbt.stamps import cdr_stamp_ns
 from rgbt.threadname import name_native_thread
 

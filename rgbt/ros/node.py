@@ -18,7 +18,8 @@ import os
 import threading
 import time
 import traceback
-from typing import TYPE_CHECKING, Any, Callable, ClassVar
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from pydantic import ValidationError
@@ -280,7 +281,7 @@ class RgbtNode(Node):
         if self.diag.errors <= 5:
             self.get_logger().error(f"{where}: {exc}\n{''.join(traceback.format_exception(exc))}")
 
-    def wait_for_subscribers(self, topics: list[str], timeout_s: float, stop: "threading.Event",
+    def wait_for_subscribers(self, topics: list[str], timeout_s: float, stop: threading.Event,
                              by_node: dict[str, list[str]] | None = None) -> bool:
         """Block (in a worker thread) until every topic of ``topics`` has a subscriber and every topic of
         ``by_node`` (node name -> topics) a subscription of that node, ``timeout_s`` passes or ``stop``

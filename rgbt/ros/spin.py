@@ -54,10 +54,10 @@ from rclpy.signals import SignalHandlerOptions
 from rclpy.task import Future
 
 from rgbt.errors import ConfigError
-from rgbt.paths import REPO_ROOT
 from rgbt.graph.liveness import BEAT_PERIOD_S, HeartbeatWriter
 from rgbt.graph.parent_death import die_with_launcher, launcher_gone
 from rgbt.graph.supervisor import HEARTBEAT_ENV
+from rgbt.paths import REPO_ROOT
 
 if TYPE_CHECKING:
     from rgbt.ros.node import RgbtNode

@@ -6,8 +6,8 @@ Optional ``rgb/`` (colour) with ``masks_rgb/``; split files (``ROOT/train.txt`` 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import cv2
 import numpy as np

@@ -36,7 +36,7 @@ class EngineKey:
         return d
 
     @classmethod
-    def from_dict(cls, d: dict) -> "EngineKey":
+    def from_dict(cls, d: dict) -> EngineKey:
         return cls(d["onnx_sha256"], d["trt_version"], d["gpu_name"], d["compute_capability"], d["precision"],
                    tuple((n, tuple(s)) for n, s in d["input_shapes"]))
 

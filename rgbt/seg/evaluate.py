@@ -7,9 +7,9 @@ from pathlib import Path
 import numpy as np
 
 from rgbt.errors import ImageError
+from rgbt.progress import Progress
 from rgbt.seg.dataset import list_items, load_rgb, load_thermal
 from rgbt.seg.fusion import FusionStage
-from rgbt.progress import Progress
 from rgbt.seg.metrics import IoUResult, confusion, iou_from_confusion
 from rgbt.seg.preprocess import prepare, unfit_ids
 from rgbt.seg.stage import SegmentationStage, SegStageOptions

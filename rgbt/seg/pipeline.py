@@ -38,8 +38,8 @@ import queue
 import threading
 import time
 from collections import deque
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Callable, Iterable, Iterator
 
 import numpy as np
 

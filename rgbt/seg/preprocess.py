@@ -7,8 +7,8 @@ CLAHE, float32 [0, 1]); RGB frames are divided by 255.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Mapping
 
 import cv2
 import numpy as np

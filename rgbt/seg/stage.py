@@ -12,8 +12,8 @@ frame first; ``stream`` is its lossless, in-order form.
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Iterable, Iterator
 
 import cv2
 import numpy as np
@@ -22,7 +22,6 @@ from rgbt.errors import ModelError
 from rgbt.seg.classes import overlay as blend
 from rgbt.seg.model import SegModel
 from rgbt.seg.preprocess import Fit, prepare, unfit_ids
-
 
 PREP_PRIORITIES = ("idle", "low", "normal")  # see SegStageOptions.prep_priority
 

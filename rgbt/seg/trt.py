@@ -21,11 +21,11 @@ from typing import Any
 import numpy as np
 
 from rgbt.errors import ModelError
+from rgbt.fileio import write_atomic
 from rgbt.paths import cache_dir as _cache
 from rgbt.seg.backend import Backend, TensorInfo
 from rgbt.seg.engine_cache import EngineKey, engine_paths, resolve, write_meta
 from rgbt.seg.sidecar import file_sha256
-from rgbt.fileio import write_atomic
 
 
 @dataclass

@@ -23,9 +23,10 @@ from __future__ import annotations
 import os
 import struct
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from enum import IntEnum
-from typing import Iterator, Protocol, TypeVar
+from typing import Protocol, TypeVar
 
 import cv2
 import numpy as np

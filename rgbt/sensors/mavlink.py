@@ -24,9 +24,10 @@ import os
 import struct
 import time
 from collections import Counter
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 from rgbt.errors import DecodeError
 from rgbt.geometry import ned_frd_to_enu_flu, quat_from_euler_zyx

@@ -36,8 +36,9 @@ from __future__ import annotations
 
 import errno
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable, Literal
+from typing import Any, Literal
 
 from rgbt.errors import DecodeError, RgbtError
 

@@ -10,9 +10,10 @@ from __future__ import annotations
 import calendar
 import datetime
 import math
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, BinaryIO, Iterator
+from typing import Any, BinaryIO
 
 import numpy as np
 

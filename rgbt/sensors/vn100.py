@@ -24,8 +24,9 @@ from __future__ import annotations
 
 import struct
 import time
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from rgbt.errors import DecodeError
 from rgbt.sensors.crc import crc16_ccitt

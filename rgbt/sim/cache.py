@@ -22,9 +22,9 @@ import os
 import pickle
 import shutil
 import time
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Callable, Iterable, Iterator
 
 import numpy as np
 

@@ -16,8 +16,8 @@ by an FFC are kept (the label is the frozen frame's, so it stays exact).
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Callable, Iterable, Optional, Sequence
 
 import cv2
 import numpy as np
@@ -100,7 +100,7 @@ def sequence_writer(sim: SimStack, root: Path, stride: int, with_rgb: bool = Tru
 
 
 def write_sequence(sim: SimStack, root: Path, stride: int, *, with_rgb: bool = True,
-                   progress: Optional[Callable[[float], None]] = None) -> tuple[str, list[str]]:
+                   progress: Callable[[float], None] | None = None) -> tuple[str, list[str]]:
     """Write every ``stride``-th thermal frame of ``sim`` (plus colour/masks) under ``root``.
 
     Returns ``(PLACE/TRAJ, [frame ids])``. ``stride`` should be even when colour is written so that
@@ -124,8 +124,8 @@ def write_split_files(root: Path, lines: dict[str, list[str]]) -> None:
 
 
 def write_cart_dataset(root: str | Path, options_list: Iterable[SimOptions], stride: int = 10, *,
-                       splits: Optional[Sequence[str]] = None, with_rgb: bool = True,
-                       progress: Optional[Callable[[str, float], None]] = None) -> Path:
+                       splits: Sequence[str] | None = None, with_rgb: bool = True,
+                       progress: Callable[[str, float], None] | None = None) -> Path:
     """Simulate each run of ``options_list`` and write a CART-layout dataset under ``root``.
 
     ``splits`` (one of train/val/test per run) puts whole sequences in one split (no leakage

@@ -14,12 +14,11 @@ import itertools
 import json
 import os
 import time
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Callable, Iterable, Iterator, Union
 
 from rgbt.errors import ConfigError
 from rgbt.pacing import pace
-
 from rgbt.sim.simstack import SimSample
 
 
@@ -62,7 +61,7 @@ def preload(samples: Iterable[SimSample], seconds: float,
 
 def paced(samples: Iterable[SimSample], *, speed: float = 1.0, skip_dropped: bool = True,
           clock: Callable[[], int] = time.monotonic_ns, sleep: Callable[[float], object] = time.sleep,
-          start_ns: Union[int, Callable[[SimSample], int], None] = None) -> Iterator[tuple[SimSample, int]]:
+          start_ns: int | Callable[[SimSample], int] | None = None) -> Iterator[tuple[SimSample, int]]:
     """Yield ``(sample, due_ns)`` in host-arrival order, each when its ``t_host_ns`` comes, at
     ``speed`` times real time: what a driver would hand over. ``due_ns`` is the hand-over time on
     ``clock`` (the first sample is due at ``start_ns``, default: when it is ready; a function of the

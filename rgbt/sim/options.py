@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Optional
-
 from pydantic import BaseModel, ConfigDict, Field
 
 #: parametric paths understood by :func:`rgbt.sim.trajectory.load_trajectory` besides TUM files
@@ -18,15 +16,15 @@ class SimOptions(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    stack_path: Optional[str] = Field(default=None, description="stack YAML (default: calib/stack.yaml)")
+    stack_path: str | None = Field(default=None, description="stack YAML (default: calib/stack.yaml)")
     trajectory: str = Field(default="circle", description=f"TUM file path or one of {PARAMETRIC_PATHS}")
     duration_s: float = Field(default=10.0, gt=0, description="simulated time (includes lead-in/out)")
     start_s: float = Field(default=0.0, ge=0, description="offset into the trajectory")
     seed: int = Field(default=0, ge=0)
-    world_seed: Optional[int] = Field(default=None, ge=0,
+    world_seed: int | None = Field(default=None, ge=0,
                                       description="seed of the world layout (default: seed); same place, other noise")
     night: bool = Field(default=False, description="night: dark colour, thermal inversion (water warmer)")
-    altitude_m: Optional[float] = Field(
+    altitude_m: float | None = Field(
         default=None, gt=0,
         description="TUM: height of the trajectory's lowest point above the ground plane (default 1); "
                     "parametric paths: flight height above ground (default 20)")
@@ -48,7 +46,7 @@ class SimOptions(BaseModel):
     lead_out_s: float = Field(default=1.0, ge=0, description="disarmed time at the end")
     cameras: list[str] = Field(default_factory=lambda: ["thermal", "color", "mono"],
                                description="cameras to render (others are not produced)")
-    origin_lla: Optional[tuple[float, float, float]] = Field(
+    origin_lla: tuple[float, float, float] | None = Field(
         default=None, description="geodetic origin of the local ENU world (deg, deg, m); default by place")
     world_size_px: int = Field(default=4096, ge=256, description="world raster side (tiles repeat beyond)")
     world_res_m: float = Field(default=0.1, gt=0, description="world raster resolution (m per pixel)")

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import heapq
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Literal, Optional
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 from scipy.spatial.transform import Rotation
@@ -21,8 +22,8 @@ from rgbt.bag.writer import BagWriter
 from rgbt.errors import BagError
 from rgbt.sim.dataset import sequence_writer, write_split_files
 from rgbt.sim.messages import MessageFactory, typestore
-from rgbt.topics import GT_TOPIC, IMU_SYNC_TOPIC, LABEL_TOPICS, TRIGGER_TOPIC, sim_topic_types
 from rgbt.sim.simstack import SimStack
+from rgbt.topics import GT_TOPIC, IMU_SYNC_TOPIC, LABEL_TOPICS, TRIGGER_TOPIC, sim_topic_types
 
 if TYPE_CHECKING:
     from rosbags.typesys.store import Typestore
@@ -62,7 +63,7 @@ def write_sim_bag(
     label_stride: int = 1,
     compression: Literal["none", "zstd"] = "none",
     labels_every: int = 0,
-    progress: Optional[Callable[[float], None]] = None,
+    progress: Callable[[float], None] | None = None,
 ) -> dict:
     """Write the run's bag to ``out`` (a new rosbag2 MCAP directory) plus ``ground_truth_imu.tum``.
 

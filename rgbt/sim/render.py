@@ -10,7 +10,7 @@ construction). Rays at or above the horizon see the sky.
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import cv2
 import numpy as np
@@ -24,10 +24,10 @@ from rgbt.stack import CameraSpec
 _SKY_EPS = 1e-6
 
 
-_RAYS_CACHE: dict[tuple, "CameraRays"] = {}
+_RAYS_CACHE: dict[tuple, CameraRays] = {}
 
 
-def camera_rays(camera: CameraSpec) -> "CameraRays":
+def camera_rays(camera: CameraSpec) -> CameraRays:
     """Cached :class:`CameraRays` (the iterative undistortion of every pixel takes ~0.5 s)."""
     key = (camera.width, camera.height, camera.distortion.model, tuple(camera.K().ravel()),
            tuple(camera.dist_coeffs().ravel()))

@@ -7,8 +7,8 @@ colour camera's labels. Used to train (``engines/train_fusion.py --sim``) and te
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from rgbt.image.rectify import RgbtRectifier
 from rgbt.seg.dataset import list_items, load_rgb, load_thermal, write_item

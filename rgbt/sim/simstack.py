@@ -18,21 +18,22 @@ Timeline (all times int ns on one true clock; TUM trajectories keep their Unix t
 from __future__ import annotations
 
 import heapq
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Iterator, Optional
+from typing import Any
 
 import numpy as np
 from scipy.spatial.transform import Rotation
 
-from rgbt.sim.effects import ImuNoise, OpticalEffects, ThermalEffects, gauss_markov
+from rgbt.errors import ConfigError
 from rgbt.geo import enu_to_lla, origin_for
+from rgbt.sim.effects import ImuNoise, OpticalEffects, ThermalEffects, gauss_markov
 from rgbt.sim.options import SimOptions
 from rgbt.sim.render import ViewRenderer
 from rgbt.sim.trajectory import Trajectory, load_trajectory
 from rgbt.sim.world import World, build_world
 from rgbt.stack import Stack, load_stack
-from rgbt.errors import ConfigError
 
 KINDS = ("thermal", "color", "mono", "imu", "gnss", "global", "pose", "state", "trigger")
 # tie-break for equal times: the pulse first, then the IMU, then frames
@@ -84,13 +85,13 @@ class SimSample:
     t_host_ns: int
     seq: int
     data: Any
-    label_fn: Optional[Callable[[], np.ndarray]] = field(default=None, repr=False)
+    label_fn: Callable[[], np.ndarray] | None = field(default=None, repr=False)
     ffc: bool = False
     dropped: bool = False
     meta: dict = field(default_factory=dict)
 
     @property
-    def label(self) -> Optional[np.ndarray]:
+    def label(self) -> np.ndarray | None:
         return self.label_fn() if self.label_fn is not None else None
 
 

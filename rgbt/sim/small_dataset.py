@@ -7,8 +7,8 @@ Everything written here is synthetic (``SYNTHETIC.md`` in the root says so).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from rgbt.sim import SimOptions
 from rgbt.sim.dataset import write_cart_dataset

@@ -13,17 +13,16 @@ are all ``T_imu_cam`` (camera -> IMU body); Kalibr's ``T_cam_imu`` is its invers
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Iterable
 
 import numpy as np
 
 from rgbt.errors import ConfigError
-from rgbt.stack import CameraSpec, Stack
+from rgbt.stack import CameraSpec, ImuNoise, Stack
 from rgbt.topics import VIO_FEED_IMU_TOPIC, vio_feed_image_topic
 from rgbt.vio.feed import feed_rate_hz
-from rgbt.stack import ImuNoise
 
 ESTIMATORS = ("vins", "openvins", "orbslam3")
 

@@ -23,8 +23,8 @@ back (round-trip tests; handing rgbt's simulator output to other tools).
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Callable, Iterator
 
 import cv2
 import numpy as np
@@ -32,8 +32,16 @@ import yaml
 
 from rgbt.errors import EvaluationError
 from rgbt.eval.tracking import interpolate
-from rgbt.eval.trajectory import (Row, Trajectory, check_rows, data_rows, load_trajectory, ns_to_seconds_str,
-                                  row_numbers, row_stamp_ns)
+from rgbt.eval.trajectory import (
+    Row,
+    Trajectory,
+    check_rows,
+    data_rows,
+    load_trajectory,
+    ns_to_seconds_str,
+    row_numbers,
+    row_stamp_ns,
+)
 from rgbt.image.rectify import PinholeCamera, RemapTable
 from rgbt.vio.feed import ImuData
 from rgbt.vio.sequence import CameraModel, Sequence, require_increasing

@@ -19,9 +19,9 @@ import numpy as np
 from rgbt.errors import EvaluationError
 from rgbt.eval.tracking import RunFrame, score_run
 from rgbt.eval.trajectory import Trajectory
+from rgbt.progress import Progress
 from rgbt.timing import summarize_ms
 from rgbt.vio.feed import NORMALIZATIONS, FeedFrame, prepare_feed
-from rgbt.progress import Progress
 from rgbt.vio.ground_truth import estimate_time_offset, shift_ground_truth
 from rgbt.vio.orbslam3 import OrbSlam3Options, run_orbslam3
 from rgbt.vio.runners import detect

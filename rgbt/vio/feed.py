@@ -10,8 +10,8 @@ Two feed rules are enforced here:
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Iterator
 
 import numpy as np
 

@@ -14,18 +14,18 @@ import shutil
 import sys
 import tempfile
 import time
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Callable, Iterable, Iterator
 
 import numpy as np
 
 from rgbt.errors import EvaluationError
+from rgbt.pacing import Pacer
 from rgbt.vio.config import orbslam3_settings
 from rgbt.vio.feed import FeedFrame, ImuWindow
 from rgbt.vio.sequence import Sequence
 from rgbt.vio.vocab import ensure_vocabulary
-from rgbt.pacing import Pacer
 
 TRACKED_STATES = ("OK", "OK_KLT")
 

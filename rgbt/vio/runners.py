@@ -18,9 +18,9 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Mapping
 
 import numpy as np
 
@@ -132,7 +132,7 @@ class ExternalRun:
     odometry_count: int = 0
     events: list[str] = field(default_factory=list)
 
-    def start(self, env: dict | None = None) -> "ExternalRun":
+    def start(self, env: dict | None = None) -> ExternalRun:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         log = open(self.log_path, "ab")
         self.proc = subprocess.Popen(self.argv, stdout=log, stderr=subprocess.STDOUT, env=ros_env(env),

@@ -7,9 +7,10 @@ Two sources: a simulated bag written by ``rgbt simulate`` (contract C3: topics f
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Iterator
+from typing import TYPE_CHECKING
 
 import numpy as np
 

@@ -18,18 +18,18 @@ from __future__ import annotations
 import hashlib
 import math
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Callable, Iterable
 
 import cv2
 import numpy as np
 
 from rgbt.errors import RgbtError
-from rgbt.paths import cache_dir
-from rgbt.vio.synthetic import PlaneScene, ground_texture
 from rgbt.fileio import write_atomic
+from rgbt.paths import cache_dir
 from rgbt.progress import Progress
+from rgbt.vio.synthetic import PlaneScene, ground_texture
 
 
 @dataclass

@@ -10,9 +10,9 @@ The objects work as map-style datasets for ``torch.utils.data.DataLoader``.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable
 
 import cv2
 import numpy as np

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Literal, Optional
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
-
 
 #: ``rgbt seg train --model`` names (the CART paper's Table 2 families + the demo model) -> zoo architecture
 MODEL_NAMES = {
@@ -40,8 +39,8 @@ class TrainOptions(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     dataset: str
-    split: Optional[str] = "train"
-    val: Optional[str] = "val"
+    split: str | None = "train"
+    val: str | None = "val"
     model: str
     out: str
     run_dir: str
@@ -62,10 +61,10 @@ class TrainOptions(BaseModel):
     device: Literal["cpu", "cuda"] = "cpu"
     amp: bool = Field(default=True, description="mixed precision where available (CUDA)")
     workers: int = Field(default=0, ge=0, description="DataLoader worker processes")
-    threads: Optional[int] = Field(default=None, ge=1, description="torch CPU threads")
-    pretrained: Optional[str] = Field(default=None, description="local weights file (never downloaded)")
+    threads: int | None = Field(default=None, ge=1, description="torch CPU threads")
+    pretrained: str | None = Field(default=None, description="local weights file (never downloaded)")
     augment: AugmentOptions = Field(default_factory=AugmentOptions)
-    stop_after: Optional[int] = Field(default=None, ge=1,
+    stop_after: int | None = Field(default=None, ge=1,
                                       description="stop after this many epochs in this invocation (as if interrupted)")
 
 

@@ -23,9 +23,10 @@ import glob
 import importlib.util
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING
 
 from rgbt.errors import MissingCapability, ModelError
 

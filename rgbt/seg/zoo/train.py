@@ -8,8 +8,8 @@ Unknown (0) and background (1) pixels are ignored in the loss.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import cv2
 import numpy as np
