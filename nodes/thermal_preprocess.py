@@ -24,7 +24,6 @@ from rgbt.image.codec import cdr_to_image
 from rgbt.ros.mailbox import LatestFrameNode
 from rgbt.ros.node import RgbtNode
 from rgbt.ros.spin import node_main
-from rgbt.stamps import cdr_stamp_ns
 
 if TYPE_CHECKING:
     from rgbt.image.normalize import Normalizer
@@ -49,14 +48,7 @@ class ThermalPreprocessNode(LatestFrameNode, RgbtNode):
         self.pub_mono8 = self.create_publisher(Image, f"{o.output_prefix}/image_mono8", self.out_qos)
         self.pub_color = self.create_publisher(Image, f"{o.output_prefix}/colormap", self.out_qos)
         self.unread = 0  # frames taken while no output had a subscriber (not normalized)
-        self.mailbox = self.latest(self.on_image, self.input_topic)
-        self.create_subscription(
-            Image,
-            self.input_topic,
-            self.guard(lambda raw: self.mailbox.submit(raw, cdr_stamp_ns(raw)), self.input_topic),
-            self.in_qos,
-            raw=True,
-        )
+        self.mailbox = self.latest_from(Image, self.input_topic, self.on_image, self.in_qos)
 
     @staticmethod
     def normalizer(o: PreprocessOptions) -> Normalizer:

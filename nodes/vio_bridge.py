@@ -54,14 +54,7 @@ class VioBridgeNode(LatestFrameNode, RgbtNode):
         self.output_topic = o.output_topic or vio_feed_image_topic(o.camera)
         self.frame_id = cam.frame_id
         self.pub_image = self.create_publisher(Image, self.output_topic, self.out_qos)
-        self.mailbox = self.latest(self.on_image, self.input_topic)
-        self.create_subscription(
-            Image,
-            self.input_topic,
-            self.guard(lambda raw: self.mailbox.submit(raw, cdr_stamp_ns(raw)), self.input_topic),
-            self.in_qos,
-            raw=True,
-        )
+        self.mailbox = self.latest_from(Image, self.input_topic, self.on_image, self.in_qos)
         if o.relay_imu:
             self.imu_input_topic = o.imu_input_topic or stack.imu.topic
             self.imu_output_topic = o.imu_output_topic or VIO_FEED_IMU_TOPIC

@@ -194,6 +194,15 @@ class LatestFrameNode:
         self.__dict__.setdefault("_mailboxes", {})[name] = box
         return box
 
+    def latest_from(self, msg_type: Any, topic: str, handle: Callable[[Any], None], qos: Any) -> LatestMailbox:
+        """Subscribe (raw CDR) to ``topic``; each message goes to a :meth:`latest` mailbox keyed by its
+        header stamp (ns), so ``handle`` gets the newest raw message on the worker thread."""
+        box = self.latest(handle, topic)
+        self.create_subscription(  # type: ignore[attr-defined]
+            msg_type, topic, self.guard(lambda raw: box.submit(raw, cdr_stamp_ns(raw)), topic),  # type: ignore[attr-defined]
+            qos, raw=True)
+        return box
+
     def latest_pairs(self, handle: Callable[[tuple[bytes, bytes]], None], topics: tuple[str, str],
                      max_pending: int = 8) -> LatestMailbox:
         """Subscribe (raw CDR) to two image topics; frames with identical header stamps are paired
