@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rgbt.output import print_table
+from rgbt.progress import Progress
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -49,19 +50,18 @@ def options_from_args(args: argparse.Namespace) -> CampaignBenchOptions:
                                 workers=tuple(int(w) for w in args.workers.split(",")), vocab=args.vocab)
 
 
-def run(options: CampaignBenchOptions) -> dict:
+def run(options: CampaignBenchOptions, progress: Progress | None = None) -> dict:
+    """Run the campaign with each worker count; ``progress`` reports the vocabulary build and the jobs."""
     from rgbt.campaign.jobs import expand
     from rgbt.campaign.run import run_campaign
     from rgbt.campaign.spec import Campaign
     from rgbt.campaign.worker import load_result
-    from rgbt.progress import ProgressBars
     from rgbt.vio.vocab import ensure_vocabulary
 
     if options.vocab:
         vocab = options.vocab
     else:
-        with ProgressBars() as bars:
-            vocab = str(ensure_vocabulary(progress=bars))
+        vocab = str(ensure_vocabulary(progress=progress))
     campaign = Campaign.model_validate({"name": "bench", "retries": 0, "vio": {
         "inputs": [{"synthetic": {"duration_s": options.duration_s, "seed": s}} for s in range(1, options.inputs + 1)],
         "modes": ["mono"], "normalizations": ["percentile"], "runs": options.runs, "pace": 0, "vocab": vocab}})
@@ -71,9 +71,8 @@ def run(options: CampaignBenchOptions) -> dict:
         for workers in options.workers:
             out = Path(tmp) / f"w{workers}"
             load0, cpu0, t0 = os.getloadavg()[0], _cpu_seconds(), time.perf_counter()
-            with ProgressBars() as bars:
-                summary = run_campaign(campaign, out, "local", workers, progress=bars,
-                                       command=["rgbt", "bench", "campaign"])
+            summary = run_campaign(campaign, out, "local", workers, progress=progress,
+                                   command=["rgbt", "bench", "campaign"])
             wall = time.perf_counter() - t0
             job_walls = [r["provenance"]["wall_s"] for k in keys if (r := load_result(out, k))]
             rows.append({"workers": workers, "wall_s": wall, "jobs": summary["jobs"], "failed": summary["failed"],
