@@ -107,6 +107,11 @@ class NodeOptions(BaseModel):
     # out. < 0 protects (the recorder: the bag is what a flight cannot redo; needs CAP_SYS_RESOURCE, else
     # logged and kept), > 0 offers (heavy processing stages). Applied by rgbt.ros.spin at process start.
     oom_score_adj: int = Field(0, ge=-1000, le=1000)
+    # write this node's messages on its process's publish thread (rgbt.ros.publish_thread), with the GIL
+    # released: a middleware write that blocks (Fast DDS waits ~1-2 s on a killed reader's ports) then
+    # delays them instead of stopping every thread of the process (drivers: their devices' buffers
+    # overflow; the heartbeat stops and liveness kills a healthy process). Off only to measure its cost
+    publish_thread: bool = True
 
     @model_validator(mode="after")
     def _check_nested(self) -> NodeOptions:

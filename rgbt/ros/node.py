@@ -36,6 +36,7 @@ from rgbt.memory import tune_allocator
 from rgbt.ros import local_topics
 from rgbt.ros.local_topics import LocalPublisher
 from rgbt.ros.params import declare_options
+from rgbt.ros.publish_thread import PublishThread, process_publish_thread
 from rgbt.ros.qos import qos_profile, topic_qos
 from rgbt.stamps import ns_to_stamp
 
@@ -43,6 +44,10 @@ if TYPE_CHECKING:
     from rgbt.ros.local_topics import LocalPublisher
     from rgbt.stack import Stack
 
+
+#: a node's publish thread that has written nothing for this long while messages wait is stuck (s): the
+#: middleware's own waits after a peer's death last ~1-2 s (rgbt.ros.publish_thread)
+PUBLISH_STALL_S = 5.0
 
 #: parameters every rclpy node declares itself (not part of an options model)
 ROS_BUILTIN_PARAMETERS = frozenset({"use_sim_time", "start_type_description_service", "qos_overrides"})
@@ -130,8 +135,10 @@ class RgbtNode(Node):
         if events.incompatible_qos is None:
             events.incompatible_qos = lambda info, t=topic: self._qos_incompatible(t, "publisher", info)
         kwargs["event_callbacks"] = events
+        options = self.__dict__.get("options")  # None for rclpy's own publishers made before ours
+        thread = process_publish_thread() if options is not None and options.publish_thread else None
         return _CountedPublisher(super().create_publisher(msg_type, topic, qos_profile, **kwargs),
-                                 self.__dict__.setdefault("_sent", {}), topic)
+                                 self.__dict__.setdefault("_sent", {}), topic, thread)
 
     # -- liveness: messages in and out, for the supervisor (rgbt.graph.liveness) -----------------------
     def _count_received(self, topic: str, callback: Callable[[Any], Any]) -> Callable[[Any], Any]:
@@ -149,7 +156,10 @@ class RgbtNode(Node):
         :meth:`progress`, messages received per subscribed topic (topics whose QoS cannot match a
         peer left out: nothing can arrive there) and sent per published topic."""
         bad = self.__dict__.get("_qos_bad", set())
-        return {"callbacks": self.callbacks_run, "progress": self.progress(),
+        progress = self.progress()
+        if self.options.publish_thread:  # a write blocked longer than this in the middleware is a stuck process
+            progress["publish_thread"] = (*process_publish_thread().progress(), PUBLISH_STALL_S)
+        return {"callbacks": self.callbacks_run, "progress": progress,
                 "received": {t: n for t, n in self.__dict__.get("_received", {}).items() if t not in bad},
                 "sent": dict(self.__dict__.get("_sent", {}))}
 
@@ -305,6 +315,14 @@ class RgbtNode(Node):
         return not missing
 
     def publish_diagnostics(self) -> None:
+        if self.options.publish_thread:
+            thread = process_publish_thread()
+            stats = thread.stats
+            self.diag.set_values("publish_thread", {"pending": thread.pending, "written": stats.written,
+                                                    "dropped": sum(stats.dropped.values()), "failed": stats.failed,
+                                                    "max_wait_s": round(stats.max_wait_s, 3)})
+            if thread.last_error:
+                self.diag.values["publish_thread.last_error"] = thread.last_error
         status = DiagnosticStatus()
         status.name = self.get_name()
         status.hardware_id = "rgbt"
@@ -335,14 +353,22 @@ class RgbtNode(Node):
 
 class _CountedPublisher:
     """An rclpy publisher that counts what it publishes into ``sent[topic]`` (the node's heartbeat);
-    everything else is the publisher's own."""
+    with a ``thread`` (``NodeOptions.publish_thread``) it hands each message to that
+    :class:`rgbt.ros.publish_thread.PublishThread` instead of writing it on the caller's thread.
+    Everything else is the publisher's own."""
 
-    def __init__(self, publisher: Any, sent: dict[str, int], topic: str) -> None:
-        self._pub, self._sent, self._topic = publisher, sent, topic
+    def __init__(self, publisher: Any, sent: dict[str, int], topic: str, thread: PublishThread | None = None) -> None:
+        self._pub, self._sent, self._topic, self._thread = publisher, sent, topic, thread
         sent.setdefault(topic, 0)
 
     def publish(self, msg: Any) -> None:
-        self._pub.publish(msg)
+        if self._thread is None:
+            self._pub.publish(msg)
+            self._count()
+        else:  # counted once written: what others are owed (a deaf reader's judge) is what reached them
+            self._thread.submit(self._pub, msg, self._count)
+
+    def _count(self) -> None:
         self._sent[self._topic] += 1
 
     def __getattr__(self, name: str) -> Any:

@@ -58,6 +58,7 @@ from rgbt.graph.liveness import BEAT_PERIOD_S, HeartbeatWriter
 from rgbt.graph.parent_death import die_with_launcher, launcher_gone
 from rgbt.graph.supervisor import HEARTBEAT_ENV
 from rgbt.paths import REPO_ROOT
+from rgbt.ros.publish_thread import close_process_publish_thread
 
 if TYPE_CHECKING:
     from rgbt.ros.node import RgbtNode
@@ -190,6 +191,7 @@ def run_nodes(factories: Sequence[Callable[[], Node]], args: list[str] | None = 
                 getattr(node, "close", lambda: None)()
             except Exception as exc:  # noqa: BLE001 - keep closing the others
                 print(f"rgbt: closing {node.get_name()} failed: {exc}", file=sys.stderr)
+        close_process_publish_thread()  # what the nodes handed it is written before they are destroyed
         executor.shutdown()
         for node in nodes + ([placeholder] if placeholder is not None else []):
             node.destroy_node()
