@@ -45,11 +45,12 @@ class _SerializedMessage(ctypes.Structure):
 
 
 _rcl: Any = None
+_rcutils: Any = None
 
 
 def _library() -> Any:
     """librcl as loaded by rclpy (by its soname: the same library, not a second copy)."""
-    global _rcl
+    global _rcl, _rcutils
     if _rcl is None:
         rcl = ctypes.CDLL("librcl.so")  # ctypes.CDLL calls release the GIL
         rcl.rcl_publish_serialized_message.argtypes = [ctypes.c_void_p, ctypes.POINTER(_SerializedMessage),
@@ -57,8 +58,7 @@ def _library() -> Any:
         rcl.rcl_publish_serialized_message.restype = ctypes.c_int32
         rcutils = ctypes.CDLL("librcutils.so")
         rcutils.rcutils_get_error_string.restype = _ErrorString
-        rcl.rcutils = rcutils
-        _rcl = rcl
+        _rcutils, _rcl = rcutils, rcl
     return _rcl
 
 
@@ -88,8 +88,8 @@ def publish_released(publisher: Any, data: bytes) -> None:
     with publisher.handle:  # the rcl publisher is not destroyed while this write uses it
         ret = rcl.rcl_publish_serialized_message(publisher.handle.pointer, ctypes.byref(msg), None)
     if ret != 0:
-        text = rcl.rcutils.rcutils_get_error_string().str.decode(errors="replace")
-        rcl.rcutils.rcutils_reset_error()
+        text = _rcutils.rcutils_get_error_string().str.decode(errors="replace")
+        _rcutils.rcutils_reset_error()
         raise PublishError(f"rcl_publish_serialized_message returned {ret} on {publisher.topic_name}: {text}")
 
 
