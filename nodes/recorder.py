@@ -43,6 +43,8 @@ from std_srvs.srv import Trigger
 from rgbt.bag.types import ros2_typestore
 from rgbt.graph.options import RecorderOptions
 from rgbt.graph.recording import (
+    TAKEOVER_RESERVE_MAX_S,
+    TAKEOVER_SETTLE_S,
     Recording,
     before_lock_streams,
     driver_extra_topic_types,
@@ -57,6 +59,7 @@ from rgbt.ros.msgtypes import get_message
 from rgbt.ros.node import RgbtNode
 from rgbt.ros.qos import TOPIC_QOS, qos_profile, qos_to_yaml, topic_qos
 from rgbt.ros.spin import node_main
+from rgbt.seg.pipeline import lower_thread_priority
 from rgbt.topics import ARMED_TOPIC, stack_topic_types
 
 
@@ -65,6 +68,12 @@ class RecorderNode(RgbtNode):
     options: RecorderOptions
     default_name = "recorder"
     reserves_memory = True
+
+    @classmethod
+    def prewarm(cls) -> None:
+        """A warm spare builds the typestore (0.1-3 s) before a take-over needs it."""
+        super().prewarm()
+        ros2_typestore()
 
     def __init__(self, name: str | None = None, **kwargs: Any) -> None:
         super().__init__(name, **kwargs)
@@ -112,9 +121,10 @@ class RecorderNode(RgbtNode):
             if topic in known:
                 self._subscribe(topic, known[topic])
         if o.reserve_memory and taking_over:
-            # a take-over subscribes first: the streams' retained history must still hold what was missed
-            threading.Thread(target=lambda: self.diag.values.__setitem__(
-                "heap_reserved_mb", str(self._reserve(self.plan.budget_bytes * 5 // 4))), daemon=True).start()
+            # a take-over subscribes first (the streams' retained history must still hold what was missed)
+            # and reserves once it has written that history, at the lowest priority: touching 1 GB while
+            # the history and the live streams arrive starved the executor and the writer (hung 6 s)
+            threading.Thread(target=self._reserve_when_caught_up, daemon=True).start()
         if o.write_state:
             self.rec.enable_state_topic(o.state_topic or stack.autopilot.state_topic)
         # latched like its publishers: a recorder (re)started after the arm learns the state at once
@@ -137,6 +147,19 @@ class RecorderNode(RgbtNode):
         self.get_logger().info(f"heap reserved: {done / 1e6:.0f} MB in {time.monotonic() - t0:.2f} s"
                                if done else "heap not reserved (needs Linux glibc)")
         return round(done / 1e6)
+
+    def _reserve_when_caught_up(self) -> None:
+        """:meth:`_reserve` on this thread at nice 19, once the writer has caught up for
+        ``TAKEOVER_SETTLE_S`` (or ``TAKEOVER_RESERVE_MAX_S`` passed)."""
+        lower_thread_priority("low")
+        start = settled = time.monotonic()
+        while time.monotonic() - start < TAKEOVER_RESERVE_MAX_S:
+            if not self.rec.caught_up():
+                settled = time.monotonic()
+            elif time.monotonic() - settled >= TAKEOVER_SETTLE_S:
+                break
+            time.sleep(0.25)
+        self.diag.values["heap_reserved_mb"] = str(self._reserve(self.plan.budget_bytes * 5 // 4))
 
     def _subscribe(self, topic: str, msgtype: str) -> None:
         o = self.options

@@ -74,6 +74,11 @@ RESUME_FREE_MB = 200.0
 #: how long (s) a recorder that took over waits for its first bag to hold every stream before it
 #: recovers the bag its predecessor left open (the publishers' retained history arrives first)
 TAKEOVER_WAIT_S = 3.0
+#: a writer with at most this much queued (bytes, ~0.1 s of the CART stack) has caught up
+CAUGHT_UP_BYTES = 16 << 20
+#: a recorder that took over reserves its heap once its writer has caught up for this long (s), or
+#: after TAKEOVER_RESERVE_MAX_S whatever the writer's state
+TAKEOVER_SETTLE_S, TAKEOVER_RESERVE_MAX_S = 2.0, 30.0
 #: the manifest of an open bag is refreshed this often (s)
 CHECKPOINT_S = 1.0
 #: stamps of a stream may arrive this much out of order (s): steps are counted once they are older
@@ -621,6 +626,8 @@ class Recording:
         first = dict(sink.first_key)
         waited = time.monotonic() - t0
         self._takeover_go.wait()
+        for topic, key in sink.first_key.items():  # a stream that came later: its gap counts too
+            first.setdefault(topic, key)
         last_kept: dict[str, int] = {}
         stamped = {t for t, (msgtype, _) in self.topics.items() if msgtype in STAMPED_TYPES}
 
@@ -662,6 +669,11 @@ class Recording:
         if sink is None:
             return self.handed, self.done
         return self.handed + sink.accepted, self.done + sink.done
+
+    def caught_up(self, backlog_bytes: int = CAUGHT_UP_BYTES) -> bool:
+        """The writer holds at most ``backlog_bytes`` not yet written (no bag open: True)."""
+        sink = self.sink
+        return sink is None or sink.backlog_bytes <= backlog_bytes
 
     def prearm_report(self) -> tuple[bool, dict]:
         """Pre-arm checks: sync locked, every recorded sensor at rate, disk space for N minutes."""

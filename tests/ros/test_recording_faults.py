@@ -6,6 +6,7 @@ the two counted), a full disk that closes the bag without churn, and a size cap 
 from __future__ import annotations
 
 import errno
+import time
 import json
 import subprocess
 import sys
@@ -210,6 +211,28 @@ def test_a_take_over_without_history_counts_the_step_between_the_two_bags(tmp_pa
     # the recovered bag's own step, counted from what the recovery found in it
     assert _manifest(old)["topics"][IMU]["loss_ranges"] == [[10 * S + 50 * PERIOD, 10 * S + 54 * PERIOD, 5,
                                                             "not received"]]
+    assert closed["topics"][IMU]["loss_ranges"] == [[10 * S + 100 * PERIOD, 10 * S + 119 * PERIOD, 20,
+                                                    "recorder restart"]]
+
+
+def test_a_stream_that_reaches_the_take_over_late_still_has_its_step_counted(tmp_path: Path, monkeypatch) -> None:
+    import rgbt.graph.recording as recording
+
+    monkeypatch.setattr(recording, "TAKEOVER_WAIT_S", 0.2)
+    out = tmp_path / "bags"
+    old = _killed_recorders_bag(out, list(range(100)))
+    second = _recording(out)
+    second.recover_at_start()
+    second.start("always")
+    new = Path(second.bag_path)
+    time.sleep(0.5)  # the take-over stopped waiting for the stream before its first sample came
+    for i in range(120, 200):
+        s = 10 * S + i * PERIOD
+        second.on_message(IMU, _imu(s), s)
+    second.shutdown()
+    assert _manifest(old)["state"] == "recovered"
+    closed = _manifest(new)
+    assert closed["takeover"]["lost"] == {IMU: 20}
     assert closed["topics"][IMU]["loss_ranges"] == [[10 * S + 100 * PERIOD, 10 * S + 119 * PERIOD, 20,
                                                     "recorder restart"]]
 
