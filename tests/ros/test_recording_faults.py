@@ -6,10 +6,10 @@ the two counted), a full disk that closes the bag without churn, and a size cap 
 from __future__ import annotations
 
 import errno
-import time
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
