@@ -36,7 +36,7 @@ from rgbt.memory import tune_allocator
 from rgbt.ros import local_topics
 from rgbt.ros.local_topics import LocalPublisher
 from rgbt.ros.params import declare_options
-from rgbt.ros.publish_thread import PublishThread, process_publish_thread
+from rgbt.ros.publish_thread import PublishThread, process_publish_thread, publish_released, to_cdr
 from rgbt.ros.qos import qos_profile, topic_qos
 from rgbt.stamps import ns_to_stamp
 
@@ -116,7 +116,8 @@ class RgbtNode(Node):
         self.diag = NodeDiagnostics(self.get_name())
         self.diag.values["qos_incompatible"] = "0"
         self.finished = False  # set by a node whose work is done (spin loop then exits)
-        self._diag_pub = self.create_publisher(DiagnosticArray, "/diagnostics", topic_qos("/diagnostics"))
+        # written on the timer's thread: a report never waits behind frames on the publish thread
+        self._diag_pub = self.create_publisher(DiagnosticArray, "/diagnostics", topic_qos("/diagnostics")).direct()
         self._diag_timer = self.create_timer(self.options.diagnostics_period_s, self.guard(self.publish_diagnostics))
 
     # -- QoS incompatibilities: counted, never silent -----------------------------------------------
@@ -353,8 +354,9 @@ class RgbtNode(Node):
 
 class _CountedPublisher:
     """An rclpy publisher that counts what it publishes into ``sent[topic]`` (the node's heartbeat);
-    with a ``thread`` (``NodeOptions.publish_thread``) it hands each message to that
-    :class:`rgbt.ros.publish_thread.PublishThread` instead of writing it on the caller's thread.
+    it writes on the caller's thread with the GIL released (:func:`rgbt.ros.publish_thread.publish_released`)
+    or, with a ``thread`` (``NodeOptions.publish_thread``), hands each message to that
+    :class:`rgbt.ros.publish_thread.PublishThread`.
     Everything else is the publisher's own."""
 
     def __init__(self, publisher: Any, sent: dict[str, int], topic: str, thread: PublishThread | None = None) -> None:
@@ -362,11 +364,16 @@ class _CountedPublisher:
         sent.setdefault(topic, 0)
 
     def publish(self, msg: Any) -> None:
-        if self._thread is None:
-            self._pub.publish(msg)
+        if self._thread is None:  # on this thread, the GIL released for the middleware's write
+            publish_released(self._pub, to_cdr(msg))
             self._count()
         else:  # counted once written: what others are owed (a deaf reader's judge) is what reached them
             self._thread.submit(self._pub, msg, self._count)
+
+    def direct(self) -> _CountedPublisher:
+        """This publisher, writing on the caller's thread even in a node with a publish thread."""
+        self._thread = None
+        return self
 
     def _count(self) -> None:
         self._sent[self._topic] += 1
