@@ -107,13 +107,12 @@ class NodeOptions(BaseModel):
     # out. < 0 protects (the recorder: the bag is what a flight cannot redo; needs CAP_SYS_RESOURCE, else
     # logged and kept), > 0 offers (heavy processing stages). Applied by rgbt.ros.spin at process start.
     oom_score_adj: int = Field(0, ge=-1000, le=1000)
-    # write this node's messages on its process's publish thread (rgbt.ros.publish_thread): a middleware
-    # write that blocks (Fast DDS waits ~1 s on a killed reader's full port) then delays them instead of
-    # stopping the node's loop (a driver's device buffer would overflow). On for the producers (drivers,
-    # virtual stack, trigger sync, MAVLink); the others write on the caller's thread, the GIL released
-    # all the same (the process's other threads and its heartbeat go on). The thread costs a hand-off
-    # per message (GIL waits: the sensor path's p99 on 2 cores, BENCHMARKS.md)
-    publish_thread: bool = False
+    # write this node's messages on its process's publish thread (rgbt.ros.publish_thread), the GIL
+    # released: a middleware write that blocks (Fast DDS waits ~1 s per write on a killed reader's full
+    # port) then delays them instead of stopping the node's loop (a driver's device buffer overflows),
+    # its executor (no heartbeat: killed as hung) or the whole process (rclpy's publish holds the GIL).
+    # Off: written on the caller's thread, the GIL released all the same
+    publish_thread: bool = True
 
     @model_validator(mode="after")
     def _check_nested(self) -> NodeOptions:
@@ -200,8 +199,6 @@ class VirtualStackOptions(NodeOptions, HostClockOptions, ReconnectOptions):
     """Publishes ``rgbt.sim.SimStack.samples()`` at the real rate as the drivers would. The reopen
     options (``ReconnectOptions``) drive the simulated unplug of a device (``rgbt.graph.devicecontrol``)."""
 
-    publish_thread: bool = True  # a producer: its loop never waits on a middleware write (NodeOptions)
-
     sim: dict[str, Any] = Field(default_factory=dict)  # rgbt.sim.SimOptions fields
     nested: ClassVar[dict[str, CoreOptions]] = {"sim": CoreOptions("rgbt.sim.options:SimOptions")}
     realtime: bool = True  # False: as fast as possible
@@ -232,8 +229,6 @@ class VirtualStackOptions(NodeOptions, HostClockOptions, ReconnectOptions):
 
 class TriggerSyncOptions(NodeOptions):
     """Restamps frames and IMU samples onto the trigger grid (``rgbt.sync.TriggerRestamper``)."""
-
-    publish_thread: bool = True  # a producer: its loop never waits on a middleware write (NodeOptions)
 
     input_depth: int = Field(150, ge=1)  # must never lose a frame: deep queues (2.5 s of thermal)
     # the restamped stack topics are what the recorder keeps: reliable, so a sample the transport drops
@@ -442,8 +437,6 @@ class MavlinkBridgeOptions(NodeOptions, ReconnectOptions):
     """MAVLink (UDP or serial) -> armed state, local pose, global position; a serial link that is
     missing or goes away is reopened with the back-off of ``ReconnectOptions``."""
 
-    publish_thread: bool = True  # a producer: its loop never waits on a middleware write (NodeOptions)
-
     url: str = "udpin:127.0.0.1:14550"
     armed_topic: str = ARMED_TOPIC
     pose_topic: str = ""
@@ -469,8 +462,6 @@ class ThermalQueryOptions(NodeOptions):
 class DriverOptions(NodeOptions, HostClockOptions, ReconnectOptions):
     """A hardware driver (VN-100, u-blox, Boson, Blackfly) over a serial port or SDK; a device that is
     missing at start or goes away is retried with the back-off of ``ReconnectOptions``."""
-
-    publish_thread: bool = True  # a producer: its loop never waits on a middleware write (NodeOptions)
 
     port: str = ""
     baud: int = 921600

@@ -36,7 +36,7 @@ from rgbt.memory import tune_allocator
 from rgbt.ros import local_topics
 from rgbt.ros.local_topics import LocalPublisher
 from rgbt.ros.params import declare_options
-from rgbt.ros.publish_thread import PublishThread, process_publish_thread, publish_released, to_cdr
+from rgbt.ros.publish_thread import DIAGNOSTICS, PublishThread, process_publish_thread, publish_released, to_cdr
 from rgbt.ros.qos import qos_profile, topic_qos
 from rgbt.stamps import ns_to_stamp
 
@@ -116,8 +116,9 @@ class RgbtNode(Node):
         self.diag = NodeDiagnostics(self.get_name())
         self.diag.values["qos_incompatible"] = "0"
         self.finished = False  # set by a node whose work is done (spin loop then exits)
-        # written on the timer's thread: a report never waits behind frames on the publish thread
-        self._diag_pub = self.create_publisher(DiagnosticArray, "/diagnostics", topic_qos("/diagnostics")).direct()
+        # on a thread of their own: a report never waits behind frames, nor stops the executor
+        self._diag_pub = self.create_publisher(DiagnosticArray, "/diagnostics", topic_qos("/diagnostics"))
+        self._diag_pub.use_thread(process_publish_thread(DIAGNOSTICS))
         self._diag_timer = self.create_timer(self.options.diagnostics_period_s, self.guard(self.publish_diagnostics))
 
     # -- QoS incompatibilities: counted, never silent -----------------------------------------------
@@ -370,10 +371,9 @@ class _CountedPublisher:
         else:  # counted once written: what others are owed (a deaf reader's judge) is what reached them
             self._thread.submit(self._pub, msg, self._count)
 
-    def direct(self) -> _CountedPublisher:
-        """This publisher, writing on the caller's thread even in a node with a publish thread."""
-        self._thread = None
-        return self
+    def use_thread(self, thread: PublishThread) -> None:
+        """Write through ``thread`` from now on."""
+        self._thread = thread
 
     def _count(self) -> None:
         self._sent[self._topic] += 1

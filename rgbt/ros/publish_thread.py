@@ -182,24 +182,26 @@ class PublishThread:
         self._thread.join(timeout_s)
 
 
-_process_thread: PublishThread | None = None
+_process_threads: dict[str, PublishThread] = {}
 _process_lock = threading.Lock()
+#: the thread of a process's data messages and the one of its diagnostics (a report never waits
+#: behind frames, and a write blocked on a peer's death stops neither the executor nor the other)
+DATA, DIAGNOSTICS = "rgbt-publish", "rgbt-publish-diagnostics"
 
 
-def process_publish_thread() -> PublishThread:
-    """This process's :class:`PublishThread` (started on first use)."""
-    global _process_thread
+def process_publish_thread(name: str = DATA) -> PublishThread:
+    """This process's :class:`PublishThread` called ``name`` (started on first use)."""
     with _process_lock:
-        if _process_thread is None:
-            _process_thread = PublishThread()
-        return _process_thread
+        if name not in _process_threads:
+            _process_threads[name] = PublishThread(name=name)
+        return _process_threads[name]
 
 
 def close_process_publish_thread(timeout_s: float = 2.0) -> None:
-    """Write what this process's :class:`PublishThread` holds (at most ``timeout_s``) and stop it; no-op
-    when it was never started."""
-    global _process_thread
+    """Write what this process's publish threads hold (at most ``timeout_s`` each) and stop them; no-op
+    when none was started."""
     with _process_lock:
-        thread, _process_thread = _process_thread, None
-    if thread is not None:
+        threads = list(_process_threads.values())
+        _process_threads.clear()
+    for thread in threads:
         thread.close(timeout_s)
