@@ -72,6 +72,10 @@ from rgbt.topics import THERMAL_MONO8_TOPIC
 BACK_WAIT_S = 20.0
 #: seconds between the sources' first message with the trigger sync locked and the injection
 LEAD_S = 2.5
+#: simulated seconds a flight is given for the bench to see the sources publish with the trigger sync
+#: locked (the lock, then the diagnostics that report it: 3-5 s after the first sample on 2 cores);
+#: without them a fault injected late left no time to come back before the rendered flight ended
+LOCK_S = 5.0
 #: simulated seconds after the last fault of a flight (full matrix, --quick)
 TAIL_S = 7.0
 TAIL_QUICK_S = 8.0  # long enough for a restarted group (2-4.5 s here) to publish again before the end
@@ -183,7 +187,8 @@ def run(options: FaultsBenchOptions) -> dict:
     try:
         for i, group in enumerate(plan):
             sim_s = options.sim_s or (
-                LEAD_S
+                LOCK_S
+                + LEAD_S
                 + SPACING_S * (len(group) - 1)
                 + (TAIL_QUICK_S if options.quick else TAIL_S)
                 + (SPARE_WAIT_S if any(f.startswith(("kill_", "hang_")) for f in group) else 0.0)
