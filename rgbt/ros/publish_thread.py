@@ -1,20 +1,20 @@
-"""Middleware writes that never hold the GIL, made on one thread per process for its producers.
+"""Middleware writes that never hold the GIL, made on a thread of the process.
 
 rclpy keeps the GIL while the middleware writes a message. Fast DDS can block a write for seconds:
-after a subscriber's process is killed (a recorder take-over), the next writes to its shared-memory
-ports wait for the ports' health checks (about 1 s each, under the participant's send lock). With
-the GIL held, every thread of the publishing process stops meanwhile: a driver's capture loop, the
-trigger sync, the virtual stack's playback; a driver that stops reading overflows its device's
-buffers (measured: 1.7-3.8 s of every stream lost from the sources process in 4 of 5 recorder
-kills on a 2-core host).
+after a subscriber's process is killed (a recorder take-over), its shared-memory port stays matched
+until its lease runs out, fills, and then each write to it waits for the port's health check (about
+1 s, under the participant's send lock). With the GIL held, every thread of the publishing process
+stops meanwhile: a driver's capture loop, the trigger sync, the virtual stack's playback (measured:
+1.7-3.8 s of every stream lost from the sources process in 4 of 5 recorder kills on a 2-core host),
+and a node whose executor writes stops its heartbeat (killed as hung).
 
 :func:`publish_released` writes CDR bytes through ``rcl_publish_serialized_message`` called with
 ctypes, which releases the GIL for the call: a blocked write then stops only the thread that makes
-it. :class:`PublishThread` makes the writes of a process's producers on its own thread, in the order
-they were handed over, so a blocked write delays messages instead of losing them (the readers'
-histories and the recorder's loss accounting see them late, not missing). Its queue is bounded in
-bytes: past the bound a message is dropped and counted (``dropped``, per topic). Nodes opt in with
-``NodeOptions.publish_thread`` (the drivers and the virtual stack in the shipped profiles).
+it. :class:`PublishThread` makes a process's writes on its own thread, in the order they were handed
+over, so a blocked write delays messages instead of stopping their producer. Its queue is bounded in
+bytes: past the bound a message is dropped and counted (``dropped``, per topic). Every node uses its
+process's data thread (``NodeOptions.publish_thread``, on by default) and a second one for its
+diagnostics (:data:`DIAGNOSTICS`), so a report never waits behind frames.
 """
 
 from __future__ import annotations
