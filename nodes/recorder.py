@@ -43,8 +43,6 @@ from std_srvs.srv import Trigger
 from rgbt.bag.types import ros2_typestore
 from rgbt.graph.options import RecorderOptions
 from rgbt.graph.recording import (
-    TAKEOVER_RESERVE_MAX_S,
-    TAKEOVER_SETTLE_S,
     Recording,
     before_lock_streams,
     driver_extra_topic_types,
@@ -149,16 +147,9 @@ class RecorderNode(RgbtNode):
         return round(done / 1e6)
 
     def _reserve_when_caught_up(self) -> None:
-        """:meth:`_reserve` on this thread at nice 19, once the writer has caught up for
-        ``TAKEOVER_SETTLE_S`` (or ``TAKEOVER_RESERVE_MAX_S`` passed)."""
+        """:meth:`_reserve` on this thread at nice 19, once the writer has caught up."""
         lower_thread_priority("low")
-        start = settled = time.monotonic()
-        while time.monotonic() - start < TAKEOVER_RESERVE_MAX_S:
-            if not self.rec.caught_up():
-                settled = time.monotonic()
-            elif time.monotonic() - settled >= TAKEOVER_SETTLE_S:
-                break
-            time.sleep(0.25)
+        self.rec.wait_caught_up()
         self.diag.values["heap_reserved_mb"] = str(self._reserve(self.plan.budget_bytes * 5 // 4))
 
     def _subscribe(self, topic: str, msgtype: str) -> None:

@@ -670,10 +670,17 @@ class Recording:
             return self.handed, self.done
         return self.handed + sink.accepted, self.done + sink.done
 
-    def caught_up(self, backlog_bytes: int = CAUGHT_UP_BYTES) -> bool:
-        """The writer holds at most ``backlog_bytes`` not yet written (no bag open: True)."""
-        sink = self.sink
-        return sink is None or sink.backlog_bytes <= backlog_bytes
+    def wait_caught_up(self, settle_s: float = TAKEOVER_SETTLE_S, max_s: float = TAKEOVER_RESERVE_MAX_S) -> None:
+        """Return once the writer has held at most :data:`CAUGHT_UP_BYTES` unwritten (or no bag was
+        open) for ``settle_s`` in a row, or after ``max_s`` whatever its state (polls every 0.25 s)."""
+        start = settled = time.monotonic()
+        while time.monotonic() - start < max_s:
+            sink = self.sink
+            if sink is not None and sink.backlog_bytes > CAUGHT_UP_BYTES:
+                settled = time.monotonic()
+            elif time.monotonic() - settled >= settle_s:
+                return
+            time.sleep(0.25)
 
     def prearm_report(self) -> tuple[bool, dict]:
         """Pre-arm checks: sync locked, every recorded sensor at rate, disk space for N minutes."""

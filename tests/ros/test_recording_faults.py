@@ -237,6 +237,22 @@ def test_a_stream_that_reaches_the_take_over_late_still_has_its_step_counted(tmp
                                                     "recorder restart"]]
 
 
+def test_waiting_for_the_writer_to_catch_up_ends_when_it_stays_caught_up_or_at_the_bound(tmp_path: Path) -> None:
+    from types import SimpleNamespace
+
+    from rgbt.graph.recording import CAUGHT_UP_BYTES
+
+    rec = _recording(tmp_path / "bags")
+    t0 = time.monotonic()
+    rec.wait_caught_up(settle_s=0.3, max_s=5.0)  # no bag open: caught up from the start
+    assert 0.3 <= time.monotonic() - t0 < 5.0
+    rec.sink = SimpleNamespace(backlog_bytes=CAUGHT_UP_BYTES + 1)  # type: ignore[assignment]  # a writer behind
+    t0 = time.monotonic()
+    rec.wait_caught_up(settle_s=0.3, max_s=1.0)  # never settles: the bound ends the wait
+    assert time.monotonic() - t0 >= 1.0
+    rec.sink = None
+
+
 def test_the_size_cap_is_per_flight_and_holds(tmp_path: Path) -> None:
     out = tmp_path / "bags"
     raw = _imu(10 * S)
