@@ -82,6 +82,7 @@ class LocalPublisher:
                 raw = sub.deliver(obj, raw)
             if self.publisher.get_subscription_count() == 0:  # nobody outside this process listens
                 return
+            msg = raw if raw is not None else msg  # serialized once, for a raw local subscriber and the middleware
         self.publisher.publish(msg)
 
     def close(self) -> None:
