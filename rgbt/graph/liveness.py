@@ -247,7 +247,8 @@ class LivenessJudge:
                 others = sum(n.get(topic, 0) for pid, n in sent.items() if pid != w.pid)
                 why = self._deaf(w, (node, topic), int(received), others, now)
                 if why:
-                    return f"deaf: {node} {why}"
+                    matched = state.get("matched", {}).get(topic)
+                    return f"deaf: {node} {why}" + ("" if matched is None else f" ({matched} publisher(s) matched)")
         return ""
 
     @staticmethod

@@ -18,7 +18,10 @@ a spare process (``python -m rgbt.ros.spin ... --standby``) that has imported th
 interpreter's share of the work (rclpy, numpy, OpenCV, onnxruntime, the node modules) and waits.
 A restart hands the group to it (a line on its stdin), so the new nodes start without that
 start-up (about 1 s of CPU per group here, several seconds of wall time on a loaded 2-core host);
-a new spare follows ``spare_delay_s`` later, once the restart has settled. A spare costs the
+a new spare follows ``spare_delay_s`` later, once the restart has settled. Spares start one at a
+time, the recorder's first (the next once the last is ready, or ``spare_start_max_s`` after it
+started): four interpreters importing together beside the running graph took 6-8 s on a loaded
+2-core host, and a recorder killed in that time had no spare to take over. A spare costs the
 memory of an idle interpreter with those libraries (101-128 MB RSS measured); a dead spare means a cold start.
 
 Known limit (Fast DDS, eProsima/Fast-DDS issues 5053 and 6117): after a ``kill -9`` under heavy CPU
@@ -71,12 +74,14 @@ class SupervisorOptions(BaseModel):
     retry_after_s: float = Field(30.0, gt=0)  # a group left down is tried again this long after (and again...)
     warm_spares: bool = True  # keep one imported, waiting process per group (a restart skips start-up)
     spare_delay_s: float = Field(5.0, ge=0)  # start a spare this long after the graph starts / the last one was used
+    spare_start_max_s: float = Field(20.0, gt=0)  # the next spare waits this long at most for one still starting
     liveness: LivenessOptions = Field(default_factory=LivenessOptions)  # hung / stuck / deaf processes
 
     def describe(self) -> str:
         if self.strict:
             return "strict (a failed process stops the graph)"
-        spares = (f"; a warm spare per group (started {self.spare_delay_s:g} s after the graph / its last use)"
+        spares = (f"; a warm spare per group (started {self.spare_delay_s:g} s after the graph / its last use, "
+                  f"one at a time, the recorder's first)"
                   if self.warm_spares else "; no warm spares")
         return (f"restart failed groups (the recorder's too) after {self.backoff_initial_s:g} s x "
                 f"{self.backoff_factor:g}^n (max {self.backoff_max_s:g} s), at most {self.max_restarts} per "
@@ -202,7 +207,9 @@ class Supervisor:
         # when each group's next warm spare is due (monotonic s; None: it has one)
         spares = self.o.warm_spares and not self.o.strict and hasattr(graph, "start_spare")
         start = time.monotonic() + self.o.spare_delay_s
-        self.spare_due: dict[str, float | None] = {g: start for g in graph.procs if spares}
+        order = sorted(graph.procs, key=lambda g: g not in self.recorder_groups)  # the recorder's spare first
+        self.spare_due: dict[str, float | None] = {g: start for g in order if spares}
+        self._spare_starting: tuple[str, float] | None = None  # the spare started last and when, till it is ready
         self.write_status()
 
     @property
@@ -288,13 +295,31 @@ class Supervisor:
             pass
 
     def _start_spares(self, now: float) -> None:
+        """Start the spares that are due, one at a time (in :attr:`spare_due`'s order: the recorder's
+        first): the next once the last one is ready, dead or ``spare_start_max_s`` old."""
+        if self._spare_starting is not None:
+            group, since = self._spare_starting
+            if not self._spare_settled(group) and now - since < self.o.spare_start_max_s:
+                return
+            self._spare_starting = None
         for group, due in self.spare_due.items():
             if due is None or now < due:
                 continue
+            self.spare_due[group] = None
             if not (self.state[group].finished or group in self.record.left_down):
                 spare = self.graph.start_spare(group)
                 self.log(f"rgbt up: started a warm spare of process group {group!r} [{spare.pid}]")
-            self.spare_due[group] = None
+                self._spare_starting = (group, now)
+                return
+
+    def _spare_settled(self, group: str) -> bool:
+        """``group``'s last spare no longer needs the machine for its start-up: ready, gone (used or
+        dead), or a graph that cannot tell (no ready file)."""
+        ready_path = getattr(self.graph, "spare_ready_path", lambda _g: None)
+        if group not in getattr(self.graph, "spares", {}) or ready_path(group) is None:
+            return True
+        spare = self.graph.spares[group]
+        return spare.poll() is not None or self.graph.spare_ready(group)
 
     def _restart(self, group: str, now: float) -> None:
         st = self.state[group]

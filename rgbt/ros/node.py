@@ -129,8 +129,10 @@ class RgbtNode(Node):
         if events.message_lost is None:
             events.message_lost = lambda info, t=topic: self._message_lost(t, info)
         kwargs["event_callbacks"] = events
-        return super().create_subscription(msg_type, topic, self._count_received(topic, callback), qos_profile,
-                                           **kwargs)
+        sub = super().create_subscription(msg_type, topic, self._count_received(topic, callback), qos_profile,
+                                          **kwargs)
+        self.__dict__.setdefault("_matched_subscriptions", {})[topic] = sub
+        return sub
 
     def create_publisher(self, msg_type, topic, qos_profile, **kwargs):  # type: ignore[no-untyped-def]
         events = kwargs.get("event_callbacks") or PublisherEventCallbacks()
@@ -156,14 +158,18 @@ class RgbtNode(Node):
     def heartbeat_state(self) -> dict[str, Any]:
         """This node's part of its process's heartbeat (``rgbt.graph.liveness``): guarded callbacks run,
         :meth:`progress`, messages received per subscribed topic (topics whose QoS cannot match a
-        peer left out: nothing can arrive there) and sent per published topic."""
+        peer left out: nothing can arrive there) and sent per published topic, and the publishers the
+        middleware matched per subscribed topic (what a deaf verdict is told apart by: no match is
+        discovery, a match with nothing arriving is the data path)."""
         bad = self.__dict__.get("_qos_bad", set())
         progress = self.progress()
         if self.options.publish_thread:  # a write blocked longer than this in the middleware is a stuck process
             progress["publish_thread"] = (*process_publish_thread().progress(), PUBLISH_STALL_S)
         return {"callbacks": self.callbacks_run, "progress": progress,
                 "received": {t: n for t, n in self.__dict__.get("_received", {}).items() if t not in bad},
-                "sent": dict(self.__dict__.get("_sent", {}))}
+                "sent": dict(self.__dict__.get("_sent", {})),
+                "matched": {t: sub.get_publisher_count()
+                            for t, sub in self.__dict__.get("_matched_subscriptions", {}).items() if t not in bad}}
 
     def create_local_publisher(self, msg_type: Any, topic: str, qos_profile: QoSProfile) -> LocalPublisher:
         """A publisher that also delivers to nodes of this process by a direct call

@@ -111,7 +111,7 @@ def test_deaf_when_others_publish_a_topic_it_subscribes_and_nothing_arrives(tmp_
     def at(t_s: float, sent: int, seg_got: int, rec_got: int) -> dict[str, str]:
         now = int(t_s * S)
         _beat(tmp_path, 1, now, {"sync": {"sent": {topic: sent}, "received": {"/rgbt/raw/thermal/image": sent}}})
-        _beat(tmp_path, 2, now, {"segmentation": {"received": {topic: seg_got}}})
+        _beat(tmp_path, 2, now, {"segmentation": {"received": {topic: seg_got}, "matched": {topic: 1}}})
         _beat(tmp_path, 3, now, {"recorder": {"received": {topic: rec_got}}})
         return judge.check(now_ns=now)
 
@@ -120,6 +120,7 @@ def test_deaf_when_others_publish_a_topic_it_subscribes_and_nothing_arrives(tmp_
     assert at(6.9, 400, 60, 400) == {}
     why = at(7.5, 440, 60, 440)
     assert list(why) == ["seg"] and why["seg"].startswith(f"deaf: segmentation received nothing on {topic} for 5.5 s")
+    assert why["seg"].endswith("(1 publisher(s) matched)")  # the middleware matched it: the data path, not discovery
     # its own process's messages never count (in-process topics), nor do topics nobody else publishes
     assert "sources" not in why
     judge.watch("seg", 22, now_ns=int(8 * S))  # restarted: judged afresh

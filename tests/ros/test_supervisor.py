@@ -24,7 +24,10 @@ DONE = [sys.executable, "-c", "import json, os, sys, time\n"
         "open(os.path.join(sys.argv[1], f'hb_{os.getpid()}.json'), 'w').write(json.dumps("
         "{'pid': os.getpid(), 'mono_ns': time.monotonic_ns(), 'finished': True, 'nodes': {}}))"]
 QUIT = [sys.executable, "-c", "import time; time.sleep(0.3)"]  # exits 0 with no word of a finished job
-SLEEP = [sys.executable, "-c", "import time; time.sleep(60)"]
+# sleeps; as a warm spare (``--standby --ready-file F``) it says it is ready after ``argv[1]`` s, as rgbt.ros.spin does
+READY = ("import os, sys, time\nif '--ready-file' in sys.argv:\n    time.sleep(float(sys.argv[1]))\n"
+         "    open(sys.argv[sys.argv.index('--ready-file') + 1], 'w').write(str(os.getpid()))\n")
+SLEEP = [sys.executable, "-c", READY + "time.sleep(60)", "0"]
 FAST = SupervisorOptions(backoff_initial_s=0.05, backoff_factor=2.0, backoff_max_s=0.15, max_restarts=3, window_s=60)
 
 
@@ -218,8 +221,8 @@ def test_a_group_left_down_has_its_spare_ended(tmp_path: Path, stop_after) -> No
     next spare is ended too (it would only hold memory), and no further one is started."""
     # a spare (``--standby``) waits to be activated like a real one, then fails the same way: it can
     # never die before the process it stands in for (a race on a loaded machine otherwise)
-    crash_later = [sys.executable, "-c", "import sys, time\nif '--standby' in sys.argv: sys.stdin.readline()\n"
-                   "time.sleep(1.5); sys.exit(3)"]
+    crash_later = [sys.executable, "-c", READY + "if '--standby' in sys.argv: sys.stdin.readline()\n"
+                   "time.sleep(1.5); sys.exit(3)", "0"]
     graph = _graph(tmp_path, crashy=crash_later, recorder=SLEEP)
     stop_after(graph)
     options = FAST.model_copy(update={"max_restarts": 1, "spare_delay_s": 0.1})
@@ -229,3 +232,25 @@ def test_a_group_left_down_has_its_spare_ended(tmp_path: Path, stop_after) -> No
     assert restart.warm and sup.gave_up() == ["crashy"]
     assert "crashy" not in graph.spares and sup.spare_due["crashy"] is None
     assert _run(sup, 0.5) is None and "crashy" not in graph.spares  # none started afterwards
+
+
+def test_spares_start_one_at_a_time_the_recorders_first(tmp_path: Path, stop_after) -> None:
+    """Warm spares import in turn, the recorder's first (four at once beside the graph took 6-8 s on a
+    loaded 2-core host): the next starts once the last wrote its ready file, or ``spare_start_max_s``
+    after it started if it never does."""
+    never = [sys.executable, "-c", READY + "time.sleep(60)", "1000"]
+    slow = [sys.executable, "-c", READY + "time.sleep(60)", "1.0"]
+    graph = _graph(tmp_path, first=slow, second=slow, recorder=never)
+    stop_after(graph)
+    log: list[str] = []
+    options = FAST.model_copy(update={"spare_delay_s": 0.1, "spare_start_max_s": 1.5})
+    sup = Supervisor(graph, options, {"recorder"}, log=log.append, status_path=graph.status_path)
+    assert _run(sup, 1.0) is None
+    assert list(graph.spares) == ["recorder"]  # the recorder's first; it never says ready
+    t0 = time.monotonic()
+    assert _run(sup, 10.0, until=lambda: "first" in graph.spares) is None
+    assert time.monotonic() - t0 >= 0.3  # only once spare_start_max_s (1.5 s) passed
+    assert _run(sup, 0.5) is None and "second" not in graph.spares  # "first" is still importing (1 s)
+    assert _run(sup, 10.0, until=lambda: "second" in graph.spares) is None
+    assert graph.spare_ready("first") and not graph.spare_ready("recorder")
+    assert [m.split("'")[1] for m in log if "warm spare" in m] == ["recorder", "first", "second"]
