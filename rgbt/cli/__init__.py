@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 import traceback
 from collections.abc import Callable
@@ -126,7 +127,7 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_BAD_INPUT
     prefix = f"rgbt {args.verb}"
     try:
-        return int(args.func(args) or 0)
+        return _exit_now_if_stuck(int(args.func(args) or 0))
     except KeyboardInterrupt:
         print(f"{prefix}: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
@@ -138,6 +139,17 @@ def main(argv: list[str] | None = None) -> int:
         if args.debug:
             traceback.print_exception(type(exc), exc, exc.__traceback__)
         return code
+
+
+def _exit_now_if_stuck(code: int) -> int:
+    """``code``, or the process ended here with it (output flushed) when a verb's middleware could not
+    shut down (``rgbt.ros.spin.middleware_stuck``): the interpreter's teardown would hang on it."""
+    spin = sys.modules.get("rgbt.ros.spin")
+    if spin is not None and spin.middleware_stuck():
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    return code
 
 
 def _classify(exc: Exception) -> tuple[int, str]:

@@ -227,6 +227,11 @@ def drain(executor: Executor, nodes: Sequence[Node], max_s: float = DRAIN_MAX_S,
             break
 
 
+#: how long :meth:`BackgroundNode.close` waits for the middleware (s)
+CLOSE_TIMEOUT_S = 15.0
+_STUCK: list[str] = []  # background nodes whose middleware never shut down
+
+
 class BackgroundNode:
     """A plain rclpy node in its own context, spun by :func:`make_executor`'s executor in a daemon thread.
 
@@ -256,13 +261,34 @@ class BackgroundNode:
         while not self._stop.is_set():
             self.executor.spin_until_future_complete(Future(), timeout_sec=self._period_s)
 
-    def close(self) -> None:
+    def close(self, timeout_s: float = CLOSE_TIMEOUT_S) -> bool:
+        """Stop the thread, end the node and the context; False (said on stderr, and
+        :func:`middleware_stuck` then True) when that did not finish within ``timeout_s`` seconds."""
         self._stop.set()
         if self._thread.is_alive():
             self._thread.join(timeout=5)
-        self.executor.shutdown()
-        self.node.destroy_node()
-        self.context.try_shutdown()
+
+        def end() -> None:
+            self.executor.shutdown()
+            self.node.destroy_node()
+            self.context.try_shutdown()
+
+        closer = threading.Thread(target=end, daemon=True, name="rgbt-close")
+        closer.start()
+        closer.join(timeout_s)
+        if not closer.is_alive():
+            return True
+        _STUCK.append(self.node.get_name())
+        print(f"rgbt: node {self.node.get_name()!r} did not shut down in {timeout_s:g} s (the middleware's threads "
+              "are deadlocked: Fast DDS, eProsima/Fast-DDS issue 6502); leaving it", file=sys.stderr, flush=True)
+        return False
+
+
+
+def middleware_stuck() -> bool:
+    """Whether a :class:`BackgroundNode` of this process could not be shut down: the process should
+    then end with ``os._exit`` (the interpreter's own teardown would wait on the same deadlock)."""
+    return bool(_STUCK)
 
 
 def prepare_process(classes: Sequence[type]) -> None:
