@@ -21,6 +21,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     ev.add_argument("--engine", required=True, help="ONNX model (sidecar NAME.json beside it)")
     ev.add_argument("--split", help="split file (lines PLACE/TRAJ/NNNNNN) or its name in the dataset root")
     ev.add_argument("--backend", default="onnxruntime", help="onnxruntime | ort-cuda | ort-tensorrt | tensorrt")
+    ev.add_argument("--resize-first", action="store_true",
+                    help="resize each frame to the model's input before normalizing it (the stage option)")
     ev.add_argument("--json", action="store_true", help="print JSON")
     ev.add_argument("--confusion", action="store_true", help="also print the confusion matrix (table mode)")
     ev.set_defaults(func=_eval)
@@ -190,7 +192,8 @@ def _eval(args: argparse.Namespace) -> int:
     from rgbt.seg.evaluate import evaluate
 
     with ProgressBars(enabled=not args.json) as bars:
-        res = evaluate(args.dataset, args.engine, args.split, args.backend, progress=bars)
+        res = evaluate(args.dataset, args.engine, args.split, args.backend, progress=bars,
+                       resize_first=args.resize_first)
     if args.json:
         from rgbt.output import print_json
 

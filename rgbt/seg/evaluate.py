@@ -16,9 +16,10 @@ from rgbt.seg.stage import SegmentationStage, SegStageOptions
 
 
 def evaluate(dataset: str | Path, engine: str | Path, split: str | None = None, backend: str = "onnxruntime",
-             progress: Progress | None = None) -> IoUResult:
-    """Per-class IoU of ``engine`` on the dataset's ``split``; ``progress`` is told of each frame."""
-    stage = SegmentationStage(SegStageOptions(str(engine), backend, color=False))
+             progress: Progress | None = None, resize_first: bool = False) -> IoUResult:
+    """Per-class IoU of ``engine`` on the dataset's ``split``; ``progress`` is told of each frame;
+    ``resize_first``: the stage's option of that name (frames resized to the input, then normalized)."""
+    stage = SegmentationStage(SegStageOptions(str(engine), backend, color=False, resize_first=resize_first))
     sc = stage.model.sidecar
     k = sc.num_classes
     items = list_items(dataset, split)

@@ -21,7 +21,7 @@ import numpy as np
 
 from rgbt.errors import ModelError
 from rgbt.seg.model import SegModel
-from rgbt.seg.preprocess import Fit, prepare, unfit_ids
+from rgbt.seg.preprocess import Fit, prepare, shrink_to_input, unfit_ids
 from rgbt.seg.stage import SegResult
 
 
@@ -131,10 +131,11 @@ class FusionStage:
     ) -> tuple[np.ndarray, np.ndarray | None] | None:
         """The pair at the model's input size (``resize_first``), or None where that does not apply."""
         h, w, fit = self._model_input()
-        if (not self.options.resize_first or fit != "resize" or not isinstance(thermal_u16, np.ndarray)
-                or thermal_u16.ndim != 2 or thermal_u16.shape[0] <= h or thermal_u16.shape[1] <= w):
+        if not self.options.resize_first or not isinstance(thermal_u16, np.ndarray) or thermal_u16.ndim != 2:
             return None
-        small = cv2.resize(thermal_u16, (w, h), interpolation=cv2.INTER_AREA)
+        small = shrink_to_input(thermal_u16, (h, w), fit)
+        if small is None:
+            return None
         return small, None if rgb_u8 is None else cv2.resize(rgb_u8, (w, h), interpolation=cv2.INTER_AREA)
 
     def process(self, thermal_u16: np.ndarray, rgb_u8: np.ndarray | None) -> SegResult:

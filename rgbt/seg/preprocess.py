@@ -68,6 +68,18 @@ def to_planes(img: np.ndarray, fit: Fit, out: np.ndarray) -> None:
         out[...] = np.moveaxis(r.reshape(fit.dst[0], fit.dst[1], -1), 2, 0)
 
 
+def shrink_to_input(frame: np.ndarray, size_hw: tuple[int, int], fit_kind: str) -> np.ndarray | None:
+    """``frame`` (HxW or HxWxC) resized to the model input ``size_hw`` with ``cv2.INTER_AREA``, so
+    that it is normalized at that size (``resize_first``: the percentiles and CLAHE of a 240x192
+    frame instead of a 640x512 one); None where that does not apply: a model that pads (``fit_kind``
+    not "resize") or a frame not larger than the input in both dimensions."""
+    h, w = size_hw
+    if fit_kind != "resize" or not isinstance(frame, np.ndarray) or frame.ndim not in (2, 3) \
+            or frame.shape[0] <= h or frame.shape[1] <= w:
+        return None
+    return cv2.resize(frame, (w, h), interpolation=cv2.INTER_AREA)
+
+
 def prepare(
     frames: Mapping[str, np.ndarray | None], spec: InputSpec, fit_kind: str, out: np.ndarray | None = None
 ) -> tuple[np.ndarray, Fit]:

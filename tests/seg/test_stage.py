@@ -114,3 +114,26 @@ def test_sim_model_predicts_the_dominant_classes(sim_frames, night: bool) -> Non
         assert ious[c] >= floor, (CART_CLASSES[c].name, report)
     assert accuracy >= floors["pixel_accuracy"], report
     assert miou is not None and miou >= floors["miou"], report
+
+
+def test_resize_first_normalizes_the_frame_at_the_model_input_size():
+    """``resize_first``: the frame is resized to the input (INTER_AREA), then normalized there; the
+    masks still come back at the frame's size. A model that pads, or a frame no larger than the
+    input, is prepared as before."""
+    from rgbt.seg.preprocess import prepare, shrink_to_input
+
+    engine = str(ENGINES_DIR / "sim_thermal_seg.onnx")
+    plain, first = (SegmentationStage(SegStageOptions(engine, resize_first=rf)) for rf in (False, True))
+    th, _, _ = scene(512, 640, seed=5)
+    spec = first.spec
+    x, fit = first.prepare(th, first.new_buffer())
+    small = cv2.resize(th, (spec.width, spec.height), interpolation=cv2.INTER_AREA)
+    expected, _ = prepare({"thermal": small}, spec, "resize")
+    assert np.array_equal(x, expected) and fit.src == (512, 640) and fit.dst == (spec.height, spec.width)
+    assert not np.array_equal(x, plain.prepare(th, plain.new_buffer())[0])  # another order, another input
+    res = first.process(th)
+    assert res.class_ids.shape == (512, 640) and np.array_equal(res.color, palette_array()[res.class_ids])
+    assert shrink_to_input(th, (spec.height, spec.width), "pad") is None
+    assert shrink_to_input(th[:100, :100], (spec.height, spec.width), "resize") is None  # not larger: as before
+    tiny = th[:100, :100]
+    assert np.array_equal(first.prepare(tiny, first.new_buffer())[0], plain.prepare(tiny, plain.new_buffer())[0])
