@@ -46,8 +46,8 @@ class SegStageOptions:
     prep_priority: str = "idle"
     # resize a thermal frame to the model's input (cv2.INTER_AREA) *before* normalizing it, as
     # fusion's resize_first does (rgbt.seg.preprocess.shrink_to_input): the demo model's 640x512 ->
-    # 240x192 preparation 2.8 -> 0.5 ms. Off: the order the models were trained with (normalize,
-    # then fit); what it costs in mIoU is in BENCHMARKS.md (rgbt seg eval --resize-first).
+    # 240x192 preparation 3.5 -> 1.4 ms (EPYC). Off: the order the models were trained with (normalize,
+    # then fit); the demo model loses 0.039 mIoU by day and by night with it (BENCHMARKS.md, rgbt seg).
     resize_first: bool = False
 
 
