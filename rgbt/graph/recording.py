@@ -616,7 +616,8 @@ class Recording:
         recorder) closes: the old bag keeps what comes before each stream's first message in the new
         bag (taken once it has every stream or ``TAKEOVER_WAIT_S`` passed; the rest was written again:
         ``duplicates_skipped``); a step between the two is lost and written into the new bag's
-        ``loss_ranges`` (``recorder restart``)."""
+        ``loss_ranges`` (``recorder restart``). Older open bags of the flight (a recorder killed while
+        it was taking over) are recovered in the same chain, each against the next one."""
         t0 = time.monotonic()
         deadline = t0 + TAKEOVER_WAIT_S
         wanted = [t for t in self.expected_rates if t in self.topics]
@@ -628,30 +629,42 @@ class Recording:
         self._takeover_go.wait()
         for topic, key in sink.first_key.items():  # a stream that came later: its gap counts too
             first.setdefault(topic, key)
-        last_kept: dict[str, int] = {}
         stamped = {t for t, (msgtype, _) in self.topics.items() if msgtype in STAMPED_TYPES}
+        # the bags this flight's killed recorders left, newest first: the one taken over, then older
+        # ones (a recorder killed while it was taking over never recovered its own predecessor). Each
+        # keeps what comes before the next bag's first kept sample of a stream (the rest was written
+        # again), and the step at each boundary is lost and counted here, also for a stream that the
+        # bag in between never received
+        chain = [(bag, manifest), *sorted(self.later, key=lambda bm: -int(bm[1].get("start_wall_ns", 0)))]
+        after = dict(first)  # per stream: the first sample kept in the newer bag
+        gaps: dict[str, int] = {}
+        duplicates = 0
+        for old_bag, old_manifest in chain:
+            kept_first: dict[str, int] = {}
+            last_kept: dict[str, int] = {}
 
-        def keep(topic: str, msgtype: str, log_ns: int, data: bytes) -> bool:
-            key = cdr_stamp_ns(data) if topic in stamped else log_ns
-            if topic in first and key >= first[topic]:
-                return False
-            last_kept[topic] = max(last_kept.get(topic, key), key)
-            return True
+            def keep(topic: str, msgtype: str, log_ns: int, data: bytes, cut: dict[str, int] = after,
+                     kept_first: dict[str, int] = kept_first, last_kept: dict[str, int] = last_kept) -> bool:
+                key = cdr_stamp_ns(data) if topic in stamped else log_ns
+                if topic in cut and key >= cut[topic]:
+                    return False
+                kept_first[topic] = min(kept_first.get(topic, key), key)
+                last_kept[topic] = max(last_kept.get(topic, key), key)
+                return True
 
-        entry = self._recover(bag, manifest, keep)
-        gaps = {}
-        for topic, hz in self.expected_rates.items():
-            if topic in first and topic in last_kept:
-                period = int(1e9 / hz)
-                n = missing_between(last_kept[topic], first[topic], period)
-                if n:
-                    sink.gap(topic, last_kept[topic] + period, first[topic] - period, n, RECORDER_RESTART)
-                    gaps[topic] = n
-        for older in self.later:
-            self._recover(*older)
+            entry = self._recover(old_bag, old_manifest, keep)
+            duplicates += int(entry.get("duplicates_skipped", 0))
+            for topic, hz in self.expected_rates.items():
+                if topic in after and topic in last_kept:
+                    period = int(1e9 / hz)
+                    n = missing_between(last_kept[topic], after[topic], period)
+                    if n:
+                        sink.gap(topic, last_kept[topic] + period, after[topic] - period, n, RECORDER_RESTART)
+                        gaps[topic] = gaps.get(topic, 0) + n
+            after = {**after, **kept_first}
         self.later = []
-        sink.info["takeover"] = {"bag": bag.name, "duplicates_skipped": entry.get("duplicates_skipped", 0),
-                                 "lost": gaps, "waited_s": round(waited, 2)}
+        sink.info["takeover"] = {"bag": bag.name, "duplicates_skipped": duplicates, "lost": gaps,
+                                 "waited_s": round(waited, 2), "older_bags": [b.name for b, _ in chain[1:]]}
         self.previous = None
 
     def _join_takeover(self) -> None:

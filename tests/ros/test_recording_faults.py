@@ -237,6 +237,63 @@ def test_a_stream_that_reaches_the_take_over_late_still_has_its_step_counted(tmp
                                                     "recorder restart"]]
 
 
+def test_a_recorder_killed_while_taking_over_leaves_a_chain_recovered_whole(tmp_path: Path, monkeypatch,
+                                                                            read_bag) -> None:
+    """Three recorders: the first killed, the second killed while taking over (it never recovered the
+    first bag, and it received the IMU only from sample 80 on, the history the first bag also
+    holds), the third takes over both: no sample twice in the flight, and every step lost between
+    the bags counted, also where the middle bag holds none of a stream."""
+    import rgbt.graph.recording as recording
+
+    monkeypatch.setattr(recording, "TAKEOVER_WAIT_S", 0.2)
+    out = tmp_path / "bags"
+    first = _killed_recorders_bag(out, list(range(100)))
+    time.sleep(1.1)  # bags are named by the second they start
+    middle = _killed_recorders_bag(out, [*range(80, 100), *range(110, 120)])
+    third = _recording(out)
+    third.recover_at_start()
+    third.start("always")
+    new = Path(third.bag_path)
+    for i in range(150, 200):
+        s = 10 * S + i * PERIOD
+        third.on_message(IMU, _imu(s), s)
+    third.shutdown()
+    assert _manifest(first)["state"] == _manifest(middle)["state"] == "recovered"
+    stamps = [*_stamps(first, read_bag), *_stamps(middle, read_bag), *_stamps(new, read_bag)]
+    assert len(stamps) == len(set(stamps))  # the first bag's tail that the middle one holds is left out
+    indices = sorted((s - 10 * S) // PERIOD for s in stamps)
+    assert indices == [*range(100), *range(110, 120), *range(150, 200)]
+    closed = _manifest(new)
+    assert closed["takeover"]["lost"] == {IMU: 30} and closed["takeover"]["older_bags"] == [first.name]
+    ranges = sorted(map(tuple, closed["topics"][IMU]["loss_ranges"]))
+    assert ranges == [(10 * S + 120 * PERIOD, 10 * S + 149 * PERIOD, 30, "recorder restart")]
+    # the step inside the middle bag (100-109) is that bag's own, counted when it was recovered
+    assert [r[2] for r in _manifest(middle)["topics"][IMU]["loss_ranges"]] == [10]
+
+
+def test_a_stream_the_middle_bag_never_received_has_its_whole_step_counted(tmp_path: Path, monkeypatch) -> None:
+    """A recorder that took over and was killed deaf (nothing received): the step runs from the first
+    bag's last sample to the third bag's first."""
+    import rgbt.graph.recording as recording
+
+    monkeypatch.setattr(recording, "TAKEOVER_WAIT_S", 0.2)
+    out = tmp_path / "bags"
+    _killed_recorders_bag(out, list(range(100)))
+    time.sleep(1.1)
+    _killed_recorders_bag(out, [])
+    third = _recording(out)
+    third.recover_at_start()
+    third.start("always")
+    for i in range(150, 200):
+        s = 10 * S + i * PERIOD
+        third.on_message(IMU, _imu(s), s)
+    third.shutdown()
+    closed = _manifest(third.bag_path)
+    assert closed["takeover"]["lost"] == {IMU: 50}
+    assert closed["topics"][IMU]["loss_ranges"] == [[10 * S + 100 * PERIOD, 10 * S + 149 * PERIOD, 50,
+                                                    "recorder restart"]]
+
+
 def test_waiting_for_the_writer_to_catch_up_ends_when_it_stays_caught_up_or_at_the_bound(tmp_path: Path) -> None:
     from types import SimpleNamespace
 
