@@ -248,7 +248,10 @@ class LivenessJudge:
                 why = self._deaf(w, (node, topic), int(received), others, now)
                 if why:
                     matched = state.get("matched", {}).get(topic)
-                    return f"deaf: {node} {why}" + ("" if matched is None else f" ({matched} publisher(s) matched)")
+                    said = [] if matched is None else [f"{matched} publisher(s) matched"]
+                    if age_s > 2 * BEAT_PERIOD_S:  # its executor stopped too: blocked, not only deaf
+                        said.append(f"its last heartbeat {age_s:.1f} s old")
+                    return f"deaf: {node} {why}" + (f" ({'; '.join(said)})" if said else "")
         return ""
 
     @staticmethod

@@ -128,6 +128,21 @@ def test_deaf_when_others_publish_a_topic_it_subscribes_and_nothing_arrives(tmp_
     assert judge.check(now_ns=int(8 * S)) == {}
 
 
+def test_a_deaf_process_whose_heartbeat_stopped_too_is_said_to_be_blocked(tmp_path: Path) -> None:
+    """Deaf with a stale heartbeat: its executor is blocked (a flood of events, a lock), not only deaf."""
+    judge = LivenessJudge(tmp_path, run_delay=lambda pid: None, options=LivenessOptions(hang_timeout_s=100, deaf_timeout_s=5))
+    judge.watch("sources", 1, now_ns=0)
+    judge.watch("rec", 3, now_ns=0)
+    topic = "/imu/imu"
+    _beat(tmp_path, 3, int(1 * S), {"recorder": {"received": {topic: 200}, "matched": {topic: 1}}})  # then silent
+    why: dict[str, str] = {}
+    for t_s in [1 + k / 2 for k in range(14)]:  # checked every 0.5 s up to 7.5 s
+        _beat(tmp_path, 1, int(t_s * S), {"sync": {"sent": {topic: int(200 * t_s)}}})
+        why = judge.check(now_ns=int(t_s * S))
+    assert why["rec"].startswith(f"deaf: recorder received nothing on {topic}")
+    assert why["rec"].endswith("(1 publisher(s) matched; its last heartbeat 6.5 s old)")
+
+
 def test_deaf_needs_real_traffic(tmp_path: Path) -> None:
     judge = LivenessJudge(tmp_path, run_delay=lambda pid: None, options=LivenessOptions(hang_timeout_s=100, deaf_timeout_s=1))
     judge.watch("a", 1, now_ns=0)
