@@ -170,12 +170,17 @@ class RecorderNode(RgbtNode):
             self._lost_events += 1  # each one is a call on the executor (a flood of them is looked for)
             self.rec.lost(t, info.total_count_change)
 
-        events = SubscriptionEventCallbacks(message_lost=on_lost)
+        # A stream whose losses its stamps show (loss_ranges) takes no lost-message event: taking one
+        # waits for the middleware's reader lock (the GIL most likely held) while a take-over's 2 s of
+        # history arrive; all three recorders found hung or deaf after a take-over stood there
+        counted_by_stamps = topic in self.rec.expected_rates or topic in self.rec.same_stream
+        events = SubscriptionEventCallbacks(message_lost=None if counted_by_stamps else on_lost)
         if reliable:  # a volatile / best-effort publisher cannot match: subscribe less strictly (next tick)
             events.incompatible_qos = lambda info, t=topic: self._fall_back.add(t)
         self._recorded_subs[topic] = self.create_subscription(
             get_message(msgtype), topic, self.guard(lambda raw, t=topic: self.rec.on_message(t, raw, self.now_ns()),
-                                                    topic), qos, raw=True, event_callbacks=events)
+                                                    topic), qos, raw=True, event_callbacks=events,
+            message_lost_event=not counted_by_stamps)
         if topic not in self.subscribed_types:
             # the publishers' QoS (what ``ros2 bag play`` offers again)
             self.rec.add_topic(topic, msgtype, qos_to_yaml(qos_profile("reliable") if reliable else topic_qos(topic)))

@@ -123,10 +123,13 @@ class RgbtNode(Node):
 
     # -- QoS incompatibilities: counted, never silent -----------------------------------------------
     def create_subscription(self, msg_type, topic, callback, qos_profile, **kwargs):  # type: ignore[no-untyped-def]
+        """rclpy's, counting what arrives (liveness) and saying what the middleware lost or could not
+        match; ``message_lost_event=False``: no lost-message event (the caller counts losses itself)."""
+        lost_event = kwargs.pop("message_lost_event", True)
         events = kwargs.get("event_callbacks") or SubscriptionEventCallbacks()
         if events.incompatible_qos is None:
             events.incompatible_qos = lambda info, t=topic: self._qos_incompatible(t, "subscription", info)
-        if events.message_lost is None:
+        if events.message_lost is None and lost_event:
             events.message_lost = lambda info, t=topic: self._message_lost(t, info)
         kwargs["event_callbacks"] = events
         sub = super().create_subscription(msg_type, topic, self._count_received(topic, callback), qos_profile,
