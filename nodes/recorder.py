@@ -60,9 +60,6 @@ from rgbt.ros.spin import node_main
 from rgbt.seg.pipeline import lower_thread_priority
 from rgbt.topics import ARMED_TOPIC, stack_topic_types
 
-#: this many message_lost events between two ticks (0.25 s) are logged (a flood keeps the executor busy)
-LOST_EVENTS_SAID = 100
-
 
 class RecorderNode(RgbtNode):
     options_model = RecorderOptions
@@ -100,7 +97,6 @@ class RecorderNode(RgbtNode):
                                f"{self.plan.depths}, writer queue {self.plan.writer_bytes / 1e6:.0f} MB")
         # topic -> message type (not `subscribed`: RgbtNode.subscribed(publisher) is a method)
         self.subscribed_types: dict[str, str] = {}
-        self._lost_events = self._lost_events_said = 0  # middleware message_lost events, all topics
         self._recorded_subs: dict[str, Subscription] = {}
         # subscribed reliable (as the trigger sync publishes them) until a best-effort publisher shows up
         self.reliable = set(reliable_stack_topics(stack)) if o.reliable_stack else set()
@@ -167,7 +163,6 @@ class RecorderNode(RgbtNode):
             depth = depth or (o.input_depth if msgtype == "sensor_msgs/msg/Image" else 8 * o.input_depth)
             qos = qos_profile("latched" if durable else "reliable" if reliable else o.input_qos, depth)
         def on_lost(info: Any, t: str = topic) -> None:
-            self._lost_events += 1  # each one is a call on the executor (a flood of them is looked for)
             self.rec.lost(t, info.total_count_change)
 
         # A stream whose losses its stamps show (loss_ranges) takes no lost-message event: taking one
@@ -216,11 +211,6 @@ class RecorderNode(RgbtNode):
         if self._last_tick_ns is not None:
             self.diag.topic("executor_lag").tick(max(0, now - self._last_tick_ns - self._tick_period_ns))
         self._last_tick_ns = now
-        if self._lost_events - self._lost_events_said >= LOST_EVENTS_SAID:
-            self.get_logger().warning(f"{self._lost_events - self._lost_events_said} message_lost events from the "
-                                      f"middleware since the last tick ({self._lost_events} in all)")
-        self._lost_events_said = self._lost_events
-        self.diag.values["message_lost_events"] = str(self._lost_events)
         if self._fall_back:
             self._fall_back_to_best_effort()
         if len(self.subscribed_types) < len(self.wanted):

@@ -640,18 +640,7 @@ class Recording:
         gaps: dict[str, int] = {}
         duplicates = 0
         for old_bag, old_manifest in chain:
-            kept_first: dict[str, int] = {}
-            last_kept: dict[str, int] = {}
-
-            def keep(topic: str, msgtype: str, log_ns: int, data: bytes, cut: dict[str, int] = after,
-                     kept_first: dict[str, int] = kept_first, last_kept: dict[str, int] = last_kept) -> bool:
-                key = cdr_stamp_ns(data) if topic in stamped else log_ns
-                if topic in cut and key >= cut[topic]:
-                    return False
-                kept_first[topic] = min(kept_first.get(topic, key), key)
-                last_kept[topic] = max(last_kept.get(topic, key), key)
-                return True
-
+            keep, kept_first, last_kept = _keep_before(after, stamped)
             entry = self._recover(old_bag, old_manifest, keep)
             duplicates += int(entry.get("duplicates_skipped", 0))
             for topic, hz in self.expected_rates.items():
@@ -842,6 +831,25 @@ def _manifests(out_dir: Path) -> list[tuple[Path, dict]]:
         except (OSError, ValueError):
             continue
     return out
+
+
+def _keep_before(cut: dict[str, int], stamped: set[str]
+                 ) -> tuple[Callable[[str, str, int, bytes], bool], dict[str, int], dict[str, int]]:
+    """A ``keep`` filter for :func:`rgbt.bag.recover.recover_bag` that keeps each stream's messages
+    before ``cut[topic]`` (header stamp for ``stamped`` topics, else log time), and the first and
+    last key it kept per topic (filled as it runs)."""
+    kept_first: dict[str, int] = {}
+    last_kept: dict[str, int] = {}
+
+    def keep(topic: str, msgtype: str, log_ns: int, data: bytes) -> bool:
+        key = cdr_stamp_ns(data) if topic in stamped else log_ns
+        if topic in cut and key >= cut[topic]:
+            return False
+        kept_first[topic] = min(kept_first.get(topic, key), key)
+        last_kept[topic] = max(last_kept.get(topic, key), key)
+        return True
+
+    return keep, kept_first, last_kept
 
 
 def unfinished_bags(out_dir: Path) -> list[tuple[Path, dict]]:

@@ -284,7 +284,6 @@ class BackgroundNode:
         return False
 
 
-
 def middleware_stuck() -> bool:
     """Whether a :class:`BackgroundNode` of this process could not be shut down: the process should
     then end with ``os._exit`` (the interpreter's own teardown would wait on the same deadlock)."""

@@ -130,9 +130,9 @@ class FusionStage:
         self, thermal_u16: np.ndarray, rgb_u8: np.ndarray | None
     ) -> tuple[np.ndarray, np.ndarray | None] | None:
         """The pair at the model's input size (``resize_first``), or None where that does not apply."""
-        h, w, fit = self._model_input()
-        if not self.options.resize_first or not isinstance(thermal_u16, np.ndarray) or thermal_u16.ndim != 2:
+        if not self.options.resize_first:
             return None
+        h, w, fit = self._model_input()
         small = shrink_to_input(thermal_u16, (h, w), fit)
         if small is None:
             return None
