@@ -234,11 +234,12 @@ class TriggerSyncOptions(NodeOptions):
     # the restamped stack topics are what the recorder keeps: reliable, so a sample the transport drops
     # (a peer process killed mid-transfer stalls shared memory ~1 s) is repaired from the history
     output_qos: QosName = "reliable"
-    # ... and transient local, their history (output_history_s of each stream: ~2 s is ~220 MB for the
-    # CART stack's cameras) kept for a recorder that restarts: it covers the recorder's take-over (the
-    # warm spare's start and subscription), so a killed recorder loses nothing (rgbt.graph.recording)
+    # ... and transient local, their history (output_history_s of each stream: ~3 s is ~330 MB for the
+    # CART stack's cameras) kept for a recorder that restarts: it covers what the killed recorder had
+    # not written yet (its writer up to ~1.2 s behind) and the take-over (the warm spare's start and
+    # subscription, 0.4-0.8 s), so a killed recorder loses nothing (rgbt.graph.recording)
     durable_output: bool = True
-    output_history_s: float = Field(2.0, gt=0)
+    output_history_s: float = Field(3.0, gt=0)
     raw_prefix: str = RAW_PREFIX
     cameras: list[str] = Field(default_factory=lambda: ["thermal", "color", "mono"])
     restamper: dict[str, Any] = Field(default_factory=dict)  # rgbt.sync.RestamperOptions fields

@@ -83,6 +83,12 @@ TAKEOVER_SETTLE_S, TAKEOVER_RESERVE_MAX_S = 2.0, 30.0
 CHECKPOINT_S = 1.0
 #: stamps of a stream may arrive this much out of order (s): steps are counted once they are older
 REORDER_S = 3.0
+#: a camera or IMU stream whose newest stamp is this much older (s) than the newest of the others when
+#: a recording ends fell silent: what it did not deliver up to that newest stamp is lost (a camera gone
+#: for good, a stream a restarted recorder never received); less is still in transit at the stop
+SILENT_TAIL_S = 0.5
+#: message types stamped on one clock by the trigger sync (the cameras' and the IMU's)
+TRIGGER_CLOCK_TYPES = frozenset({"sensor_msgs/msg/Image", "sensor_msgs/msg/Imu"})
 #: the writer thread flushes (closes the chunk, fsyncs) after this long without a message (s)
 IDLE_FLUSH_S = 0.5
 #: why no new bag starts until it clears (``Recording.hold``)
@@ -466,7 +472,10 @@ class Recording:
             sink.info["finished"] = True
             self._count_steps(sink, final=True)
             # the next bag continues this one (a split, a write error): its first stamps follow these
-            self.seed_last = sink.newest() if reason == "split" or reason.startswith("write error") else {}
+            sink.continued = reason == "split" or reason.startswith("write error")
+            self.seed_last = sink.newest() if sink.continued else {}
+            if not sink.continued:
+                self._count_silent_tails(sink)
             self.flight_bytes += sink.info["bytes"]
             self.handed, self.done = self.handed + sink.accepted, self.done + sink.accepted
         self._write_manifest(sink, reason, state="closed", fsync=True)
@@ -504,6 +513,27 @@ class Recording:
                 sink.stamps[topic] = array("q", (s for s in arr if s > horizon))
                 if carried:
                     sink.carried[topic] = array("q", (s for s in carried if s > prev - period))
+
+    def _clocked_streams(self) -> list[str]:
+        """The known-rate streams stamped on the trigger sync's clock (cameras, IMU)."""
+        return [t for t in self.expected_rates if self.topics.get(t, ("",))[0] in TRIGGER_CLOCK_TYPES]
+
+    def _count_silent_tails(self, sink: _BagSink) -> None:
+        """At the end of a recording (not continued by another bag): a camera or IMU stream silent for
+        over :data:`SILENT_TAIL_S` before the newest stamp of the others lost every sample of its rate
+        from its last stamp up to that one (less what its before-lock topic carried meanwhile)."""
+        newest = sink.newest()
+        clocked = [t for t in self._clocked_streams() if t in newest]
+        if not clocked:
+            return
+        end = max(newest[t] for t in clocked)
+        for topic in clocked:
+            last, period = newest[topic], int(1e9 / self.expected_rates[topic])
+            if end - last <= SILENT_TAIL_S * 1e9:
+                continue
+            n = (end - last) // period
+            carried = sorted(s for s in sink.carried.get(topic, ()) if last < s <= end + period)
+            sink.gap(topic, last + period, last + n * period, max(0, n - len(carried)))
 
     def split(self) -> tuple[bool, str]:
         reason = self.started_by or "manual"
@@ -650,11 +680,34 @@ class Recording:
                     if n:
                         sink.gap(topic, last_kept[topic] + period, after[topic] - period, n, RECORDER_RESTART)
                         gaps[topic] = gaps.get(topic, 0) + n
+            for topic, n in self._never_received(sink, after, last_kept).items():
+                gaps[topic] = gaps.get(topic, 0) + n
             after = {**after, **kept_first}
         self.later = []
         sink.info["takeover"] = {"bag": bag.name, "duplicates_skipped": duplicates, "lost": gaps,
                                  "waited_s": round(waited, 2), "older_bags": [b.name for b, _ in chain[1:]]}
         self.previous = None
+
+    def _never_received(self, sink: _BagSink, after: dict[str, int], last_kept: dict[str, int]) -> dict[str, int]:
+        """The camera / IMU streams an old bag holds (``last_kept``: its last kept stamp of each) that
+        ``sink``'s bag, which continues it, never received: when a bag continues that one (a split),
+        its first stamps follow the old bag's; else each lost every sample of its rate up to the
+        newest stamp of the others (:meth:`_count_silent_tails`). Returns the counts written."""
+        newest = sink.newest()
+        ends = [newest[t] for t in self._clocked_streams() if t in newest]
+        out: dict[str, int] = {}
+        for topic in self._clocked_streams():
+            if topic in after or topic not in last_kept:
+                continue
+            if sink.continued:
+                self.seed_last.setdefault(topic, last_kept[topic])
+                continue
+            period = int(1e9 / self.expected_rates[topic])
+            n = (max(ends) - last_kept[topic]) // period if ends else 0
+            if n > 0:
+                sink.gap(topic, last_kept[topic] + period, last_kept[topic] + n * period, n, RECORDER_RESTART)
+                out[topic] = n
+        return out
 
     def _join_takeover(self) -> None:
         """Let the take-over recover the old bag now (the continuing bag is closing) and wait for it."""
@@ -946,6 +999,7 @@ class _BagSink:
         self.carried: dict[str, array] = {}  # stream -> stamps its before-lock topic carried
         self.seed: dict[str, int] = {}  # stream -> the newest stamp of the bag this one continues
         self.settled: dict[str, int] = {}  # stream -> the newest stamp whose steps are counted
+        self.continued = False  # closed for a bag that continues it (a split, a write error)
         self._recent: dict[str, deque] = {}
         self.queue: queue.SimpleQueue = queue.SimpleQueue()
         self.queued_bytes = 0  # everything queued so far (the size cap counts these)

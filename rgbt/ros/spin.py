@@ -17,7 +17,9 @@ modules and what they load at start (``RgbtNode.prewarm``) and creates its DDS p
 hidden placeholder node, :data:`STANDBY_NODE`: the participant is what makes a process's first
 node slow, 1.2-2.5 s of a loaded 2-core host, and once it exists the other processes have
 discovered it), then waits for one line on stdin before it creates the nodes, so a restart skips
-the interpreter's, the libraries' and the middleware's start-up. A spare in standby exits at once,
+the interpreter's, the libraries' and the middleware's start-up. It says it is ready (``--ready-file``)
+once its participant has discovered the graph (:class:`GraphDiscovery`): taken over earlier, its
+subscriptions waited seconds for their publishers. A spare in standby exits at once,
 cleanly and without starting, on SIGTERM / SIGINT or at the end of its input.
 
 Started by ``rgbt up`` (``RGBT_LAUNCHER_PID`` in the environment), the process first ties its life
@@ -350,10 +352,16 @@ def main(argv: list[str] | None = None) -> int:
     if not args.standby:
         return run_nodes(factories, ["rgbt", *ros_args], args.duration)
     placeholder = standby_placeholder(["rgbt", *ros_args])
-    if args.ready_file:
-        with open(args.ready_file, "w") as fh:
-            fh.write(str(os.getpid()))
-    if not wait_for_start():  # the supervisor went away or stopped the graph: never started
+    discovery = GraphDiscovery(placeholder, graph_node_names(ros_args))
+
+    def ready_once_discovered() -> None:  # ready: a take-over now matches its peers at once
+        if args.ready_file and discovery.done():
+            with open(args.ready_file, "w") as fh:
+                fh.write(str(os.getpid()))
+            args.ready_file = None
+            _say(f"rgbt.ros.spin: warm spare ready ({discovery.describe()})")
+
+    if not wait_for_start(ready_once_discovered):  # the supervisor went away or stopped the graph: never started
         placeholder.destroy_node()
         rclpy.try_shutdown()
         return 0
@@ -375,13 +383,65 @@ def set_oom_score_adj(value: int) -> str:
 
 
 #: how often (s) a warm spare waiting for its start line looks at the signals it received
-STANDBY_POLL_S = 0.25
+STANDBY_POLL_S = 0.1
+#: a warm spare is ready once every node of the graph is discovered and the topics seen have not
+#: changed for DISCOVERY_SETTLE_S, or after DISCOVERY_MAX_S whatever it has found (s)
+DISCOVERY_SETTLE_S, DISCOVERY_MAX_S = 0.5, 15.0
 
 
-def wait_for_start() -> bool:
+def graph_node_names(ros_args: list[str]) -> set[str]:
+    """The nodes of the graph a process belongs to: the names in its ``--params-file`` (``rgbt up``
+    writes one for the whole profile); empty without one."""
+    import yaml
+
+    names: set[str] = set()
+    for i, arg in enumerate(ros_args[:-1]):
+        if arg == "--params-file":
+            try:
+                with open(ros_args[i + 1]) as fh:
+                    data = yaml.safe_load(fh) or {}
+            except (OSError, yaml.YAMLError):
+                continue
+            names |= {str(k).lstrip("/") for k in data if str(k) != "/**"}
+    return names
+
+
+class GraphDiscovery:
+    """Whether a warm spare's DDS participant has discovered the graph: a participant that is merely
+    created learns the others' endpoints over the next seconds (the periodic announcements of a
+    loaded 2-core host), and a recorder that took over then matched its publishers 1.2-4.6 s after
+    subscribing (``rgbt bench faults --fault kill_recorder``: 1-4 s of every stream lost), against
+    milliseconds once discovery is complete."""
+
+    def __init__(self, node: Node, expected: set[str], settle_s: float = DISCOVERY_SETTLE_S,
+                 max_s: float = DISCOVERY_MAX_S) -> None:
+        self.node, self.expected, self.settle_s, self.max_s = node, set(expected), settle_s, max_s
+        self.t0 = time.monotonic()
+        self._topics: list[tuple[str, list[str]]] = []
+        self._since = self.t0
+        self.missing = set(self.expected)
+
+    def done(self) -> bool:
+        now = time.monotonic()
+        self.missing = self.expected - set(self.node.get_node_names())
+        topics = sorted(self.node.get_topic_names_and_types())
+        if topics != self._topics:
+            self._topics, self._since = topics, now
+        settled = not self.missing and now - self._since >= self.settle_s
+        return settled or now - self.t0 >= self.max_s
+
+    def describe(self) -> str:
+        took = f"{time.monotonic() - self.t0:.1f} s"
+        if self.missing:
+            return f"after {took}; not discovered: {', '.join(sorted(self.missing))}"
+        return f"graph discovered in {took}: {len(self.expected)} nodes, {len(self._topics)} topics"
+
+
+def wait_for_start(on_poll: Callable[[], None] = lambda: None) -> bool:
     """A warm spare's wait for its start line on stdin: True when it came; False at end of input
     (the launcher stopped the graph or is gone) or on SIGTERM / SIGINT (its launcher died:
     ``PR_SET_PDEATHSIG``; or a stop by PID), so a spare in standby exits promptly and cleanly.
+    ``on_poll`` runs every :data:`STANDBY_POLL_S` meanwhile (the readiness check).
 
     The handlers are the default ones again when this returns (a signal after it ends the process
     before :func:`run_nodes` installs its own, while no node exists yet)."""
@@ -394,6 +454,7 @@ def wait_for_start() -> bool:
     line = ""
     try:
         while not stop["signal"]:
+            on_poll()
             if select.select([sys.stdin], [], [], STANDBY_POLL_S)[0]:
                 line = sys.stdin.readline()
                 break

@@ -46,6 +46,16 @@ def _recording(out: Path, flight: str = "f1", writer_factory=None, **kw) -> Reco
     return rec
 
 
+SECOND = "/second/imu"  # a second stream on the trigger clock (a camera's place), 50 Hz
+PERIOD2 = 20_000_000
+
+
+def _with_second_stream(rec: Recording) -> Recording:
+    rec.add_topic(SECOND, "sensor_msgs/msg/Imu")
+    rec.expected_rates = {IMU: 200.0, SECOND: 50.0}
+    return rec
+
+
 def _manifest(bag: str | Path) -> dict:
     return json.loads((Path(bag) / MANIFEST).read_text())
 
@@ -54,15 +64,18 @@ def _stamps(bag: Path, read_bag) -> list[int]:  # type: ignore[no-untyped-def]
     return [m.header.stamp.sec * S + m.header.stamp.nanosec for _, m, _ in read_bag(bag).get(IMU, [])]
 
 
-def _killed_recorders_bag(out: Path, samples: list[int]) -> Path:
-    """A recorder that writes IMU ``samples`` (indices) and is "killed": its writer thread ends without
-    closing the file (whole chunks on disk, as a SIGKILL leaves it), its manifest names a PID that is gone."""
-    first = _recording(out)
+def _killed_recorders_bag(out: Path, samples: list[int], second: bool = False) -> Path:
+    """A recorder that writes IMU ``samples`` (indices; with ``second``, every 4th on :data:`SECOND`
+    too) and is "killed": its writer thread ends without closing the file (whole chunks on disk, as
+    a SIGKILL leaves it), its manifest names a PID that is gone."""
+    first = _with_second_stream(_recording(out)) if second else _recording(out)
     first.start("always")
     old = Path(first.bag_path)
     for i in samples:
         s = 10 * S + i * PERIOD
         first.on_message(IMU, _imu(s), s)
+        if second and i % 4 == 0:
+            first.on_message(SECOND, _imu(s), s)
     first.sink.queue.put(None)
     first.sink.thread.join()
     first.sink.writer._file.close_chunk()
@@ -292,6 +305,60 @@ def test_a_stream_the_middle_bag_never_received_has_its_whole_step_counted(tmp_p
     assert closed["takeover"]["lost"] == {IMU: 50}
     assert closed["topics"][IMU]["loss_ranges"] == [[10 * S + 100 * PERIOD, 10 * S + 149 * PERIOD, 50,
                                                     "recorder restart"]]
+
+
+def test_a_stream_silent_at_the_end_of_a_recording_is_lost_up_to_the_newest_stamp_of_the_others(
+        tmp_path: Path) -> None:
+    """The IMU flows for 2 s; the second stream stops after 0.5 s (a camera gone for good): its
+    manifest counts every sample of its rate from its last stamp to the IMU's newest. A stream only
+    a little behind at the stop (in transit) is not counted."""
+    rec = _with_second_stream(_recording(tmp_path / "bags"))
+    rec.start("always")
+    for i in range(400):
+        s = 10 * S + i * PERIOD
+        rec.on_message(IMU, _imu(s), s)
+        if i % 4 == 0 and i < 100:
+            rec.on_message(SECOND, _imu(s), s)
+    rec.shutdown()
+    last, end = 10 * S + 96 * PERIOD, 10 * S + 399 * PERIOD
+    n = (end - last) // PERIOD2
+    topics = _manifest(rec.bags[0])["topics"]
+    assert topics[SECOND]["loss_ranges"] == [[last + PERIOD2, last + n * PERIOD2, n, "not received"]]
+    assert n == 75 and topics[IMU]["loss_ranges"] == []
+
+    rec = _with_second_stream(_recording(tmp_path / "bags2"))
+    rec.start("always")
+    for i in range(400):
+        s = 10 * S + i * PERIOD
+        rec.on_message(IMU, _imu(s), s)
+        if i % 4 == 0 and i < 360:  # 0.2 s behind at the stop: within SILENT_TAIL_S
+            rec.on_message(SECOND, _imu(s), s)
+    rec.shutdown()
+    assert _manifest(rec.bags[0])["topics"][SECOND]["loss_ranges"] == []
+
+
+def test_a_stream_the_take_over_never_receives_is_lost_to_the_end_of_the_recording(tmp_path: Path,
+                                                                                 monkeypatch) -> None:
+    """The killed recorder's bag holds both streams; the recorder that takes over receives the IMU
+    only: the second stream is lost from the old bag's last sample to the IMU's newest stamp."""
+    import rgbt.graph.recording as recording
+
+    monkeypatch.setattr(recording, "TAKEOVER_WAIT_S", 0.2)
+    out = tmp_path / "bags"
+    _killed_recorders_bag(out, list(range(100)), second=True)
+    second = _with_second_stream(_recording(out))
+    second.recover_at_start()
+    second.start("always")
+    for i in range(100, 300):
+        s = 10 * S + i * PERIOD
+        second.on_message(IMU, _imu(s), s)
+    second.shutdown()
+    closed = _manifest(second.bag_path)
+    last, end = 10 * S + 96 * PERIOD, 10 * S + 299 * PERIOD
+    n = (end - last) // PERIOD2
+    assert closed["takeover"]["lost"] == {SECOND: n}
+    assert closed["topics"][SECOND]["loss_ranges"] == [[last + PERIOD2, last + n * PERIOD2, n, "recorder restart"]]
+    assert closed["topics"][IMU]["loss_ranges"] == []
 
 
 def test_waiting_for_the_writer_to_catch_up_ends_when_it_stays_caught_up_or_at_the_bound(tmp_path: Path) -> None:

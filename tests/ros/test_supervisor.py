@@ -254,3 +254,35 @@ def test_spares_start_one_at_a_time_the_recorders_first(tmp_path: Path, stop_aft
     assert _run(sup, 10.0, until=lambda: "second" in graph.spares) is None
     assert graph.spare_ready("first") and not graph.spare_ready("recorder")
     assert [m.split("'")[1] for m in log if "warm spare" in m] == ["recorder", "first", "second"]
+
+
+@pytest.mark.ros
+def test_a_warm_spare_is_ready_once_it_has_discovered_the_graphs_nodes(ros_env: dict, tmp_path: Path) -> None:
+    """A spare's readiness (``rgbt.ros.spin.GraphDiscovery``): the nodes named in the graph's params
+    file, seen by a real second participant once they are discovered; a node that never comes holds
+    it back until the bound, and is named."""
+    import yaml
+
+    from rgbt.ros.spin import BackgroundNode, GraphDiscovery, graph_node_names
+
+    params = tmp_path / "params.yaml"
+    params.write_text(yaml.safe_dump({"present": {"ros__parameters": {}}, "absent": {"ros__parameters": {}},
+                                      "/**": {"ros__parameters": {}}}))
+    assert graph_node_names(["--ros-args", "--params-file", str(params)]) == {"present", "absent"}
+    assert graph_node_names(["--ros-args", "-p", "x:=1"]) == set()
+    present, spare = BackgroundNode("present"), BackgroundNode("spare_probe")
+    present.start()
+    try:
+        found = GraphDiscovery(spare.node, {"present"}, settle_s=0.2, max_s=30.0)
+        deadline = time.monotonic() + 30
+        while not found.done():
+            assert time.monotonic() < deadline, found.describe()
+            time.sleep(0.05)
+        assert "graph discovered" in found.describe()
+        waiting = GraphDiscovery(spare.node, {"present", "absent"}, settle_s=0.2, max_s=1.0)
+        assert not waiting.done()
+        time.sleep(1.1)
+        assert waiting.done() and "not discovered: absent" in waiting.describe()
+    finally:
+        present.close()
+        spare.close()
