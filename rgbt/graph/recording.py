@@ -83,10 +83,6 @@ TAKEOVER_SETTLE_S, TAKEOVER_RESERVE_MAX_S = 2.0, 30.0
 CHECKPOINT_S = 1.0
 #: stamps of a stream may arrive this much out of order (s): steps are counted once they are older
 REORDER_S = 3.0
-#: a camera or IMU stream whose newest stamp is this much older (s) than the newest of the others when
-#: a recording ends fell silent: what it did not deliver up to that newest stamp is lost (a camera gone
-#: for good, a stream a restarted recorder never received); less is still in transit at the stop
-SILENT_TAIL_S = 0.5
 #: message types stamped on one clock by the trigger sync (the cameras' and the IMU's)
 TRIGGER_CLOCK_TYPES = frozenset({"sensor_msgs/msg/Image", "sensor_msgs/msg/Imu"})
 #: the writer thread flushes (closes the chunk, fsyncs) after this long without a message (s)
@@ -474,8 +470,8 @@ class Recording:
             # the next bag continues this one (a split, a write error): its first stamps follow these
             sink.continued = reason == "split" or reason.startswith("write error")
             self.seed_last = sink.newest() if sink.continued else {}
-            if not sink.continued:
-                self._count_silent_tails(sink)
+            if not sink.continued and not self.hold:  # held: what arrives later is counted as it comes
+                self._count_tails(sink)
             self.flight_bytes += sink.info["bytes"]
             self.handed, self.done = self.handed + sink.accepted, self.done + sink.accepted
         self._write_manifest(sink, reason, state="closed", fsync=True)
@@ -518,10 +514,11 @@ class Recording:
         """The known-rate streams stamped on the trigger sync's clock (cameras, IMU)."""
         return [t for t in self.expected_rates if self.topics.get(t, ("",))[0] in TRIGGER_CLOCK_TYPES]
 
-    def _count_silent_tails(self, sink: _BagSink) -> None:
-        """At the end of a recording (not continued by another bag): a camera or IMU stream silent for
-        over :data:`SILENT_TAIL_S` before the newest stamp of the others lost every sample of its rate
-        from its last stamp up to that one (less what its before-lock topic carried meanwhile)."""
+    def _count_tails(self, sink: _BagSink) -> None:
+        """At the end of a recording (not continued by another bag): each camera or IMU stream lost
+        every sample of its rate from its last stamp up to the newest stamp of the others (less what
+        its before-lock topic carried meanwhile): frames still in transit when the recording stopped,
+        a camera gone for good, a stream a recorder that took over never received."""
         newest = sink.newest()
         clocked = [t for t in self._clocked_streams() if t in newest]
         if not clocked:
@@ -529,9 +526,9 @@ class Recording:
         end = max(newest[t] for t in clocked)
         for topic in clocked:
             last, period = newest[topic], int(1e9 / self.expected_rates[topic])
-            if end - last <= SILENT_TAIL_S * 1e9:
-                continue
             n = (end - last) // period
+            if n <= 0:
+                continue
             carried = sorted(s for s in sink.carried.get(topic, ()) if last < s <= end + period)
             sink.gap(topic, last + period, last + n * period, max(0, n - len(carried)))
 
@@ -692,7 +689,7 @@ class Recording:
         """The camera / IMU streams an old bag holds (``last_kept``: its last kept stamp of each) that
         ``sink``'s bag, which continues it, never received: when a bag continues that one (a split),
         its first stamps follow the old bag's; else each lost every sample of its rate up to the
-        newest stamp of the others (:meth:`_count_silent_tails`). Returns the counts written."""
+        newest stamp of the others (:meth:`_count_tails`). Returns the counts written."""
         newest = sink.newest()
         ends = [newest[t] for t in self._clocked_streams() if t in newest]
         out: dict[str, int] = {}
