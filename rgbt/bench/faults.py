@@ -91,9 +91,10 @@ STEP_S = 5.0
 DEVICE_BUFFER_S = 0.3
 #: the recorder's flight size cap in the disk_full flight (MB; the full stack writes ~110 MB/s)
 CAP_MB = 250.0
-#: a kill waits at most this long (s) for its group's warm spare to be ready (imports, DDS participant:
-#: the steady state of a recording), and flights with kills simulate this much longer to leave room
-SPARE_WAIT_S = 8.0
+#: a kill waits at most this long (s) for its group's warm spare to be ready (imports, DDS participant,
+#: the graph discovered: the steady state of a recording; spares start one at a time, the fourth ready
+#: ~15-20 s after the graph on a loaded 2-core host), and flights with kills simulate this much longer
+SPARE_WAIT_S = 15.0
 #: seconds between two faults of one flight (--quick)
 SPACING_S = 4.5
 #: the quick set (CI): kills, a hang and a host-clock step that leave the sources up, and the sources' kill

@@ -162,14 +162,27 @@ class Graph:
         return None if self.workdir is None else self.workdir / f"spare_{group}.ready"
 
     def spare_ready(self, group: str) -> bool:
-        """``group`` has a live warm spare that has finished its start-up (imports, DDS participant)."""
+        """``group`` has a live warm spare that has finished its start-up (imports, DDS participant)
+        and discovered the graph: its ready file holds its PID alone."""
+        return self._spare_says(group) == "ready"
+
+    def spare_started_up(self, group: str) -> bool:
+        """``group`` has a live warm spare past its imports (its ready file names its PID; it may
+        still be discovering the graph, which costs little CPU)."""
+        return self._spare_says(group) in ("ready", "discovering")
+
+    def _spare_says(self, group: str) -> str:
+        """A live spare's ready file: ``ready`` (its PID), ``discovering`` (its PID and that word) or ""."""
         spare, path = self.spares.get(group), self.spare_ready_path(group)
         if spare is None or spare.poll() is not None or path is None:
-            return False
+            return ""
         try:
-            return path.read_text().strip() == str(spare.pid)
+            words = path.read_text().split()
         except OSError:
-            return False
+            return ""
+        if not words or words[0] != str(spare.pid):
+            return ""
+        return "ready" if len(words) == 1 else "discovering"
 
     def activate_spare(self, group: str) -> subprocess.Popen | None:
         """Let ``group``'s warm spare start its nodes and make it the group's process; None when there

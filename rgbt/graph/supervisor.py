@@ -19,9 +19,10 @@ interpreter's share of the work (rclpy, numpy, OpenCV, onnxruntime, the node mod
 A restart hands the group to it (a line on its stdin), so the new nodes start without that
 start-up (about 1 s of CPU per group here, several seconds of wall time on a loaded 2-core host);
 a new spare follows ``spare_delay_s`` later, once the restart has settled. Spares start one at a
-time, the recorder's first (the next once the last is ready, or ``spare_start_max_s`` after it
-started): four interpreters importing together beside the running graph took 6-8 s on a loaded
-2-core host, and a recorder killed in that time had no spare to take over. A spare costs the
+time, the recorder's first (the next once the last is past its imports, or ``spare_start_max_s``
+after it started): four interpreters importing together beside the running graph took 6-8 s on a
+loaded 2-core host, and a recorder killed in that time had no spare to take over. A spare is
+ready once its DDS participant has discovered the graph (``rgbt.ros.spin.GraphDiscovery``). A spare costs the
 memory of an idle interpreter with those libraries (101-128 MB RSS measured); a dead spare means a cold start.
 
 Known limit (Fast DDS, eProsima/Fast-DDS issues 5053 and 6117): after a ``kill -9`` under heavy CPU
@@ -313,13 +314,13 @@ class Supervisor:
                 return
 
     def _spare_settled(self, group: str) -> bool:
-        """``group``'s last spare no longer needs the machine for its start-up: ready, gone (used or
+        """``group``'s last spare no longer needs the machine for its start-up: past its imports, gone (used or
         dead), or a graph that cannot tell (no ready file)."""
         ready_path = getattr(self.graph, "spare_ready_path", lambda _g: None)
         if group not in getattr(self.graph, "spares", {}) or ready_path(group) is None:
             return True
         spare = self.graph.spares[group]
-        return spare.poll() is not None or self.graph.spare_ready(group)
+        return spare.poll() is not None or self.graph.spare_started_up(group)
 
     def _restart(self, group: str, now: float) -> None:
         st = self.state[group]

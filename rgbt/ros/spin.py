@@ -123,6 +123,8 @@ def freeze_startup_objects() -> None:
     gc.freeze()
 
 
+#: what a warm spare's ready file says after its PID while its participant discovers the graph
+DISCOVERING = "discovering"
 #: name of a warm spare's placeholder node (hidden: leading underscore; no parameter services, no rosout)
 STANDBY_NODE = "_rgbt_standby"
 
@@ -353,6 +355,9 @@ def main(argv: list[str] | None = None) -> int:
         return run_nodes(factories, ["rgbt", *ros_args], args.duration)
     placeholder = standby_placeholder(["rgbt", *ros_args])
     discovery = GraphDiscovery(placeholder, graph_node_names(ros_args))
+    if args.ready_file:  # started up (the next spare may start); ready once it has discovered the graph
+        with open(args.ready_file, "w") as fh:
+            fh.write(f"{os.getpid()} {DISCOVERING}")
 
     def ready_once_discovered() -> None:  # ready: a take-over now matches its peers at once
         if args.ready_file and discovery.done():
