@@ -87,6 +87,19 @@ def _killed_recorders_bag(out: Path, samples: list[int], second: bool = False) -
     return old
 
 
+def _take_over(out: Path, samples: range, rec: Recording | None = None) -> Recording:
+    """A recorder (``rec``, default a plain one) that starts, takes over this flight's open bags, records
+    IMU ``samples`` (indices) and shuts down."""
+    rec = rec or _recording(out)
+    rec.recover_at_start()
+    rec.start("always")
+    for i in samples:
+        s = 10 * S + i * PERIOD
+        rec.on_message(IMU, _imu(s), s)
+    rec.shutdown()
+    return rec
+
+
 def test_loss_log_merges_a_run_of_one_cause_and_counts_steps() -> None:
     log = LossLog()
     for stamp in (10, 15, 20):
@@ -294,13 +307,7 @@ def test_a_stream_the_middle_bag_never_received_has_its_whole_step_counted(tmp_p
     _killed_recorders_bag(out, list(range(100)))
     time.sleep(1.1)
     _killed_recorders_bag(out, [])
-    third = _recording(out)
-    third.recover_at_start()
-    third.start("always")
-    for i in range(150, 200):
-        s = 10 * S + i * PERIOD
-        third.on_message(IMU, _imu(s), s)
-    third.shutdown()
+    third = _take_over(out, range(150, 200))
     closed = _manifest(third.bag_path)
     assert closed["takeover"]["lost"] == {IMU: 50}
     assert closed["topics"][IMU]["loss_ranges"] == [[10 * S + 100 * PERIOD, 10 * S + 149 * PERIOD, 50,
@@ -346,13 +353,7 @@ def test_a_stream_the_take_over_never_receives_is_lost_to_the_end_of_the_recordi
     monkeypatch.setattr(recording, "TAKEOVER_WAIT_S", 0.2)
     out = tmp_path / "bags"
     _killed_recorders_bag(out, list(range(100)), second=True)
-    second = _with_second_stream(_recording(out))
-    second.recover_at_start()
-    second.start("always")
-    for i in range(100, 300):
-        s = 10 * S + i * PERIOD
-        second.on_message(IMU, _imu(s), s)
-    second.shutdown()
+    second = _take_over(out, range(100, 300), _with_second_stream(_recording(out)))
     closed = _manifest(second.bag_path)
     last, end = 10 * S + 96 * PERIOD, 10 * S + 299 * PERIOD
     n = (end - last) // PERIOD2
