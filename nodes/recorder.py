@@ -166,9 +166,9 @@ class RecorderNode(RgbtNode):
             self.rec.lost(t, info.total_count_change)
 
         # A stream whose losses its stamps show (loss_ranges) takes no lost-message event: taking one
-        # waits for the middleware's reader lock (the GIL most likely held) while a take-over's 2 s of
-        # history arrive; all three recorders found hung or deaf after a take-over stood there
-        counted_by_stamps = topic in self.rec.expected_rates or topic in self.rec.same_stream
+        # waits for the middleware's reader lock (the GIL most likely held) while a take-over's history
+        # arrives; all three recorders found hung or deaf after a take-over stood there
+        counted_by_stamps = self.rec.counted_by_stamps(topic)
         events = SubscriptionEventCallbacks(message_lost=None if counted_by_stamps else on_lost)
         if reliable:  # a volatile / best-effort publisher cannot match: subscribe less strictly (next tick)
             events.incompatible_qos = lambda info, t=topic: self._fall_back.add(t)

@@ -521,16 +521,21 @@ class Recording:
         a camera gone for good, a stream a recorder that took over never received."""
         newest = sink.newest()
         clocked = [t for t in self._clocked_streams() if t in newest]
-        if not clocked:
-            return
-        end = max(newest[t] for t in clocked)
-        for topic in clocked:
-            last, period = newest[topic], int(1e9 / self.expected_rates[topic])
-            n = (end - last) // period
-            if n <= 0:
-                continue
-            carried = sorted(s for s in sink.carried.get(topic, ()) if last < s <= end + period)
-            sink.gap(topic, last + period, last + n * period, max(0, n - len(carried)))
+        if clocked:
+            end = max(newest[t] for t in clocked)
+            for topic in clocked:
+                self._lost_until(sink, topic, newest[topic], end, NOT_RECEIVED)
+
+    def _lost_until(self, sink: _BagSink, topic: str, last: int, end: int, cause: str) -> int:
+        """Write into ``sink``'s loss ranges the samples of ``topic``'s rate after its stamp ``last``
+        up to ``end`` (ns), less what its before-lock topic carried meanwhile; returns the count."""
+        period = int(1e9 / self.expected_rates[topic])
+        steps = (end - last) // period
+        if steps <= 0:
+            return 0
+        n = max(0, steps - sum(1 for s in sink.carried.get(topic, ()) if last < s <= end + period))
+        sink.gap(topic, last + period, last + steps * period, n, cause)
+        return n
 
     def split(self) -> tuple[bool, str]:
         reason = self.started_by or "manual"
@@ -691,20 +696,22 @@ class Recording:
         its first stamps follow the old bag's; else each lost every sample of its rate up to the
         newest stamp of the others (:meth:`_count_tails`). Returns the counts written."""
         newest = sink.newest()
-        ends = [newest[t] for t in self._clocked_streams() if t in newest]
+        clocked = self._clocked_streams()
+        end = max((newest[t] for t in clocked if t in newest), default=None)
         out: dict[str, int] = {}
-        for topic in self._clocked_streams():
+        for topic in clocked:
             if topic in after or topic not in last_kept:
                 continue
             if sink.continued:
                 self.seed_last.setdefault(topic, last_kept[topic])
-                continue
-            period = int(1e9 / self.expected_rates[topic])
-            n = (max(ends) - last_kept[topic]) // period if ends else 0
-            if n > 0:
-                sink.gap(topic, last_kept[topic] + period, last_kept[topic] + n * period, n, RECORDER_RESTART)
+            elif end is not None and (n := self._lost_until(sink, topic, last_kept[topic], end, RECORDER_RESTART)):
                 out[topic] = n
         return out
+
+    def counted_by_stamps(self, topic: str) -> bool:
+        """Whether what ``topic`` loses shows as steps in a known-rate stream's stamps (``loss_ranges``):
+        such a subscription needs no lost-message event from the middleware."""
+        return topic in self.expected_rates or topic in self.same_stream
 
     def _join_takeover(self) -> None:
         """Let the take-over recover the old bag now (the continuing bag is closing) and wait for it."""
