@@ -263,9 +263,9 @@ def write_params_file(specs: list[NodeSpec], directory: Path | None = None) -> P
 def group_commands(specs: list[NodeSpec], params_file: str | Path, duration_s: float | None = None,
                    python: str | None = None) -> dict[str, list[str]]:
     """Process group -> its command line: ``python -m rgbt.ros.spin --node NAME:EXECUTABLE ...
-    [--duration S] [--nice N] [--realtime-priority N] [--oom-score-adj N] --ros-args --params-file FILE``
-    (the lowest negative ``nice``, the highest ``realtime_priority`` and the group's
-    :func:`group_oom_score_adj` of its nodes).
+    [--duration S] [--nice N] [--standby-nice N] [--realtime-priority N] [--oom-score-adj N] --ros-args
+    --params-file FILE`` (the lowest negative ``nice``, the highest ``spare_nice`` and ``realtime_priority``
+    and the group's :func:`group_oom_score_adj` of its nodes).
 
     The one place both ``rgbt up`` (:func:`start_graph`) and ``launch/rgbt.launch.py`` (one
     ``ExecuteProcess`` per group) build their processes from, so the two layouts cannot drift.
@@ -279,10 +279,13 @@ def group_commands(specs: list[NodeSpec], params_file: str | Path, duration_s: f
         if duration_s:
             cmd += ["--duration", str(duration_s)]
         # the group's priority from the process's first instruction: a warm spare starts up at it too (at
-        # nice 0 beside a graph at -20..-13 a spare took over 8 s to be ready)
+        # nice 0 beside a graph at -20..-13 a spare took over 8 s to be ready), unless its nodes set spare_nice
         nice = min(int(spec.parameters.get("nice", 0)) for spec in members)
         if nice < 0:
             cmd += ["--nice", str(nice)]
+        spare_nice = max(int(spec.parameters.get("spare_nice", 0)) for spec in members)
+        if spare_nice:  # used only by a warm spare (--standby)
+            cmd += ["--standby-nice", str(spare_nice)]
         realtime = max(int(spec.parameters.get("realtime_priority", 0)) for spec in members)
         if realtime:
             cmd += ["--realtime-priority", str(realtime)]

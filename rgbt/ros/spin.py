@@ -17,10 +17,12 @@ modules and what they load at start (``RgbtNode.prewarm``) and creates its DDS p
 hidden placeholder node, :data:`STANDBY_NODE`: the participant is what makes a process's first
 node slow, 1.2-2.5 s of a loaded 2-core host, and once it exists the other processes have
 discovered it), then waits for one line on stdin before it creates the nodes, so a restart skips
-the interpreter's, the libraries' and the middleware's start-up. It says it is ready (``--ready-file``)
-once its participant has discovered the graph (:class:`GraphDiscovery`): taken over earlier, its
-subscriptions waited seconds for their publishers. A spare in standby exits at once,
-cleanly and without starting, on SIGTERM / SIGINT or at the end of its input.
+the interpreter's, the libraries' and the middleware's start-up. It starts up and waits at
+``--standby-nice`` when given (``NodeOptions.spare_nice``) and takes ``--nice`` when it takes over.
+It says it is ready (``--ready-file``) once its participant has discovered the graph
+(:class:`GraphDiscovery`): taken over earlier, its subscriptions waited seconds for their
+publishers. A spare in standby exits at once, cleanly and without starting, on SIGTERM / SIGINT or
+at the end of its input.
 
 Started by ``rgbt up`` (``RGBT_LAUNCHER_PID`` in the environment), the process first ties its life
 to the launcher's (:mod:`rgbt.graph.parent_death`): SIGTERM when the launcher dies, so the graph
@@ -331,6 +333,9 @@ def main(argv: list[str] | None = None) -> int:
         default=0,
         help="the whole process's nice value from its start (< 0 needs CAP_SYS_NICE; rgbt.graph.priority)",
     )
+    parser.add_argument("--standby-nice", type=int, default=None,
+                        help="with --standby: the nice value it starts up and waits at (default: --nice); it "
+                             "takes --nice when it takes over")
     parser.add_argument("--realtime-priority", type=int, default=0,
                         help="SCHED_RR priority of the whole process from its start (1-98; 0: none; "
                              "rgbt.graph.priority)")
@@ -339,7 +344,8 @@ def main(argv: list[str] | None = None) -> int:
                              "who the kernel's OOM killer takes first")
     args = parser.parse_args(argv)
     faulthandler.register(signal.SIGUSR1, all_threads=True)  # the supervisor asks a hung process for its stacks
-    _priority(args.nice, args.realtime_priority)
+    standby_nice = args.standby_nice if args.standby and args.standby_nice is not None else args.nice
+    _priority(standby_nice, args.realtime_priority)
     if args.oom_score_adj:
         _say(f"rgbt.ros.spin: OOM score: {set_oom_score_adj(args.oom_score_adj)}")
     factories, classes = [], []
@@ -370,6 +376,8 @@ def main(argv: list[str] | None = None) -> int:
         placeholder.destroy_node()
         rclpy.try_shutdown()
         return 0
+    if standby_nice != args.nice:  # taken over: the group's priority from now on
+        _say(f"rgbt.ros.spin: process priority: {set_process_nice(args.nice)}")
     return run_nodes(factories, ["rgbt", *ros_args], args.duration, placeholder=placeholder)
 
 

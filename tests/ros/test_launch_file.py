@@ -311,8 +311,9 @@ def test_real_launch_description_has_one_process_per_group() -> None:
 @pytest.mark.ros
 def test_a_warm_spare_starts_at_its_groups_priority(tmp_path: Path) -> None:
     """``group_commands`` carries each group's raised priority (``--nice``: the lowest negative nice of its
-    nodes), and ``rgbt.ros.spin`` applies it from its first instruction, so a ``--standby`` spare starts
-    up at it too (here a lowered value, which needs no privilege: every thread of the waiting spare)."""
+    nodes) and its spares' (``--standby-nice``: ``spare_nice``), and ``rgbt.ros.spin`` applies it from
+    its first instruction, so a ``--standby`` spare starts up at it too (here a lowered value, which
+    needs no privilege: every thread of the waiting spare)."""
     import os
     import subprocess
     import sys
@@ -329,6 +330,9 @@ def test_a_warm_spare_starts_at_its_groups_priority(tmp_path: Path) -> None:
             assert cmd[cmd.index("--nice") + 1] == str(nice), (group, cmd)
         else:
             assert "--nice" not in cmd, (group, cmd)
+        spare = max(int(s.parameters.get("spare_nice", 0)) for s in specs if s.process == group)
+        assert (cmd[cmd.index("--standby-nice") + 1] if spare else None) == (str(spare) if spare else None), cmd
+    assert "--standby-nice" in cmds["pipeline"]  # the pipeline's spare starts up at 19
     ready = tmp_path / "spare.ready"
     env = dict(os.environ, PYTHONPATH=str(REPO_ROOT))
     spare = subprocess.Popen([sys.executable, "-m", "rgbt.ros.spin", "--node", "health:health", "--standby",
@@ -346,3 +350,36 @@ def test_a_warm_spare_starts_at_its_groups_priority(tmp_path: Path) -> None:
     assert spare.returncode == 0, out
     assert len(nices) >= 3 and set(nices.values()) == {5}, nices  # the middleware's threads too
     assert "process priority: nice 5" in out, out
+
+
+@pytest.mark.slow
+@pytest.mark.ros
+def test_a_warm_spare_waits_at_its_standby_nice_and_takes_the_groups_when_it_takes_over(tmp_path: Path) -> None:
+    """``--standby-nice`` (a processing group's ``spare_nice``): the spare starts up and waits at it, every
+    thread; once started it asks for the group's ``--nice`` (raising it back needs CAP_SYS_NICE: without
+    it the refusal is logged and the process keeps the standby value)."""
+    import os
+    import subprocess
+    import sys
+    import time
+
+    from rgbt.paths import REPO_ROOT
+
+    ready = tmp_path / "spare.ready"
+    env = dict(os.environ, PYTHONPATH=str(REPO_ROOT))
+    spare = subprocess.Popen([sys.executable, "-m", "rgbt.ros.spin", "--node", "health:health", "--standby",
+                              "--ready-file", str(ready), "--nice", "3", "--standby-nice", "9", "--duration", "1"],
+                             env=env, cwd=REPO_ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not (ready.exists() and ready.read_text().strip() == str(spare.pid)):
+            assert spare.poll() is None and time.monotonic() < deadline, spare.communicate()[0]
+            time.sleep(0.1)
+        nices = {t.name: os.getpriority(os.PRIO_PROCESS, int(t.name)) for t in Path(f"/proc/{spare.pid}/task").iterdir()}
+    finally:
+        out = spare.communicate(input="start\n", timeout=60)[0]  # taken over: runs its node for 1 s
+    assert spare.returncode == 0, out
+    assert len(nices) >= 3 and set(nices.values()) == {9}, nices
+    assert "process priority: nice 9" in out, out
+    assert ("process priority: nice 3" in out or "raising the priority to 3 needs CAP_SYS_NICE" in out), out
