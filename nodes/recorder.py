@@ -57,8 +57,10 @@ from rgbt.ros.msgtypes import get_message
 from rgbt.ros.node import RgbtNode
 from rgbt.ros.qos import TOPIC_QOS, qos_profile, qos_to_yaml, topic_qos
 from rgbt.ros.spin import node_main
-from rgbt.seg.pipeline import lower_thread_priority
 from rgbt.topics import ARMED_TOPIC, stack_topic_types
+
+#: a take-over's heap reservation sleeps this long after each 8 MB it touches (s): ~1.4 s for 1.1 GB
+TAKEOVER_RESERVE_PAUSE_S = 0.005
 
 
 class RecorderNode(RgbtNode):
@@ -120,8 +122,10 @@ class RecorderNode(RgbtNode):
                 self._subscribe(topic, known[topic])
         if o.reserve_memory and taking_over:
             # a take-over subscribes first (the streams' retained history must still hold what was missed)
-            # and reserves once it has written that history, at the lowest priority: touching 1 GB while
-            # the history and the live streams arrive starved the executor and the writer (hung 6 s)
+            # and reserves once it has written that history, paced: touching 1 GB at once while the history
+            # and the live streams arrive starved the executor and the writer (hung 6 s); at nice 19 the
+            # thread, preempted, held the heap's and the address space's locks that every thread of the
+            # process allocates under, and every stream reached the bag 0.4 s late as it finished
             threading.Thread(target=self._reserve_when_caught_up, daemon=True).start()
         if o.write_state:
             self.rec.enable_state_topic(o.state_topic or stack.autopilot.state_topic)
@@ -138,19 +142,19 @@ class RecorderNode(RgbtNode):
         if o.start == "always":
             self.rec.start("always")
 
-    def _reserve(self, nbytes: int) -> int:
-        """Touch ``nbytes`` of heap now, before data flows (``rgbt.memory.reserve_heap``); MB reserved."""
+    def _reserve(self, nbytes: int, pause_s: float = 0.0) -> int:
+        """Touch ``nbytes`` of heap now (``rgbt.memory.reserve_heap``, ``pause_s`` after each chunk); MB reserved."""
         t0 = time.monotonic()
-        done = reserve_heap(nbytes)
+        done = reserve_heap(nbytes, pause_s=pause_s)
         self.get_logger().info(f"heap reserved: {done / 1e6:.0f} MB in {time.monotonic() - t0:.2f} s"
                                if done else "heap not reserved (needs Linux glibc)")
         return round(done / 1e6)
 
     def _reserve_when_caught_up(self) -> None:
-        """:meth:`_reserve` on this thread at nice 19, once the writer has caught up."""
-        lower_thread_priority("low")
+        """:meth:`_reserve` on this thread, paced, once the writer has caught up."""
         self.rec.wait_caught_up()
-        self.diag.values["heap_reserved_mb"] = str(self._reserve(self.plan.budget_bytes * 5 // 4))
+        reserved = self._reserve(self.plan.budget_bytes * 5 // 4, pause_s=TAKEOVER_RESERVE_PAUSE_S)
+        self.diag.values["heap_reserved_mb"] = str(reserved)
 
     def _subscribe(self, topic: str, msgtype: str) -> None:
         o = self.options

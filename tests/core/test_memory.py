@@ -54,3 +54,13 @@ def test_nothing_to_reserve():
     from rgbt.memory import reserve_heap
 
     assert reserve_heap(0) == 0
+
+
+def test_a_paced_reservation_sleeps_after_each_chunk_and_reserves_as_much():
+    """``pause_s`` (a take-over recorder's reservation beside live traffic): one sleep per chunk."""
+    code = ("import json, time; from rgbt.memory import reserve_heap; t0 = time.monotonic(); "
+            "n = reserve_heap(32 << 20, chunk=8 << 20, pause_s=0.1); print(json.dumps([n, time.monotonic() - t0]))")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    reserved, took_s = json.loads(r.stdout)
+    assert reserved == 32 << 20
+    assert took_s >= 4 * 0.1  # 4 chunks, a pause after each
