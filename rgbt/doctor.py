@@ -426,13 +426,13 @@ def _groups_by_level(specs: list[Any], key: str, raised: Callable[[int], bool]) 
 
 
 def _levels_text(by_level: dict[int, set[str]], highest_first: bool) -> str:
-    """``"-20 for drivers, recorder; -13 for pipeline"`` (the priority order)."""
+    """``"-20 for drivers, recorder; -16 for segmentation"`` (the priority order)."""
     return "; ".join(f"{n} for {', '.join(sorted(g))}" for n, g in sorted(by_level.items(), reverse=highest_first))
 
 
 def check_priority(specs: list[Any], status_text: str | None = None) -> list[Check]:
-    """The profile's raised priorities (groups with ``nice`` < 0: drivers + sync and recorder and the
-    pipeline in the shipped profiles) can be applied here; the value names each level, the hint the lowest."""
+    """The profile's raised priorities (groups with ``nice`` < 0: drivers + sync and recorder, segmentation,
+    the pipeline in the shipped profiles) can be applied here; the value names each level, the hint the lowest."""
     by_nice = _groups_by_level(specs, "nice", lambda n: n < 0)
     if not by_nice:
         return [Check("CPU priority", "ok", "no raised priority in this profile")]

@@ -100,9 +100,10 @@ class NodeOptions(BaseModel):
     nice: int = Field(0, ge=-20, le=19)
     # the nice value a warm spare of this node's process group starts up and waits at (0: the group's
     # own); it takes the group's priority when it takes over (raising it back needs CAP_SYS_NICE, else
-    # logged and kept). The pipeline uses 19: its spare's seconds of start-up right after a restart, at
-    # its priority above segmentation, stopped the masks for 10 s (rgbt bench faults); segmentation keeps
-    # its own (at 19 its spare was not ready 15 s later, and a second fault met a cold start)
+    # logged and kept). For a profile with segmentation below the pipeline (--set segmentation.nice=0):
+    # --set thermal_preprocess.spare_nice=19, else the pipeline spare's start-up at -13 right after a
+    # restart stopped the masks for 10 s (rgbt bench faults); at 19 a segmentation spare was not ready
+    # 15 s later, and a second fault met a cold start
     spare_nice: int = Field(0, ge=-20, le=19)
     # real-time priority of the whole process (SCHED_RR 1-98, every thread, rgbt.graph.priority; 0: off,
     # the nice value alone, as in the shipped profiles: real time cost kill -9 recoveries recorded

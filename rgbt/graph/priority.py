@@ -28,7 +28,7 @@ Real time (``realtime_priority``, off in the shipped profiles): every thread of 
 lowered (``rgbt.seg.pipeline.lower_thread_priority``) leaves real time first. It does what nice values
 cannot: with one ordinary busy process beside the graph on 2 cores (``rgbt bench graph --load 1``)
 segmentation's masks came 1.0-1.3 frame periods late at p99 (nice -7/-4/-1: 2.9-3.4; nice
--20/-16/-13: 1.9-2.8). But it cost ``kill -9`` recovery: with the graph real
+-20/-16/-13, the profiles' levels: 1.9-2.8). But it cost ``kill -9`` recovery: with the graph real
 time, 7 of 25 ``rgbt bench faults`` flights that killed segmentation lost 7-996 recorded camera frames
 (stream stalls of up to 14 s in the middleware's shared-memory transport), whatever priority the warm
 spare started at; 0 of 13 kill flights at the nice levels (8 of segmentation). A flight's recording outranks a mask's

@@ -125,7 +125,7 @@ def test_priority_check_names_the_groups_and_how_to_allow_it(monkeypatch: pytest
     monkeypatch.setattr(os, "geteuid", lambda: 1000)  # a service user without privileges
     monkeypatch.setattr(resource, "getrlimit", lambda _r: (0, 0))  # RLIMIT_NICE 0: nice >= 20 - 0 only
     (check,) = check_priority(specs, status_text="CapEff:\t0000000000000000\n")
-    assert check.status == "warn" and "nice -20 for drivers, recorder; -13 for pipeline" in check.value
+    assert check.status == "warn" and "nice -20 for drivers, recorder; -16 for segmentation; -13 for pipeline" in check.value
     assert "LimitNICE=-20" in check.hint
     (check,) = check_priority(specs, status_text="CapEff:\t0000000000800000\n")  # CAP_SYS_NICE
     assert check.status == "ok"

@@ -314,6 +314,7 @@ def test_a_warm_spare_starts_at_its_groups_priority(tmp_path: Path) -> None:
     nodes) and its spares' (``--standby-nice``: ``spare_nice``), and ``rgbt.ros.spin`` applies it from
     its first instruction, so a ``--standby`` spare starts up at it too (here a lowered value, which
     needs no privilege: every thread of the waiting spare)."""
+    import dataclasses
     import os
     import subprocess
     import sys
@@ -332,7 +333,10 @@ def test_a_warm_spare_starts_at_its_groups_priority(tmp_path: Path) -> None:
             assert "--nice" not in cmd, (group, cmd)
         spare = max(int(s.parameters.get("spare_nice", 0)) for s in specs if s.process == group)
         assert (cmd[cmd.index("--standby-nice") + 1] if spare else None) == (str(spare) if spare else None), cmd
-    assert "--standby-nice" in cmds["pipeline"]  # the pipeline's spare starts up at 19
+    specs = [dataclasses.replace(s, parameters={**s.parameters, "spare_nice": 19}) if s.process == "pipeline" else s
+             for s in specs]
+    cmd = group_commands(specs, tmp_path / "params.yaml")["pipeline"]
+    assert cmd[cmd.index("--standby-nice") + 1] == "19", cmd  # e.g. --set thermal_preprocess.spare_nice=19
     ready = tmp_path / "spare.ready"
     env = dict(os.environ, PYTHONPATH=str(REPO_ROOT))
     spare = subprocess.Popen([sys.executable, "-m", "rgbt.ros.spin", "--node", "health:health", "--standby",
