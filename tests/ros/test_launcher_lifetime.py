@@ -210,6 +210,10 @@ def test_sd_notify_ready_watchdog_status_stopping_in_order(ros_env: dict, tmp_pa
         assert "NOTIFY_SOCKET" not in env and "WATCHDOG_USEC" not in env and env[LAUNCHER_PID_ENV] == str(up.pid)
         os.kill(health, signal.SIGKILL)
         receive_until(lambda: any("restarts: health 1" in m for _, m in got))
+        deadline = time.monotonic() + 60  # the restarted process past its imports (stopped during them: exit 1)
+        while log.read_text().count("[health]: HealthOptions") < 2:
+            assert time.monotonic() < deadline and up.poll() is None, log.read_text()
+            time.sleep(0.1)
         up.send_signal(signal.SIGINT)
         receive_until(lambda: any(m.startswith("STOPPING=1") for _, m in got))
         assert up.wait(timeout=60) == 0, log.read_text()
