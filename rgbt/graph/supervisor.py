@@ -18,7 +18,13 @@ a spare process (``python -m rgbt.ros.spin ... --standby``) that has imported th
 interpreter's share of the work (rclpy, numpy, OpenCV, onnxruntime, the node modules) and waits.
 A restart hands the group to it (a line on its stdin), so the new nodes start without that
 start-up (about 1 s of CPU per group here, several seconds of wall time on a loaded 2-core host);
-a new spare follows ``spare_delay_s`` later, once the restart has settled. Spares start one at a
+a new spare follows ``spare_delay_s`` later, once the restart has settled. No spare starts
+``spare_hold_after_failure_s`` (22 s) after a group failed, so that the dead participant is gone
+from its peers first: a participant started while a killed one's lease (Fast DDS's 20 s) still ran
+reused its shared-memory port ("Failed init_port ... open_and_lock_file failed" in the log), and the
+peers' writes to that port then stalled 2 s at a time until the lease ran out (measured after a
+recorder's ``kill -9``: every stream up to 7 s late, the sources' publish queue full, 2 s of every
+stream lost, in 2 of 3 flights where a spare started within 5 s). Spares start one at a
 time, the recorder's first (the next once the last is past its imports, or ``spare_start_max_s``
 after it started): four interpreters importing together beside the running graph took 6-8 s on a
 loaded 2-core host, and a recorder killed in that time had no spare to take over. A spare is
@@ -76,13 +82,18 @@ class SupervisorOptions(BaseModel):
     warm_spares: bool = True  # keep one imported, waiting process per group (a restart skips start-up)
     spare_delay_s: float = Field(5.0, ge=0)  # start a spare this long after the graph starts / the last one was used
     spare_start_max_s: float = Field(20.0, gt=0)  # the next spare waits this long at most for one still starting
+    # no spare starts this long after a group failed: the dead process's DDS participant stays in its peers
+    # until its lease (Fast DDS's 20 s) runs out, and a participant started meanwhile takes its
+    # shared-memory port over (see the module's docstring)
+    spare_hold_after_failure_s: float = Field(22.0, ge=0)
     liveness: LivenessOptions = Field(default_factory=LivenessOptions)  # hung / stuck / deaf processes
 
     def describe(self) -> str:
         if self.strict:
             return "strict (a failed process stops the graph)"
         spares = (f"; a warm spare per group (started {self.spare_delay_s:g} s after the graph / its last use, "
-                  f"one at a time, the recorder's first)"
+                  f"one at a time, the recorder's first, none within {self.spare_hold_after_failure_s:g} s "
+                  f"of a failure)"
                   if self.warm_spares else "; no warm spares")
         return (f"restart failed groups (the recorder's too) after {self.backoff_initial_s:g} s x "
                 f"{self.backoff_factor:g}^n (max {self.backoff_max_s:g} s), at most {self.max_restarts} per "
@@ -211,6 +222,7 @@ class Supervisor:
         order = sorted(graph.procs, key=lambda g: g not in self.recorder_groups)  # the recorder's spare first
         self.spare_due: dict[str, float | None] = {g: start for g in order if spares}
         self._spare_starting: tuple[str, float] | None = None  # the spare started last and when, till it is ready
+        self._spares_held_until = 0.0  # no spare starts before (monotonic s): a dead participant's lease
         self.write_status()
 
     @property
@@ -264,6 +276,7 @@ class Supervisor:
         st = self.state[group]
         self.judge.forget(group)
         st.exit_code, st.exit_wall_ns, st.reason = code, time.time_ns(), why
+        self._spares_held_until = now + self.o.spare_hold_after_failure_s
         st.restarts = [t for t in st.restarts if now - t < self.o.window_s]
         if st.retrying or len(st.restarts) >= self.o.max_restarts:
             if group in self.spare_due:
@@ -297,7 +310,10 @@ class Supervisor:
 
     def _start_spares(self, now: float) -> None:
         """Start the spares that are due, one at a time (in :attr:`spare_due`'s order: the recorder's
-        first): the next once the last one is ready, dead or ``spare_start_max_s`` old."""
+        first): the next once the last one is ready, dead or ``spare_start_max_s`` old; none while a
+        failed group's participant may still be in its peers (``spare_hold_after_failure_s``)."""
+        if now < self._spares_held_until:
+            return
         if self._spare_starting is not None:
             group, since = self._spare_starting
             if not self._spare_settled(group) and now - since < self.o.spare_start_max_s:

@@ -185,7 +185,8 @@ def _warm_spare_takes_over(tmp_path: Path, stop_after, watcher) -> None:  # type
     for group in graph.commands:
         graph.start_group(group)
     stop_after(graph)
-    options = FAST.model_copy(update={"spare_delay_s": 0.5})
+    # no spare starts spare_hold_after_failure_s after a failure (the dead participant's lease)
+    options = FAST.model_copy(update={"spare_delay_s": 0.5, "spare_hold_after_failure_s": 6.0})
     sup = Supervisor(graph, options, {"recorder"}, log=lambda m: None, status_path=graph.status_path)
     assert _run(sup, 10.0, until=lambda: "health" in graph.spares) is None
     spare = graph.spares["health"]
@@ -198,6 +199,7 @@ def _warm_spare_takes_over(tmp_path: Path, stop_after, watcher) -> None:  # type
     assert sup.status()["spares"]["health"] == "ready"
     os.kill(graph.procs["health"].pid, signal.SIGKILL)
     assert _run(sup, 10.0, until=lambda: bool(sup.history)) is None
+    restarted_at = time.monotonic()
     (restart,) = sup.history
     assert restart.warm and restart.pid == spare.pid and graph.procs["health"] is spare
     deadline = time.monotonic() + 30
@@ -208,6 +210,7 @@ def _warm_spare_takes_over(tmp_path: Path, stop_after, watcher) -> None:  # type
     assert STANDBY_NODE not in wait_names(lambda n: STANDBY_NODE not in n and "health" in n)
     assert sup.status()["spares"]["health"] == "none"  # used; the next one is due later
     assert _run(sup, 10.0, until=lambda: "health" in graph.spares) is None  # the next spare
+    assert time.monotonic() - restarted_at >= options.spare_hold_after_failure_s - 0.1  # not before the lease ran out
     assert wait_names(lambda n: STANDBY_NODE in n).count(STANDBY_NODE) == 1
     new_spare = graph.spares["health"]
     assert new_spare is not spare and json.loads(graph.status_path.read_text())["restarts"][0]["warm"] is True
@@ -225,7 +228,7 @@ def test_a_group_left_down_has_its_spare_ended(tmp_path: Path, stop_after) -> No
                    "time.sleep(1.5); sys.exit(3)", "0"]
     graph = _graph(tmp_path, crashy=crash_later, recorder=SLEEP)
     stop_after(graph)
-    options = FAST.model_copy(update={"max_restarts": 1, "spare_delay_s": 0.1})
+    options = FAST.model_copy(update={"max_restarts": 1, "spare_delay_s": 0.1, "spare_hold_after_failure_s": 0.1})
     sup = Supervisor(graph, options, {"recorder"}, log=lambda m: None, status_path=graph.status_path)
     assert _run(sup, 20.0, until=lambda: bool(sup.gave_up())) is None
     (restart,) = sup.history
