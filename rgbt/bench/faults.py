@@ -35,8 +35,9 @@ Every row (the schedule: :mod:`rgbt.bench.schedule`; times in its window, see :f
 * ``lost_reported``: what the bags' manifests say was lost in that window (``loss_ranges``); equal to
   ``lost`` when nothing was lost silently.
 * ``recovered_s``: from the injection (``unplug_thermal``: from the replug) until every recorded
-  stream that flowed before it flows again (``null``: one did not within the window, or the
-  recording ends by design).
+  stream that flowed before it flows again, steadily (``STEADY_S`` without a gap over ``GAP_S``;
+  ``null``: one did not within the window, or the recording ends by design); ``interrupted``: each
+  stream's share of it; ``paused_later``: gaps of a stream after it was steady again (s, longest).
 * ``bag_complete``: every bag of the flight opens, its manifest says it was closed or recovered,
   and every recorded frame / IMU sample is a scheduled one in schedule order (no repeat, no stray).
 * ``stamps_monotonic``: header stamps never decrease within a bag on any stamped topic.
@@ -81,6 +82,10 @@ TAIL_S = 7.0
 TAIL_QUICK_S = 8.0  # long enough for a restarted group (2-4.5 s here) to publish again before the end
 #: a stream interrupted for longer than this (s) counts as down until its next message
 GAP_S = 0.5
+#: a stream that flowed this long (s) without such a gap after a fault has recovered: a later gap is a
+#: pause of its own (``paused_later``), not the fault's outage (a 5 Hz GNSS stream's gap ending 6.25 s
+#: after an unplug set unplug_thermal's recovered_s to 3.25 s, the thermal camera back 0.59 s after the replug)
+STEADY_S = 2.0
 #: samples due less than this (s) before a recording ends by design (disk full) may be in transit
 MARGIN_S = 0.5
 #: how long a source disappears / a camera is unplugged (s) / how long the CPU is starved (s) / the clock step (s)
@@ -610,9 +615,9 @@ def judge_flight(flight: Flight, t_events: dict[str, int], until_ns: int | None 
             t_from = t_event + (int(GONE_S * 1e9) if fault == "unplug_thermal" else 0)
             nxt = next((t for t, _ in order if t > t_event), None)
             span_s = (nxt - t_event) / 1e9 if nxt else 30.0
-            back, down = recovered_s({t: {"log": v} for t, v in got.logs.items()}, t_event, span_s)
+            back, down, pauses = recovered_s({t: {"log": v} for t, v in got.logs.items()}, t_event, span_s)
             row["recovered_s"] = None if back is None else round(max(0.0, back - (t_from - t_event) / 1e9), 3)
-            row["interrupted"] = down
+            row["interrupted"], row["paused_later"] = down, pauses
         else:
             row["recovered_s"] = None  # the recording ends by design (disk full, the launcher gone)
             row["t_end_ns"] = t_end
@@ -651,11 +656,16 @@ def windows(fault: str, t_event: int | None, order: list[tuple[int, str]], manif
     return (times[i - 1] if i > 0 else 0, times[i + 1] if i + 1 < len(times) else 2**62), None
 
 
-def recovered_s(streams: dict, t_event: int, window_s: float = 30.0) -> tuple[float | None, dict[str, float | None]]:
+def recovered_s(streams: dict, t_event: int, window_s: float = 30.0
+                ) -> tuple[float | None, dict[str, float | None], dict[str, float]]:
     """Seconds from ``t_event`` until every stream that flowed in the second before it (3 messages
-    or more) flows again: the first message after its longest gap over :data:`GAP_S` within
-    ``window_s``; and the streams that were interrupted -> their seconds (None: never back)."""
+    or more) flows again, within ``window_s``: a stream is back at the first message after its last
+    gap over :data:`GAP_S` that came before it flowed :data:`STEADY_S` without one (so a stream back
+    for a moment and gone again is still down). Also returns the interrupted streams -> their seconds
+    (None: never back), and the streams that paused later, once steady -> their longest such gap (s):
+    a delivery pause after the recovery is reported there, not as the fault's outage."""
     down: dict[str, float | None] = {}
+    pauses: dict[str, float] = {}
     for topic, s in streams.items():
         log = s["log"]
         if sum(1 for t in log if t_event - 1e9 <= t <= t_event) < 3:
@@ -664,18 +674,25 @@ def recovered_s(streams: dict, t_event: int, window_s: float = 30.0) -> tuple[fl
         if not after:
             down[topic] = None
             continue
-        prev, back = t_event, None
+        prev = flowing_since = t_event
+        back, steady, later = None, False, 0.0
         for t in after:
+            steady = steady or (prev - flowing_since) / 1e9 >= STEADY_S
             gap = (t - prev) / 1e9
-            if gap > GAP_S and (back is None or gap > back[0]):
-                back = (gap, t)
+            if gap > GAP_S:
+                if steady:
+                    later = max(later, gap)
+                else:
+                    back = flowing_since = t
             prev = t
         if back is not None:
-            down[topic] = round((back[1] - t_event) / 1e9, 3)
+            down[topic] = round((back - t_event) / 1e9, 3)
+        if later:
+            pauses[topic] = round(later, 3)
     back_s = [v for v in down.values() if v is not None]
     if len(back_s) < len(down):
-        return None, down
-    return max(back_s, default=0.0), down
+        return None, down, pauses
+    return max(back_s, default=0.0), down, pauses
 
 
 def _manifest(bag: Path) -> dict:
