@@ -15,6 +15,8 @@ Times are integer ns on the stamps' clock (the stack's host clock for restamped 
 
 from __future__ import annotations
 
+import bisect
+
 #: causes written into ``loss_ranges``
 NOT_RECEIVED = "not received"
 MEMORY_BUDGET = "recorder memory budget"
@@ -30,6 +32,45 @@ def missing_between(prev_ns: int, next_ns: int, period_ns: int) -> int:
     if period_ns <= 0 or step <= 1.5 * period_ns:
         return 0
     return max(0, round(step / period_ns) - 1)
+
+
+def ranges_before(ranges: list[list], cut_ns: int) -> list[list]:
+    """The part of ``ranges`` (``[first, last, count, cause]``, evenly spaced) stamped before
+    ``cut_ns``: what a bag cut there (a killed recorder's bag, recovered up to where the recorder that
+    took over begins) lacks; the rest is the next bag's to hold or to count."""
+    kept = []
+    for first, last, count, cause in ranges:
+        if last < cut_ns:
+            kept.append([first, last, count, cause])
+        elif first < cut_ns:  # count >= 2 here: first < cut <= last
+            step = (last - first) / (count - 1)
+            n = min(count, int((cut_ns - 1 - first) // step) + 1)
+            kept.append([first, first + round((n - 1) * step), n, cause])
+    return kept
+
+
+def steps_not_counted(prev_ns: int, next_ns: int, period_ns: int, counted: list[list]) -> list[list[int]]:
+    """The messages missing between two consecutive stamps of a stream (:func:`missing_between`) that
+    ``counted`` (loss ranges of the stream already written, e.g. by the recorder that was killed)
+    does not hold, as ``[first, last, count]`` runs: a message counted lost once, not twice."""
+    n = missing_between(prev_ns, next_ns, period_ns)
+    if not n:
+        return []
+    step = (next_ns - prev_ns) / (n + 1)
+    held = sorted(first + round(i * (last - first) / max(1, count - 1))
+                  for first, last, count, _cause in counted if first < next_ns and last > prev_ns
+                  for i in range(count))
+    runs: list[list[int]] = []
+    for k in range(1, n + 1):
+        stamp = prev_ns + round(k * step)
+        i = bisect.bisect_left(held, stamp - step / 2)
+        if i < len(held) and held[i] <= stamp + step / 2:
+            continue  # counted already
+        if runs and runs[-1][1] == prev_ns + round((k - 1) * step):
+            runs[-1][1], runs[-1][2] = stamp, runs[-1][2] + 1
+        else:
+            runs.append([stamp, stamp, 1])
+    return runs
 
 
 class LossLog:

@@ -13,8 +13,9 @@ lost): those of another flight are recovered at once (``rgbt.bag.recover``; ``st
 the latest of its own flight (the recorder was restarted) is taken over: its first bag
 ``continues`` it, and when that bag closes (not during the flight: the copy would compete with the
 recording) the old bag is recovered without what the new one holds again from the publishers'
-retained history (``duplicates_skipped``), and the stamps between the two that neither holds are
-written as lost (``recorder restart``). Every topic's
+retained history (``duplicates_skipped``) and without the losses its manifest had written from
+there on (the new bag holds or counts those), and the stamps between the two that neither holds
+nor had counted are written as lost (``recorder restart``): each message is counted once. Every topic's
 ``loss_ranges`` (:mod:`rgbt.bag.loss`) say what the bag lacks and why: nothing is lost silently.
 """
 
@@ -39,7 +40,17 @@ from typing import Any
 
 import yaml
 
-from rgbt.bag.loss import MEMORY_BUDGET, NO_BAG, NOT_RECEIVED, RECORDER_RESTART, WRITE_ERROR, LossLog, missing_between
+from rgbt.bag.loss import (
+    MEMORY_BUDGET,
+    NO_BAG,
+    NOT_RECEIVED,
+    RECORDER_RESTART,
+    WRITE_ERROR,
+    LossLog,
+    missing_between,
+    ranges_before,
+    steps_not_counted,
+)
 from rgbt.bag.recover import recover_bag
 from rgbt.bag.types import ros2_typestore
 from rgbt.bag.writer import BagWriter
@@ -592,9 +603,11 @@ class Recording:
             self.flight_bytes += _bag_bytes(self.previous[0])
         return done
 
-    def _recover(self, bag: Path, manifest: dict, keep: Callable[[str, str, int, bytes], bool] | None = None
-                 ) -> dict:
-        """Recover ``bag`` (``rgbt.bag.recover.recover_bag``) and mark its manifest ``recovered``."""
+    def _recover(self, bag: Path, manifest: dict, keep: Callable[[str, str, int, bytes], bool] | None = None,
+                 cut: dict[str, int] | None = None) -> dict:
+        """Recover ``bag`` (``rgbt.bag.recover.recover_bag``) and mark its manifest ``recovered``. With
+        ``cut`` (a take-over: per stream, the first stamp the newer bag keeps; ``keep`` drops what
+        follows) the losses its manifest had written from there on are the newer bag's to count."""
         # what the bag holds past what its manifest had settled: its steps are counted here
         stamped = {t for t, (msgtype, _) in self.topics.items() if msgtype in STAMPED_TYPES}
         seen: dict[str, list[int]] = {}
@@ -624,6 +637,11 @@ class Recording:
         manifest["end_wall_ns"] = manifest.get("end_wall_ns") or int(manifest.get("checkpoint_wall_ns") or 0) or None
         for topic, count in _metadata_counts(bag).items():
             manifest.setdefault("topics", {}).setdefault(topic, {})["count"] = count
+        for topic, cut_ns in (cut or {}).items():
+            entry = manifest.get("topics", {}).get(topic)
+            if entry is not None and topic in stamped and entry.get("loss_ranges"):
+                entry["loss_ranges"] = ranges_before(entry["loss_ranges"], cut_ns)
+                entry["lost_total"] = sum(r[2] for r in entry["loss_ranges"])
         for topic, stamps in seen.items():
             entry = manifest.setdefault("topics", {}).setdefault(topic, {})
             period, prev = int(1e9 / self.expected_rates[topic]), entry.get("settled_ns")
@@ -673,14 +691,14 @@ class Recording:
         duplicates = 0
         for old_bag, old_manifest in chain:
             keep, kept_first, last_kept = _keep_before(after, stamped)
-            entry = self._recover(old_bag, old_manifest, keep)
+            entry = self._recover(old_bag, old_manifest, keep, cut=after)
             duplicates += int(entry.get("duplicates_skipped", 0))
+            old_topics = _read_manifest(old_bag).get("topics", {})
             for topic, hz in self.expected_rates.items():
                 if topic in after and topic in last_kept:
-                    period = int(1e9 / hz)
-                    n = missing_between(last_kept[topic], after[topic], period)
-                    if n:
-                        sink.gap(topic, last_kept[topic] + period, after[topic] - period, n, RECORDER_RESTART)
+                    counted = old_topics.get(topic, {}).get("loss_ranges", [])  # the old bag's own, e.g. its budget
+                    for lo, hi, n in steps_not_counted(last_kept[topic], after[topic], int(1e9 / hz), counted):
+                        sink.gap(topic, lo, hi, n, RECORDER_RESTART)
                         gaps[topic] = gaps.get(topic, 0) + n
             for topic, n in self._never_received(sink, after, last_kept).items():
                 gaps[topic] = gaps.get(topic, 0) + n
@@ -880,14 +898,17 @@ def boot_id() -> str:
         return ""
 
 
+def _read_manifest(bag: Path) -> dict:
+    """``bag``'s manifest; {} when it is missing or unreadable."""
+    try:
+        return json.loads((bag / MANIFEST).read_text())
+    except (OSError, ValueError):
+        return {}
+
+
 def _manifests(out_dir: Path) -> list[tuple[Path, dict]]:
-    out = []
-    for manifest in sorted(out_dir.glob(f"*/{MANIFEST}")):
-        try:
-            out.append((manifest.parent, json.loads(manifest.read_text())))
-        except (OSError, ValueError):
-            continue
-    return out
+    found = ((m.parent, _read_manifest(m.parent)) for m in sorted(out_dir.glob(f"*/{MANIFEST}")))
+    return [(bag, manifest) for bag, manifest in found if manifest]
 
 
 def _keep_before(cut: dict[str, int], stamped: set[str]

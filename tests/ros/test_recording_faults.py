@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from rgbt.bag.loss import LossLog, missing_between
+from rgbt.bag.loss import MEMORY_BUDGET, LossLog, missing_between, ranges_before, steps_not_counted
 from rgbt.bag.types import ros2_typestore
 from rgbt.graph.options import RecorderOptions
 from rgbt.graph.recording import DISK_FULL, MANIFEST, SIZE_CAP, Recording, unfinished_bags
@@ -218,6 +218,33 @@ def test_a_killed_recorders_bag_is_taken_over_without_duplicates_and_the_step_co
     assert closed["topics"][IMU]["loss_ranges"] == [[10 * S + 200 * PERIOD, 10 * S + 209 * PERIOD, 10,
                                                     "not received"]]
     assert closed["takeover"]["lost"] == {}
+
+
+def test_a_take_over_leaves_the_losses_after_its_cut_to_the_new_bag(tmp_path: Path, read_bag) -> None:
+    """A killed recorder's manifest said it dropped 140..159 and 180..189 (its memory budget); the
+    take-over's history repeats 150..199, so the recovered bag ends at 149: of its losses only
+    140..149 are its own (150..159 and 180..189 are in the new bag), each message counted once."""
+    out = tmp_path / "bags"
+    old = _killed_recorders_bag(out, [i for i in range(200) if not (140 <= i < 160 or 180 <= i < 190)])
+    manifest = _manifest(old)
+    manifest["topics"][IMU]["loss_ranges"] = [[10 * S + 140 * PERIOD, 10 * S + 159 * PERIOD, 20, MEMORY_BUDGET],
+                                              [10 * S + 180 * PERIOD, 10 * S + 189 * PERIOD, 10, MEMORY_BUDGET]]
+    manifest["topics"][IMU]["lost_total"] = 30
+    (old / MANIFEST).write_text(json.dumps(manifest))
+    new = Path(_take_over(out, range(150, 300)).bag_path)
+    recovered, closed = _manifest(old), _manifest(new)
+    assert recovered["topics"][IMU]["loss_ranges"] == [[10 * S + 140 * PERIOD, 10 * S + 149 * PERIOD, 10,
+                                                        MEMORY_BUDGET]]
+    assert recovered["topics"][IMU]["lost_total"] == 10 and recovered["lost_total"] == 10
+    assert closed["topics"][IMU]["loss_ranges"] == [] and closed["takeover"]["lost"] == {}
+    held = set(_stamps(old, read_bag)) | set(_stamps(new, read_bag))
+    assert len(held) + 10 == 300  # every sample of 0..299 held once or counted lost once
+    assert ranges_before([[0, 90, 10, MEMORY_BUDGET]], 45) == [[0, 40, 5, MEMORY_BUDGET]]
+    assert ranges_before([[50, 50, 1, MEMORY_BUDGET]], 50) == []
+    # the step at the boundary, less what the old bag had counted already
+    assert steps_not_counted(0, 110, 10, [[10, 40, 4, MEMORY_BUDGET]]) == [[50, 100, 6]]
+    assert steps_not_counted(0, 110, 10, [[40, 50, 2, MEMORY_BUDGET]]) == [[10, 30, 3], [60, 100, 5]]
+    assert steps_not_counted(0, 110, 10, []) == [[10, 100, 10]] and steps_not_counted(0, 10, 10, []) == []
 
 
 def test_a_take_over_without_history_counts_the_step_between_the_two_bags(tmp_path: Path, read_bag) -> None:
