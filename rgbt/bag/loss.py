@@ -42,7 +42,9 @@ def ranges_before(ranges: list[list], cut_ns: int) -> list[list]:
     for first, last, count, cause in ranges:
         if last < cut_ns:
             kept.append([first, last, count, cause])
-        elif first < cut_ns:  # count >= 2 here: first < cut <= last
+        elif first < cut_ns and count < 2:  # one message somewhere in [first, last]: counted here
+            kept.append([first, last, count, cause])
+        elif first < cut_ns:
             step = (last - first) / (count - 1)
             n = min(count, int((cut_ns - 1 - first) // step) + 1)
             kept.append([first, first + round((n - 1) * step), n, cause])

@@ -241,6 +241,7 @@ def test_a_take_over_leaves_the_losses_after_its_cut_to_the_new_bag(tmp_path: Pa
     assert len(held) + 10 == 300  # every sample of 0..299 held once or counted lost once
     assert ranges_before([[0, 90, 10, MEMORY_BUDGET]], 45) == [[0, 40, 5, MEMORY_BUDGET]]
     assert ranges_before([[50, 50, 1, MEMORY_BUDGET]], 50) == []
+    assert ranges_before([[40, 60, 1, "not received"]], 50) == [[40, 60, 1, "not received"]]  # a 2.4-period step
     # the step at the boundary, less what the old bag had counted already
     assert steps_not_counted(0, 110, 10, [[10, 40, 4, MEMORY_BUDGET]]) == [[50, 100, 6]]
     assert steps_not_counted(0, 110, 10, [[40, 50, 2, MEMORY_BUDGET]]) == [[10, 30, 3], [60, 100, 5]]
