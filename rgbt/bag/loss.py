@@ -40,9 +40,7 @@ def ranges_before(ranges: list[list], cut_ns: int) -> list[list]:
     took over begins) lacks; the rest is the next bag's to hold or to count."""
     kept = []
     for first, last, count, cause in ranges:
-        if last < cut_ns:
-            kept.append([first, last, count, cause])
-        elif first < cut_ns and count < 2:  # one message somewhere in [first, last]: counted here
+        if last < cut_ns or (first < cut_ns and count < 2):  # whole (one message: counted here)
             kept.append([first, last, count, cause])
         elif first < cut_ns:
             step = (last - first) / (count - 1)

@@ -691,13 +691,14 @@ class Recording:
         duplicates = 0
         for old_bag, old_manifest in chain:
             keep, kept_first, last_kept = _keep_before(after, stamped)
+            # what the old bag's manifest had counted lost already (its memory budget, its own steps)
+            counted = {t: list(e.get("loss_ranges", [])) for t, e in old_manifest.get("topics", {}).items()}
             entry = self._recover(old_bag, old_manifest, keep, cut=after)
             duplicates += int(entry.get("duplicates_skipped", 0))
-            old_topics = _read_manifest(old_bag).get("topics", {})
             for topic, hz in self.expected_rates.items():
                 if topic in after and topic in last_kept:
-                    counted = old_topics.get(topic, {}).get("loss_ranges", [])  # the old bag's own, e.g. its budget
-                    for lo, hi, n in steps_not_counted(last_kept[topic], after[topic], int(1e9 / hz), counted):
+                    steps = steps_not_counted(last_kept[topic], after[topic], int(1e9 / hz), counted.get(topic, []))
+                    for lo, hi, n in steps:
                         sink.gap(topic, lo, hi, n, RECORDER_RESTART)
                         gaps[topic] = gaps.get(topic, 0) + n
             for topic, n in self._never_received(sink, after, last_kept).items():
@@ -898,17 +899,14 @@ def boot_id() -> str:
         return ""
 
 
-def _read_manifest(bag: Path) -> dict:
-    """``bag``'s manifest; {} when it is missing or unreadable."""
-    try:
-        return json.loads((bag / MANIFEST).read_text())
-    except (OSError, ValueError):
-        return {}
-
-
 def _manifests(out_dir: Path) -> list[tuple[Path, dict]]:
-    found = ((m.parent, _read_manifest(m.parent)) for m in sorted(out_dir.glob(f"*/{MANIFEST}")))
-    return [(bag, manifest) for bag, manifest in found if manifest]
+    out = []
+    for manifest in sorted(out_dir.glob(f"*/{MANIFEST}")):
+        try:
+            out.append((manifest.parent, json.loads(manifest.read_text())))
+        except (OSError, ValueError):
+            continue
+    return out
 
 
 def _keep_before(cut: dict[str, int], stamped: set[str]

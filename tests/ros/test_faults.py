@@ -72,7 +72,7 @@ def test_quick_fault_matrix(ros_env: dict, tmp_path: Path, rgbt_cli) -> None:
     # The take-over itself loses at most 1 s of a judged stream (its 2 s of durable history cover the
     # rest). A longer gap in the bags (lost_s > 1 s) is the sources' stall on a saturated host: samples
     # never published, counted in late_dropped and bounded per stream above (BENCHMARKS.md: lost_s
-    # <= 0.575 s in 14 of 14 flights on EPYC since no spare starts within a dead participant's lease).
+    # per host in the kill_recorder paragraph).
     stack = load_stack()
     rate_hz = {stack.imu.topic: stack.imu.rate_hz, stack.cameras["thermal"].topic: stack.cameras["thermal"].rate_hz}
     for topic in rec["streams"]:
