@@ -208,6 +208,7 @@ def test_sd_notify_ready_watchdog_status_stopping_in_order(ros_env: dict, tmp_pa
         receive_until(lambda: sum(m == "WATCHDOG=1" for _, m in got) >= 3)
         env = _environ(health)
         assert "NOTIFY_SOCKET" not in env and "WATCHDOG_USEC" not in env and env[LAUNCHER_PID_ENV] == str(up.pid)
+        wait_for_line(log, r"\[health\]: HealthOptions", up)  # killed during its imports, it never prints one
         os.kill(health, signal.SIGKILL)
         receive_until(lambda: any("restarts: health 1" in m for _, m in got))
         deadline = time.monotonic() + 60  # the restarted process past its imports (stopped during them: exit 1)
