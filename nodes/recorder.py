@@ -93,17 +93,17 @@ class RecorderNode(RgbtNode):
         # recorder started with the graph is still slow): the same queue depths
         same = {t: of for t, of in before_lock_streams(stack).items() if t in self.wanted}
         self.rec.same_stream = same
-        self.plan = plan_buffers(o, rates, stack_message_bytes(stack), same)
+        # subscribed reliable (as the trigger sync publishes them) until a best-effort publisher shows up
+        self.reliable = set(reliable_stack_topics(stack)) if o.reliable_stack else set()
+        # durable as the trigger sync publishes them: a restarted recorder receives what it missed
+        self.durable = set(durable_stack_topics(stack)) & self.reliable if o.durable_stack else set()
+        self.plan = plan_buffers(o, rates, stack_message_bytes(stack), same, self.durable)
         self.rec.writer_budget_bytes = self.plan.writer_bytes
         self.get_logger().info(f"memory budget {self.plan.budget_bytes / 1e6:.0f} MB: reader queues "
                                f"{self.plan.depths}, writer queue {self.plan.writer_bytes / 1e6:.0f} MB")
         # topic -> message type (not `subscribed`: RgbtNode.subscribed(publisher) is a method)
         self.subscribed_types: dict[str, str] = {}
         self._recorded_subs: dict[str, Subscription] = {}
-        # subscribed reliable (as the trigger sync publishes them) until a best-effort publisher shows up
-        self.reliable = set(reliable_stack_topics(stack)) if o.reliable_stack else set()
-        # durable as the trigger sync publishes them: a restarted recorder receives what it missed
-        self.durable = set(durable_stack_topics(stack)) & self.reliable if o.durable_stack else set()
         self._fall_back: set[str] = set()  # reliable subscriptions a best-effort publisher could not match
         self.diag.values["qos_fallbacks"] = "0"
         self._write_errors_seen = 0

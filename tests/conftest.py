@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import signal
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,12 @@ from rgbt.ros_env import apply_ros_defaults
 
 # Every ROS 2 process the tests start stays on loopback (the project's Fast DDS profile).
 apply_ros_defaults()
+
+# A suite started as a background job (``cmd &`` in a script) inherits SIGINT ignored, and so would
+# every child it starts: the SIGINT a test sends to end a node, a launcher or a stand-in child (as a
+# terminal's Ctrl-C would) would be ignored until a timeout's SIGKILL. Restore its default here.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 #: fixtures that start real rclpy + Fast DDS processes: a test using one must be marked ``ros``
 ROS_FIXTURES = ("ros_env", "demo_env", "demo_run")

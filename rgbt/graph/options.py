@@ -234,6 +234,11 @@ class VirtualStackOptions(NodeOptions, HostClockOptions, ReconnectOptions):
     schedule_anchor_path: str = ""
 
 
+#: seconds of each restamped camera / IMU stream the trigger sync retains for a restarted recorder
+#: (its ``output_history_s``; the recorder's ``durable_history_s``)
+RETAINED_HISTORY_S = 3.0
+
+
 class TriggerSyncOptions(NodeOptions):
     """Restamps frames and IMU samples onto the trigger grid (``rgbt.sync.TriggerRestamper``)."""
 
@@ -246,7 +251,7 @@ class TriggerSyncOptions(NodeOptions):
     # not written yet (its writer up to ~1.2 s behind) and the take-over (the warm spare's start and
     # subscription, 0.4-0.8 s), so a killed recorder loses nothing (rgbt.graph.recording)
     durable_output: bool = True
-    output_history_s: float = Field(3.0, gt=0)
+    output_history_s: float = Field(RETAINED_HISTORY_S, gt=0)
     raw_prefix: str = RAW_PREFIX
     cameras: list[str] = Field(default_factory=lambda: ["thermal", "color", "mono"])
     restamper: dict[str, Any] = Field(default_factory=dict)  # rgbt.sync.RestamperOptions fields
@@ -362,6 +367,11 @@ class RecorderOptions(NodeOptions):
     # and its predecessor did not write (rgbt.graph.recording's take-over). Falls back to volatile when a
     # publisher offers volatile
     durable_stack: bool = True
+    # the history each durable topic's publisher retains (the trigger sync's output_history_s): such a
+    # reader's queue holds it besides dds_window_s of live samples, and the budget counts it, so a
+    # take-over's history is not pushed out by the live stream before the recorder takes it (queues of
+    # dds_window_s only lost the oldest 0.45-0.8 s of the colour and mono history on a loaded 2-core host)
+    durable_history_s: float = Field(RETAINED_HISTORY_S, ge=0)
     # the open bag file is fsynced at least this often while data flows (s): what a power loss can lose
     # (0: only when a file is finished)
     fsync_interval_s: float = Field(1.0, ge=0)

@@ -32,7 +32,7 @@ import threading
 import time
 from array import array
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -143,21 +143,25 @@ class BufferPlan:
 
 
 def plan_buffers(options: RecorderOptions, rates: dict[str, float], sizes: dict[str, int],
-                 same_stream: dict[str, str] | None = None) -> BufferPlan:
+                 same_stream: dict[str, str] | None = None, durable: Collection[str] = ()) -> BufferPlan:
     """The recorder's memory plan from its options and each recorded stream's nominal rate (Hz) and
-    message size (bytes): budget = ``memory_budget_mb`` or ``buffer_s`` x the streams' data rate;
-    reader queues hold ``dds_window_s`` of each stream (at least 5 messages; ``input_depth`` for
-    streams without a nominal rate); the writer queue gets the rest (at least 2 of the largest
-    message).
+    message size (bytes): budget = ``memory_budget_mb`` or ``buffer_s`` x the streams' data rate
+    plus the ``durable`` streams' retained history; reader queues hold ``dds_window_s`` of each stream
+    (at least 5 messages; ``input_depth`` for streams without a nominal rate), a ``durable`` stream's
+    also its publisher's history (``durable_history_s``: what arrives at once when the recorder
+    subscribes mid-flight); the writer queue gets the rest (at least 2 of the largest message).
 
     ``same_stream``: topic -> the planned topic whose stream it carries at another time (a before-lock
     topic -> its stack topic: a frame goes to one or the other). It gets the same queue depth, and the
     budget counts the pair once (the two queues are not full at once)."""
     data_rate = sum(rates[t] * sizes.get(t, 64) for t in rates)
-    budget = int(options.memory_budget_mb * 1e6) if options.memory_budget_mb else int(options.buffer_s * data_rate)
-    depths = {t: max(5, math.ceil(hz * options.dds_window_s)) for t, hz in rates.items()}
+    history = {t: math.ceil(hz * options.durable_history_s) if t in durable else 0 for t, hz in rates.items()}
+    history_bytes = sum(n * sizes.get(t, 64) for t, n in history.items())
+    budget = (int(options.memory_budget_mb * 1e6) if options.memory_budget_mb
+              else int(options.buffer_s * data_rate) + history_bytes)
+    depths = {t: max(5, math.ceil(hz * options.dds_window_s)) + history[t] for t, hz in rates.items()}
     reserve = sum(depths[t] * sizes.get(t, 64) for t in depths)
-    depths.update({t: depths[of] for t, of in (same_stream or {}).items() if of in depths})
+    depths.update({t: depths[of] - history[of] for t, of in (same_stream or {}).items() if of in depths})
     largest = max(sizes.values(), default=0)
     return BufferPlan(budget, depths, max(budget - reserve, 2 * largest))
 

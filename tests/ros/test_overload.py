@@ -196,6 +196,17 @@ def test_recorder_budget_plan_is_sized_from_the_stack() -> None:
     assert len(same) == len(stack.cameras) + 1
     assert all(with_before.depths[t] == default.depths[of] for t, of in same.items())
     assert (with_before.writer_bytes, with_before.budget_bytes) == (default.writer_bytes, default.budget_bytes)
+    # a durable stream's queue also holds its publisher's retained history (a take-over receives it at
+    # once, beside the live samples): the budget grows by it, the writer queue keeps its share
+    durable = {thermal.topic, stack.imu.topic}
+    taking = plan_buffers(RecorderOptions(durable_history_s=2.0), rates, sizes, same, durable)
+    assert taking.depths[thermal.topic] == 5 * int(thermal.rate_hz)
+    assert taking.depths[stack.imu.topic] == 5 * int(stack.imu.rate_hz)
+    assert taking.depths[stack.cameras["color"].topic] == default.depths[stack.cameras["color"].topic]
+    assert all(taking.depths[t] == default.depths[of] for t, of in same.items())  # before-lock: volatile
+    history = 2 * (thermal.rate_hz * sizes[thermal.topic] + stack.imu.rate_hz * sizes[stack.imu.topic])
+    assert taking.budget_bytes == default.budget_bytes + int(history)
+    assert taking.writer_bytes == default.writer_bytes
     explicit = plan_buffers(RecorderOptions(memory_budget_mb=50), rates, sizes)
     assert explicit.budget_bytes == 50_000_000
     assert explicit.writer_bytes == 2 * max(sizes.values())  # the reader queues take it all: a floor
