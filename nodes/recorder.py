@@ -41,18 +41,9 @@ from std_msgs.msg import Bool
 from std_srvs.srv import Trigger
 
 from rgbt.bag.types import ros2_typestore
-from rgbt.graph.options import RecorderOptions
-from rgbt.graph.recording import (
-    Recording,
-    before_lock_streams,
-    driver_extra_topic_types,
-    durable_stack_topics,
-    plan_buffers,
-    reliable_stack_topics,
-    stack_message_bytes,
-    stack_rates,
-)
-from rgbt.memory import reserve_heap
+from rgbt.graph.options import RecorderOptions, unflatten
+from rgbt.graph.recording import Recording, driver_extra_topic_types, recorder_layout
+from rgbt.memory import heap_reserved, reserve_heap
 from rgbt.ros.msgtypes import get_message
 from rgbt.ros.node import RgbtNode
 from rgbt.ros.qos import TOPIC_QOS, qos_profile, qos_to_yaml, topic_qos
@@ -75,29 +66,34 @@ class RecorderNode(RgbtNode):
         super().prewarm()
         ros2_typestore()
 
+    @classmethod
+    def standby_reserve_bytes(cls, params: dict[str, Any]) -> int:
+        """A warm spare touches the heap its take-over would reserve while it waits: a take-over that
+        grew its heap as the history and the live streams arrived (page faults) wrote slower than they
+        came on a loaded 2-core host, and dropped frames over its memory budget for 20 s and more."""
+        from rgbt.stack import load_stack
+
+        o = RecorderOptions.model_validate(unflatten(params))
+        if not o.reserve_memory:
+            return 0
+        return recorder_layout(o, load_stack(o.stack_path or None)).plan.budget_bytes * 5 // 4
+
     def __init__(self, name: str | None = None, **kwargs: Any) -> None:
         super().__init__(name, **kwargs)
         o = self.options
         stack = self.stack()
-        known = stack_topic_types(stack)
-        # by default also the before-lock streams and the GNSS time reference: nothing a driver sent is lost
-        wanted = (o.topics or [*known, *driver_extra_topic_types(stack)]) + list(o.extra_topics)
-        known.update(driver_extra_topic_types(stack))
+        known = {**stack_topic_types(stack), **driver_extra_topic_types(stack)}
         self.rec = Recording(o, log=self.get_logger().info, synthetic=o.synthetic or bool(stack.synthetic))
         self.diag.values["flight_id"] = self.rec.flight_id
         ros2_typestore()  # built now (0.5-3 s on a small CPU), not when the arm starts the first bag
-        self.wanted = [t for t in dict.fromkeys(wanted)]
-        rates = {t: hz for t, hz in stack_rates(stack).items() if t in self.wanted}
-        self.rec.expected_rates = rates
+        layout = recorder_layout(o, stack)
+        self.wanted = layout.topics
+        self.rec.expected_rates = layout.rates
         # the before-lock topics carry the same streams before the sync locks (the first seconds, when a
         # recorder started with the graph is still slow): the same queue depths
-        same = {t: of for t, of in before_lock_streams(stack).items() if t in self.wanted}
-        self.rec.same_stream = same
-        # subscribed reliable (as the trigger sync publishes them) until a best-effort publisher shows up
-        self.reliable = set(reliable_stack_topics(stack)) if o.reliable_stack else set()
-        # durable as the trigger sync publishes them: a restarted recorder receives what it missed
-        self.durable = set(durable_stack_topics(stack)) & self.reliable if o.durable_stack else set()
-        self.plan = plan_buffers(o, rates, stack_message_bytes(stack), same, self.durable)
+        self.rec.same_stream = layout.same_stream
+        # reliable until a best-effort publisher shows up; durable: a restarted recorder receives what it missed
+        self.reliable, self.durable, self.plan = layout.reliable, layout.durable, layout.plan
         self.rec.writer_budget_bytes = self.plan.writer_bytes
         self.get_logger().info(f"memory budget {self.plan.budget_bytes / 1e6:.0f} MB: reader queues "
                                f"{self.plan.depths}, writer queue {self.plan.writer_bytes / 1e6:.0f} MB")
@@ -120,7 +116,9 @@ class RecorderNode(RgbtNode):
         for topic in self.wanted:
             if topic in known:
                 self._subscribe(topic, known[topic])
-        if o.reserve_memory and taking_over:
+        if o.reserve_memory and taking_over and heap_reserved() >= self.plan.budget_bytes * 5 // 4:
+            self.diag.values["heap_reserved_mb"] = str(self._reserve(self.plan.budget_bytes * 5 // 4))
+        elif o.reserve_memory and taking_over:
             # a take-over subscribes first (the streams' retained history must still hold what was missed)
             # and reserves once it has written that history, paced: touching 1 GB at once while the history
             # and the live streams arrive starved the executor and the writer (hung 6 s); at nice 19 the
@@ -143,7 +141,11 @@ class RecorderNode(RgbtNode):
             self.rec.start("always")
 
     def _reserve(self, nbytes: int, pause_s: float = 0.0) -> int:
-        """Touch ``nbytes`` of heap now (``rgbt.memory.reserve_heap``, ``pause_s`` after each chunk); MB reserved."""
+        """Touch ``nbytes`` of heap now (``rgbt.memory.reserve_heap``, ``pause_s`` after each chunk); MB
+        reserved. Nothing to do when a warm spare's standby reserved as much already."""
+        if heap_reserved() >= nbytes:
+            self.get_logger().info(f"heap reserved: {heap_reserved() / 1e6:.0f} MB in standby (warm spare)")
+            return round(heap_reserved() / 1e6)
         t0 = time.monotonic()
         done = reserve_heap(nbytes, pause_s=pause_s)
         self.get_logger().info(f"heap reserved: {done / 1e6:.0f} MB in {time.monotonic() - t0:.2f} s"

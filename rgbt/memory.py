@@ -29,7 +29,7 @@ import time
 M_TRIM_THRESHOLD, M_MMAP_THRESHOLD, M_ARENA_MAX = -1, -3, -8  # <malloc.h>
 MMAP_THRESHOLD = 32 << 20  # frames below this come from the heap (tune_allocator)
 
-_state = {"tuned": False, "reserved": 0}  # reserved: the largest reservation (bytes)
+_state = {"tuned": False, "reserved": 0, "touched": 0}  # the largest reservation asked for / touched (bytes)
 
 
 @functools.cache
@@ -109,4 +109,10 @@ def reserve_heap(nbytes: int, chunk: int = 8 << 20, pause_s: float = 0.0) -> int
     finally:
         for p in reversed(ptrs):  # freed top-down: they merge into the heap's top, which is kept
             libc.free(p)
+    _state["touched"] = max(_state["touched"], len(ptrs) * chunk)
     return len(ptrs) * chunk
+
+
+def heap_reserved() -> int:
+    """Bytes of heap this process has touched and keeps (its largest :func:`reserve_heap`; 0: none)."""
+    return int(_state["touched"])

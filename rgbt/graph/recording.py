@@ -166,6 +166,31 @@ def plan_buffers(options: RecorderOptions, rates: dict[str, float], sizes: dict[
     return BufferPlan(budget, depths, max(budget - reserve, 2 * largest))
 
 
+@dataclass(frozen=True)
+class RecorderLayout:
+    """What a recorder with these options records of a stack and how it holds it while behind."""
+
+    topics: list[str]  #: recorded topics, in subscription order
+    rates: dict[str, float]  #: recorded topic -> nominal rate (Hz) of the stack's sensors
+    same_stream: dict[str, str]  #: recorded before-lock topic -> the stack topic of its stream
+    reliable: set[str]  #: subscribed reliable (as the trigger sync publishes them)
+    durable: set[str]  #: subscribed transient local too: a restarted recorder receives what it missed
+    plan: BufferPlan
+
+
+def recorder_layout(options: RecorderOptions, stack: Any) -> RecorderLayout:
+    """The recorder's topics (``topics``, default the stack's, its before-lock streams and the GNSS
+    time reference, then ``extra_topics``), their QoS and its :func:`plan_buffers` for ``stack``."""
+    known = [*stack_topic_types(stack), *driver_extra_topic_types(stack)]
+    topics = list(dict.fromkeys((options.topics or known) + list(options.extra_topics)))
+    rates = {t: hz for t, hz in stack_rates(stack).items() if t in topics}
+    same = {t: of for t, of in before_lock_streams(stack).items() if t in topics}
+    reliable = set(reliable_stack_topics(stack)) if options.reliable_stack else set()
+    durable = set(durable_stack_topics(stack)) & reliable if options.durable_stack else set()
+    plan = plan_buffers(options, rates, stack_message_bytes(stack), same, durable)
+    return RecorderLayout(topics, rates, same, reliable, durable, plan)
+
+
 def before_lock_streams(stack: Any) -> dict[str, str]:
     """The trigger sync's before-lock topic -> the stack topic of the same stream (cameras and IMU)."""
     out = {unlocked_topic(name): cam.topic for name, cam in stack.cameras.items()}

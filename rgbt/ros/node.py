@@ -85,6 +85,13 @@ class RgbtNode(Node):
             except ImportError:
                 pass
 
+    @classmethod
+    def standby_reserve_bytes(cls, params: dict[str, Any]) -> int:
+        """Heap (bytes) a warm spare of this node touches while it waits (``rgbt.memory.reserve_heap``),
+        from the node's ROS parameters (flat names): what the node would reserve when it starts. 0:
+        none (a node that does not reserve memory)."""
+        return 0
+
     def __init__(self, name: str | None = None, **kwargs: Any) -> None:
         super().__init__(name or self.default_name, **kwargs)
         params = {n: p.value for n, p in self._parameter_overrides.items()

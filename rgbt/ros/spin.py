@@ -359,6 +359,7 @@ def main(argv: list[str] | None = None) -> int:
     prepare_process(classes)
     if not args.standby:
         return run_nodes(factories, ["rgbt", *ros_args], args.duration)
+    reserve_in_standby([(item.partition(":")[0], cls) for item, cls in zip(args.node, classes, strict=True)], ros_args)
     placeholder = standby_placeholder(["rgbt", *ros_args])
     discovery = GraphDiscovery(placeholder, graph_node_names(ros_args))
     if args.ready_file:  # started up (the next spare may start); ready once it has discovered the graph
@@ -402,12 +403,11 @@ STANDBY_POLL_S = 0.1
 DISCOVERY_SETTLE_S, DISCOVERY_MAX_S = 0.5, 15.0
 
 
-def graph_node_names(ros_args: list[str]) -> set[str]:
-    """The nodes of the graph a process belongs to: the names in its ``--params-file`` (``rgbt up``
-    writes one for the whole profile); empty without one."""
+def _params_files(ros_args: list[str]) -> list[dict]:
+    """The documents of the ``--params-file`` arguments in ``ros_args`` (unreadable ones left out)."""
     import yaml
 
-    names: set[str] = set()
+    docs = []
     for i, arg in enumerate(ros_args[:-1]):
         if arg == "--params-file":
             try:
@@ -415,8 +415,50 @@ def graph_node_names(ros_args: list[str]) -> set[str]:
                     data = yaml.safe_load(fh) or {}
             except (OSError, yaml.YAMLError):
                 continue
-            names |= {str(k).lstrip("/") for k in data if str(k) != "/**"}
-    return names
+            if isinstance(data, dict):
+                docs.append(data)
+    return docs
+
+
+def graph_node_names(ros_args: list[str]) -> set[str]:
+    """The nodes of the graph a process belongs to: the names in its ``--params-file`` (``rgbt up``
+    writes one for the whole profile); empty without one."""
+    return {str(k).lstrip("/") for data in _params_files(ros_args) for k in data if str(k) != "/**"}
+
+
+def node_parameters(ros_args: list[str], name: str) -> dict:
+    """The ROS parameters the ``--params-file`` arguments give node ``name`` (``/**`` first, then its own)."""
+    params: dict = {}
+    for data in _params_files(ros_args):
+        for key in ("/**", name, f"/{name}"):
+            section = data.get(key)
+            if isinstance(section, dict) and isinstance(section.get("ros__parameters"), dict):
+                params.update(section["ros__parameters"])
+    return params
+
+
+#: a warm spare's heap reservation sleeps this long after each 8 MB it touches (s): it yields the CPU
+#: to the flight it waits beside (~2 s of sleep for 1.5 GB)
+STANDBY_RESERVE_PAUSE_S = 0.01
+
+
+def reserve_in_standby(nodes: list[tuple[str, type]], ros_args: list[str]) -> None:
+    """Touch the heap the nodes (name, class) of a warm spare will reserve when they start
+    (``RgbtNode.standby_reserve_bytes``), paced, before its DDS participant exists: a take-over then
+    allocates from a warm heap. Options that do not validate are left to the node's start to report."""
+    from rgbt.memory import reserve_heap
+
+    try:
+        nbytes = sum(getattr(cls, "standby_reserve_bytes", lambda _p: 0)(node_parameters(ros_args, name))
+                     for name, cls in nodes)
+    except Exception as exc:  # noqa: BLE001 - the node reports its options when it starts
+        _say(f"rgbt.ros.spin: warm spare: no heap reserved in standby ({exc.__class__.__name__})")
+        return
+    if nbytes:
+        t0 = time.monotonic()
+        done = reserve_heap(nbytes, pause_s=STANDBY_RESERVE_PAUSE_S)
+        _say(f"rgbt.ros.spin: warm spare: heap reserved in standby: {done / 1e6:.0f} MB in "
+             f"{time.monotonic() - t0:.1f} s" if done else "rgbt.ros.spin: warm spare: heap not reserved (needs glibc)")
 
 
 class GraphDiscovery:

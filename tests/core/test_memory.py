@@ -14,7 +14,7 @@ pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="gl
 
 PROBE = r"""
 import json, resource, sys
-from rgbt.memory import reserve_heap, single_arena, tune_allocator
+from rgbt.memory import heap_reserved, reserve_heap, single_arena, tune_allocator
 
 def anon_kb():
     return int(next(l for l in open("/proc/self/status") if l.startswith("RssAnon")).split()[1])
@@ -23,6 +23,7 @@ reserve = int(sys.argv[1])
 out = {"single_arena": single_arena(), "tuned": tune_allocator()}
 before = anon_kb()
 out["reserved"] = reserve_heap(reserve << 20) if reserve else 0
+out["heap_reserved"] = heap_reserved()
 out["anon_reserve_mb"] = (anon_kb() - before) / 1024
 faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
 # a recorder falling behind: 40 frames of 1.7 MB alive at once (68 MB), twice
@@ -44,6 +45,7 @@ def test_reserved_heap_is_kept_and_reused_without_page_faults():
     cold, warm = probe(0), probe(128)
     assert warm["tuned"] and warm["single_arena"]
     assert warm["reserved"] >= 128 << 20
+    assert (cold["heap_reserved"], warm["heap_reserved"]) == (0, warm["reserved"])  # what a warm spare reports
     assert warm["anon_reserve_mb"] >= 120  # touched, and still resident after being freed
     # 68 MB of fresh frames: ~17 k pages to fault in without the reservation, next to none with it
     assert cold["faults"] > 10_000
