@@ -24,6 +24,7 @@ import ctypes
 import ctypes.util
 import functools
 import sys
+import threading
 import time
 
 M_TRIM_THRESHOLD, M_MMAP_THRESHOLD, M_ARENA_MAX = -1, -3, -8  # <malloc.h>
@@ -82,14 +83,15 @@ def single_arena() -> bool:
     return bool(libc and libc.mallopt(M_ARENA_MAX, 1))
 
 
-def reserve_heap(nbytes: int, chunk: int = 8 << 20, pause_s: float = 0.0) -> int:
+def reserve_heap(nbytes: int, chunk: int = 8 << 20, pause_s: float = 0.0,
+                 stop: threading.Event | None = None) -> int:
     """Touch ``nbytes`` of heap once and keep it for later allocations (glibc's trim threshold is
     raised above it, the mmap threshold set by :func:`tune_allocator`, so the ``chunk``-sized
     blocks come from the heap and stay mapped after they are freed). Costs ~0.7 s per GB on the
     VM of BENCHMARKS.md. ``pause_s``: sleep this long after each chunk, for a reservation beside
     live traffic (the other threads' allocations wait on the same heap and address-space locks;
     run it at their priority, paced, never on a starved thread). Returns the bytes reserved (0
-    without glibc)."""
+    without glibc). ``stop``: set, the reservation ends after the chunk at hand (what was touched is kept)."""
     libc = _libc()
     if libc is None or nbytes <= 0 or not tune_allocator():
         return 0
@@ -106,6 +108,8 @@ def reserve_heap(nbytes: int, chunk: int = 8 << 20, pause_s: float = 0.0) -> int
             ptrs.append(p)
             if pause_s > 0:
                 time.sleep(pause_s)
+            if stop is not None and stop.is_set():
+                break
     finally:
         for p in reversed(ptrs):  # freed top-down: they merge into the heap's top, which is kept
             libc.free(p)

@@ -359,21 +359,24 @@ def main(argv: list[str] | None = None) -> int:
     prepare_process(classes)
     if not args.standby:
         return run_nodes(factories, ["rgbt", *ros_args], args.duration)
-    reserve_in_standby([(item.partition(":")[0], cls) for item, cls in zip(args.node, classes, strict=True)], ros_args)
     placeholder = standby_placeholder(["rgbt", *ros_args])
     discovery = GraphDiscovery(placeholder, graph_node_names(ros_args))
     if args.ready_file:  # started up (the next spare may start); ready once it has discovered the graph
         with open(args.ready_file, "w") as fh:
             fh.write(f"{os.getpid()} {DISCOVERING}")
+    names = [item.partition(":")[0] for item in args.node]
+    reserving = StandbyReservation(list(zip(names, classes, strict=True)), ros_args)
 
-    def ready_once_discovered() -> None:  # ready: a take-over now matches its peers at once
-        if args.ready_file and discovery.done():
+    def ready_once_discovered() -> None:  # ready: a take-over now matches its peers at once, from a warm heap
+        if args.ready_file and discovery.done() and reserving.done():
             with open(args.ready_file, "w") as fh:
                 fh.write(str(os.getpid()))
             args.ready_file = None
             _say(f"rgbt.ros.spin: warm spare ready ({discovery.describe()})")
 
-    if not wait_for_start(ready_once_discovered):  # the supervisor went away or stopped the graph: never started
+    started = wait_for_start(ready_once_discovered)
+    reserving.stop()  # taken over mid-reservation: what is touched is kept, the node reserves the rest
+    if not started:  # the supervisor went away or stopped the graph: never started
         placeholder.destroy_node()
         rclpy.try_shutdown()
         return 0
@@ -442,23 +445,41 @@ def node_parameters(ros_args: list[str], name: str) -> dict:
 STANDBY_RESERVE_PAUSE_S = 0.01
 
 
-def reserve_in_standby(nodes: list[tuple[str, type]], ros_args: list[str]) -> None:
-    """Touch the heap the nodes (name, class) of a warm spare will reserve when they start
-    (``RgbtNode.standby_reserve_bytes``), paced, before its DDS participant exists: a take-over then
-    allocates from a warm heap. Options that do not validate are left to the node's start to report."""
-    from rgbt.memory import reserve_heap
+class StandbyReservation:
+    """A warm spare touches the heap its nodes will reserve when they start
+    (``RgbtNode.standby_reserve_bytes``, from their parameters in the graph's params file), paced, on
+    a thread of its own while it waits: once past its imports the next spare may start, and a take-over
+    then allocates from a warm heap. :meth:`stop` ends it at the next chunk (a take-over does not
+    wait for it; the node reserves what is missing). Options that do not validate are left to the
+    node's start to report."""
 
-    try:
-        nbytes = sum(getattr(cls, "standby_reserve_bytes", lambda _p: 0)(node_parameters(ros_args, name))
-                     for name, cls in nodes)
-    except Exception as exc:  # noqa: BLE001 - the node reports its options when it starts
-        _say(f"rgbt.ros.spin: warm spare: no heap reserved in standby ({exc.__class__.__name__})")
-        return
-    if nbytes:
-        t0 = time.monotonic()
-        done = reserve_heap(nbytes, pause_s=STANDBY_RESERVE_PAUSE_S)
-        _say(f"rgbt.ros.spin: warm spare: heap reserved in standby: {done / 1e6:.0f} MB in "
-             f"{time.monotonic() - t0:.1f} s" if done else "rgbt.ros.spin: warm spare: heap not reserved (needs glibc)")
+    def __init__(self, nodes: list[tuple[str, type]], ros_args: list[str]) -> None:
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, args=(nodes, ros_args), name="rgbt-standby-heap",
+                                        daemon=True)
+        self._thread.start()
+
+    def _run(self, nodes: list[tuple[str, type]], ros_args: list[str]) -> None:
+        from rgbt.memory import reserve_heap
+
+        try:
+            nbytes = sum(getattr(cls, "standby_reserve_bytes", lambda _p: 0)(node_parameters(ros_args, name))
+                         for name, cls in nodes)
+        except Exception as exc:  # noqa: BLE001 - the node reports its options when it starts
+            _say(f"rgbt.ros.spin: warm spare: no heap reserved in standby ({exc.__class__.__name__})")
+            return
+        if nbytes:
+            t0 = time.monotonic()
+            done = reserve_heap(nbytes, pause_s=STANDBY_RESERVE_PAUSE_S, stop=self._stop)
+            _say(f"rgbt.ros.spin: warm spare: heap reserved in standby: {done / 1e6:.0f} MB in "
+                 f"{time.monotonic() - t0:.1f} s" if done else "rgbt.ros.spin: warm spare: heap not reserved")
+
+    def done(self) -> bool:
+        return not self._thread.is_alive()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
 
 
 class GraphDiscovery:

@@ -66,3 +66,11 @@ def test_a_paced_reservation_sleeps_after_each_chunk_and_reserves_as_much():
     reserved, took_s = json.loads(r.stdout)
     assert reserved == 32 << 20
     assert took_s >= 4 * 0.1  # 4 chunks, a pause after each
+
+
+def test_a_stopped_reservation_ends_after_the_chunk_at_hand_and_keeps_it():
+    """``stop`` (a warm spare taken over while it reserves): what was touched is kept and reported."""
+    code = ("import json, threading; from rgbt.memory import heap_reserved, reserve_heap; stop = threading.Event(); "
+            "stop.set(); n = reserve_heap(64 << 20, chunk=8 << 20, stop=stop); print(json.dumps([n, heap_reserved()]))")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    assert json.loads(r.stdout) == [8 << 20, 8 << 20]

@@ -24,9 +24,11 @@ DONE = [sys.executable, "-c", "import json, os, sys, time\n"
         "open(os.path.join(sys.argv[1], f'hb_{os.getpid()}.json'), 'w').write(json.dumps("
         "{'pid': os.getpid(), 'mono_ns': time.monotonic_ns(), 'finished': True, 'nodes': {}}))"]
 QUIT = [sys.executable, "-c", "import time; time.sleep(0.3)"]  # exits 0 with no word of a finished job
-# sleeps; as a warm spare (``--standby --ready-file F``) it says it is ready after ``argv[1]`` s, as rgbt.ros.spin does
+# sleeps; as a warm spare (``--standby --ready-file F``) it says it is ready after ``argv[1]`` s and waits for
+# its start line, ending at the end of its input without starting, as rgbt.ros.spin does
 READY = ("import os, sys, time\nif '--ready-file' in sys.argv:\n    time.sleep(float(sys.argv[1]))\n"
-         "    open(sys.argv[sys.argv.index('--ready-file') + 1], 'w').write(str(os.getpid()))\n")
+         "    open(sys.argv[sys.argv.index('--ready-file') + 1], 'w').write(str(os.getpid()))\n"
+         "if '--standby' in sys.argv and not sys.stdin.readline():\n    sys.exit(0)\n")
 SLEEP = [sys.executable, "-c", READY + "time.sleep(60)", "0"]
 FAST = SupervisorOptions(backoff_initial_s=0.05, backoff_factor=2.0, backoff_max_s=0.15, max_restarts=3, window_s=60)
 
@@ -222,10 +224,9 @@ def _warm_spare_takes_over(tmp_path: Path, stop_after, watcher) -> None:  # type
 def test_a_group_left_down_has_its_spare_ended(tmp_path: Path, stop_after) -> None:
     """A group that keeps failing: its first restart takes the warm spare; once it is left down the
     next spare is ended too (it would only hold memory), and no further one is started."""
-    # a spare (``--standby``) waits to be activated like a real one, then fails the same way: it can
-    # never die before the process it stands in for (a race on a loaded machine otherwise)
-    crash_later = [sys.executable, "-c", READY + "if '--standby' in sys.argv: sys.stdin.readline()\n"
-                   "time.sleep(1.5); sys.exit(3)", "0"]
+    # a spare (``--standby``) waits to be activated like a real one (READY), then fails the same way: it
+    # can never die before the process it stands in for (a race on a loaded machine otherwise)
+    crash_later = [sys.executable, "-c", READY + "time.sleep(1.5); sys.exit(3)", "0"]
     graph = _graph(tmp_path, crashy=crash_later, recorder=SLEEP)
     stop_after(graph)
     options = FAST.model_copy(update={"max_restarts": 1, "spare_delay_s": 0.1, "spare_hold_after_failure_s": 0.1})
