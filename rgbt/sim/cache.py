@@ -60,7 +60,10 @@ def write_cache(options: SimOptions, directory: str | Path,
                 progress: Callable[[float, float], None] | None = None) -> Path:
     """Render the run of ``options`` into ``directory`` (created; replaced when it exists) and return
     it. ``progress(done_s, total_s)`` is called about once per simulated second. Written to a
-    temporary folder first and renamed, so a half-written cache never looks complete."""
+    temporary folder first and renamed, so a half-written cache never looks complete. The frames
+    reach the disk before this returns: their write-back (gigabytes) would otherwise go on while the
+    run is played and take the disk from the recorder's writes (a recorder of the fault bench then
+    fell over 5 s behind and dropped frames over its memory budget)."""
     from rgbt.sim.simstack import SimStack
 
     directory = Path(directory)
@@ -82,6 +85,8 @@ def write_cache(options: SimOptions, directory: str | Path,
             if progress is not None and (s.t_ns - t0) / 1e9 >= next_report:
                 progress(next_report, options.duration_s)
                 next_report += 1.0
+        frames.flush()
+        os.fsync(frames.fileno())
     with open(tmp / SAMPLES_FILE, "wb") as fh:
         pickle.dump(samples, fh, protocol=pickle.HIGHEST_PROTOCOL)
     (tmp / KEY_FILE).write_text(json.dumps({"key": cache_key(options), "samples": len(samples),
