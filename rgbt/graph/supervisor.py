@@ -24,7 +24,8 @@ from its peers first: a participant started while a killed one's lease (Fast DDS
 reused its shared-memory port ("Failed init_port ... open_and_lock_file failed" in the log), and the
 peers' writes to that port then stalled 2 s at a time until the lease ran out (measured after a
 recorder's ``kill -9``: every stream up to 7 s late, the sources' publish queue full, 2 s of every
-stream lost, in 2 of 3 flights where a spare started within 5 s). Spares start one at a
+stream lost, in 2 of 3 flights where a spare started within 5 s); a spare of another group still
+importing when a group fails (no participant yet) is ended for the same reason. Spares start one at a
 time, the recorder's first (the next once the last is past its imports, or ``spare_start_max_s``
 after it started): four interpreters importing together beside the running graph took 6-8 s on a
 loaded 2-core host, and a recorder killed in that time had no spare to take over. A spare is
@@ -277,6 +278,7 @@ class Supervisor:
         self.judge.forget(group)
         st.exit_code, st.exit_wall_ns, st.reason = code, time.time_ns(), why
         self._spares_held_until = now + self.o.spare_hold_after_failure_s
+        self._end_spares_still_starting(group)
         st.restarts = [t for t in st.restarts if now - t < self.o.window_s]
         if st.retrying or len(st.restarts) >= self.o.max_restarts:
             if group in self.spare_due:
@@ -307,6 +309,20 @@ class Supervisor:
             os.kill(proc.pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
+
+    def _end_spares_still_starting(self, failed: str) -> None:
+        """End (SIGKILL: no participant, no nodes yet) the other groups' spares still importing when
+        ``failed`` failed: each would create its DDS participant within the dead one's lease and could
+        take its shared-memory port (the module's doc: a spare started just before a recorder's
+        ``kill -9`` did, and the take-over received its history and nothing after it). Each is started
+        again once the hold after the failure is over."""
+        for group in [g for g in getattr(self.graph, "spares", {}) if g != failed and not self._spare_settled(g)]:
+            self.graph.stop_spares([group], grace_s=0.0)
+            self.spare_due[group] = self._spares_held_until
+            if self._spare_starting is not None and self._spare_starting[0] == group:
+                self._spare_starting = None
+            self.log(f"rgbt up: ended the warm spare of process group {group!r}, still starting when "
+                     f"{failed!r} failed; another follows in {self.o.spare_hold_after_failure_s:g} s")
 
     def _start_spares(self, now: float) -> None:
         """Start the spares that are due, one at a time (in :attr:`spare_due`'s order: the recorder's

@@ -260,6 +260,28 @@ def test_spares_start_one_at_a_time_the_recorders_first(tmp_path: Path, stop_aft
     assert [m.split("'")[1] for m in log if "warm spare" in m] == ["recorder", "first", "second"]
 
 
+def test_a_failure_ends_the_spares_still_starting_and_starts_them_again_after_the_hold(tmp_path: Path,
+                                                                                       stop_after) -> None:
+    """A spare still importing when another group fails would create its DDS participant within the
+    dead one's lease (and could take its shared-memory port): it is ended at once, and a new one is
+    started once ``spare_hold_after_failure_s`` has passed. A spare past its imports is kept."""
+    never = [sys.executable, "-c", READY + "time.sleep(60)", "1000"]  # its spare never gets past its imports
+    crash = [sys.executable, "-c", READY + "time.sleep(1.5); sys.exit(3)", "0"]
+    graph = _graph(tmp_path, slow=never, crashy=crash, recorder=SLEEP)
+    stop_after(graph)
+    log: list[str] = []
+    options = FAST.model_copy(update={"spare_delay_s": 0.1, "spare_start_max_s": 0.3, "spare_hold_after_failure_s": 1.0})
+    sup = Supervisor(graph, options, {"recorder"}, log=log.append, status_path=graph.status_path)
+    assert _run(sup, 10.0, until=lambda: {"recorder", "slow", "crashy"} <= set(graph.spares)) is None
+    first_slow, recorder_spare = graph.spares["slow"], graph.spares["recorder"]
+    assert _run(sup, 10.0, until=lambda: bool(sup.history)) is None  # crashy failed (exit 3)
+    assert first_slow.poll() is not None and graph.spares.get("recorder") is recorder_spare  # ended / kept
+    assert any("ended the warm spare of process group 'slow'" in m for m in log), log
+    t0 = time.monotonic()
+    assert _run(sup, 10.0, until=lambda: "slow" in graph.spares) is None
+    assert time.monotonic() - t0 >= 0.8 and graph.spares["slow"] is not first_slow  # after the hold (1 s)
+
+
 @pytest.mark.ros
 def test_a_warm_spare_is_ready_once_it_has_discovered_the_graphs_nodes(ros_env: dict, tmp_path: Path) -> None:
     """A spare's readiness (``rgbt.ros.spin.GraphDiscovery``): the nodes named in the graph's params
