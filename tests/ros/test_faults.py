@@ -55,8 +55,12 @@ def test_quick_fault_matrix(ros_env: dict, tmp_path: Path, rgbt_cli) -> None:
             kind = "imu" if topic == "/imu/imu" else "thermal"
             assert stream["lost"] <= late.get(kind, 0) + takeover_lost.get(topic, 0), \
                 (name, topic, stream, late, takeover_lost)
-    # a +5 s step of the drivers' wall clock: detected once, held (stamps stay continuous)
-    assert result["faults"][CLOCK_STEP]["clock_steps"] == 1
+    # a +5 s step of the drivers' wall clock: detected once, held (stamps stay continuous). A sources
+    # process restarted after the step (found hung on a saturated host) starts on the stepped clock and
+    # writes the counters anew: it has no step to see
+    step = result["faults"][CLOCK_STEP]
+    sources_restarted = any("restarted process group 'sources'" in e for e in step["events"])
+    assert step["clock_steps"] == 1 or (sources_restarted and step["clock_steps"] == 0), step["events"]
     for name, group in KILLED.items():
         row = result["faults"][name]
         # the group's restarts in the flight (segmentation is also hung later in it): this kill's among them
