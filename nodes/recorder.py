@@ -74,9 +74,7 @@ class RecorderNode(RgbtNode):
         from rgbt.stack import load_stack
 
         o = RecorderOptions.model_validate(unflatten(params))
-        if not o.reserve_memory:
-            return 0
-        return recorder_layout(o, load_stack(o.stack_path or None)).plan.budget_bytes * 5 // 4
+        return recorder_layout(o, load_stack(o.stack_path or None)).heap_bytes
 
     def __init__(self, name: str | None = None, **kwargs: Any) -> None:
         super().__init__(name, **kwargs)
@@ -94,6 +92,7 @@ class RecorderNode(RgbtNode):
         self.rec.same_stream = layout.same_stream
         # reliable until a best-effort publisher shows up; durable: a restarted recorder receives what it missed
         self.reliable, self.durable, self.plan = layout.reliable, layout.durable, layout.plan
+        heap = self._heap_bytes = layout.heap_bytes
         self.rec.writer_budget_bytes = self.plan.writer_bytes
         self.get_logger().info(f"memory budget {self.plan.budget_bytes / 1e6:.0f} MB: reader queues "
                                f"{self.plan.depths}, writer queue {self.plan.writer_bytes / 1e6:.0f} MB")
@@ -110,15 +109,14 @@ class RecorderNode(RgbtNode):
         # bags an earlier recorder left open: another run's are recovered now, this flight's is taken over
         for entry in self.rec.recover_at_start():
             self.get_logger().warning(f"recovered {entry['bag']}, left open by an earlier run: {entry}")
-        taking_over = self.rec.previous is not None
-        if o.reserve_memory and not taking_over:
-            self.diag.values["heap_reserved_mb"] = str(self._reserve(self.plan.budget_bytes * 5 // 4))
+        # reserved now unless a take-over must subscribe first and its warm spare has not reserved it all
+        reserve_now = heap and (self.rec.previous is None or heap_reserved() >= heap)
+        if reserve_now:
+            self.diag.values["heap_reserved_mb"] = str(self._reserve(heap))
         for topic in self.wanted:
             if topic in known:
                 self._subscribe(topic, known[topic])
-        if o.reserve_memory and taking_over and heap_reserved() >= self.plan.budget_bytes * 5 // 4:
-            self.diag.values["heap_reserved_mb"] = str(self._reserve(self.plan.budget_bytes * 5 // 4))
-        elif o.reserve_memory and taking_over:
+        if heap and not reserve_now:
             # a take-over subscribes first (the streams' retained history must still hold what was missed)
             # and reserves once it has written that history, paced: touching 1 GB at once while the history
             # and the live streams arrive starved the executor and the writer (hung 6 s); at nice 19 the
@@ -155,7 +153,7 @@ class RecorderNode(RgbtNode):
     def _reserve_when_caught_up(self) -> None:
         """:meth:`_reserve` on this thread, paced, once the writer has caught up."""
         self.rec.wait_caught_up()
-        reserved = self._reserve(self.plan.budget_bytes * 5 // 4, pause_s=TAKEOVER_RESERVE_PAUSE_S)
+        reserved = self._reserve(self._heap_bytes, pause_s=TAKEOVER_RESERVE_PAUSE_S)
         self.diag.values["heap_reserved_mb"] = str(reserved)
 
     def _subscribe(self, topic: str, msgtype: str) -> None:

@@ -176,6 +176,7 @@ class RecorderLayout:
     reliable: set[str]  #: subscribed reliable (as the trigger sync publishes them)
     durable: set[str]  #: subscribed transient local too: a restarted recorder receives what it missed
     plan: BufferPlan
+    heap_bytes: int  #: heap it touches once and keeps (``reserve_memory``: the budget + 25 %; else 0)
 
 
 def recorder_layout(options: RecorderOptions, stack: Any) -> RecorderLayout:
@@ -188,7 +189,8 @@ def recorder_layout(options: RecorderOptions, stack: Any) -> RecorderLayout:
     reliable = set(reliable_stack_topics(stack)) if options.reliable_stack else set()
     durable = set(durable_stack_topics(stack)) & reliable if options.durable_stack else set()
     plan = plan_buffers(options, rates, stack_message_bytes(stack), same, durable)
-    return RecorderLayout(topics, rates, same, reliable, durable, plan)
+    return RecorderLayout(topics, rates, same, reliable, durable, plan,
+                          plan.budget_bytes * 5 // 4 if options.reserve_memory else 0)
 
 
 def before_lock_streams(stack: Any) -> dict[str, str]:

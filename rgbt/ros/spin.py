@@ -42,7 +42,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from rgbt.graph.priority import set_process_nice, set_process_realtime
 from rgbt.memory import single_arena
@@ -446,25 +446,24 @@ STANDBY_RESERVE_PAUSE_S = 0.01
 
 
 class StandbyReservation:
-    """A warm spare touches the heap its nodes will reserve when they start
+    """A warm spare touches the heap its nodes (name, node class) will reserve when they start
     (``RgbtNode.standby_reserve_bytes``, from their parameters in the graph's params file), paced, on
     a thread of its own while it waits: once past its imports the next spare may start, and a take-over
     then allocates from a warm heap. :meth:`stop` ends it at the next chunk (a take-over does not
     wait for it; the node reserves what is missing). Options that do not validate are left to the
     node's start to report."""
 
-    def __init__(self, nodes: list[tuple[str, type]], ros_args: list[str]) -> None:
+    def __init__(self, nodes: list[tuple[str, Any]], ros_args: list[str]) -> None:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, args=(nodes, ros_args), name="rgbt-standby-heap",
                                         daemon=True)
         self._thread.start()
 
-    def _run(self, nodes: list[tuple[str, type]], ros_args: list[str]) -> None:
+    def _run(self, nodes: list[tuple[str, Any]], ros_args: list[str]) -> None:
         from rgbt.memory import reserve_heap
 
         try:
-            nbytes = sum(getattr(cls, "standby_reserve_bytes", lambda _p: 0)(node_parameters(ros_args, name))
-                         for name, cls in nodes)
+            nbytes = sum(cls.standby_reserve_bytes(node_parameters(ros_args, name)) for name, cls in nodes)
         except Exception as exc:  # noqa: BLE001 - the node reports its options when it starts
             _say(f"rgbt.ros.spin: warm spare: no heap reserved in standby ({exc.__class__.__name__})")
             return
