@@ -248,8 +248,8 @@ class TriggerSyncOptions(NodeOptions):
     output_qos: QosName = "reliable"
     # ... and transient local, their history (output_history_s of each stream: ~3 s is ~330 MB for the
     # CART stack's cameras) kept for a recorder that restarts: it covers what the killed recorder had
-    # not written yet (its writer up to ~1.2 s behind; 1.4-4.6 s on a slower 2-core host, BENCHMARKS.md) and the take-over (the warm spare's start and
-    # subscription, 0.4-0.8 s), so a killed recorder loses nothing (rgbt.graph.recording)
+    # not written yet (its writer up to ~1.2 s behind; 1.4-4.6 s on a slower 2-core host, where it falls
+    # short: BENCHMARKS.md) and the take-over (the warm spare's start and subscription, 0.4-0.8 s)
     durable_output: bool = True
     output_history_s: float = Field(RETAINED_HISTORY_S, gt=0)
     raw_prefix: str = RAW_PREFIX
