@@ -94,6 +94,7 @@ class RecorderNode(RgbtNode):
         self.reliable, self.durable, self.plan = layout.reliable, layout.durable, layout.plan
         heap = self._heap_bytes = layout.heap_bytes
         self.rec.writer_budget_bytes = self.plan.writer_bytes
+        self.rec.open_spool()
         self.get_logger().info(f"memory budget {self.plan.budget_bytes / 1e6:.0f} MB: reader queues "
                                f"{self.plan.depths}, writer queue {self.plan.writer_bytes / 1e6:.0f} MB")
         # topic -> message type (not `subscribed`: RgbtNode.subscribed(publisher) is a method)

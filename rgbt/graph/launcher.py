@@ -53,7 +53,7 @@ from rgbt.paths import REPO_ROOT
 from rgbt.ros_env import ros_defaults
 
 SHM_DIR = Path("/dev/shm")
-SHM_PREFIXES = ("fastrtps_", "sem.fastrtps_", "fastdds_", "sem.fastdds_")
+SHM_PREFIXES = ("fastrtps_", "sem.fastrtps_", "fastdds_", "sem.fastdds_", "rgbt_spool_")  # + recorders' crash spools
 #: how long (s) :meth:`Graph.stop` waits for each group after its SIGINT, and for the warm spares,
 #: and pauses (s) between groups
 STOP_GRACE_S, SPARE_GRACE_S, STOP_SETTLE_S = 15.0, 5.0, 0.3

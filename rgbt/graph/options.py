@@ -375,6 +375,11 @@ class RecorderOptions(NodeOptions):
     # the open bag file is fsynced at least this often while data flows (s): what a power loss can lose
     # (0: only when a file is finished)
     fsync_interval_s: float = Field(1.0, ge=0)
+    # a memory filesystem where the writer queue's messages also wait (rgbt.bag.spool, the writer queue's
+    # budget in RAM): a recorder killed mid-flight leaves them to the one that takes the flight over,
+    # which the publishers' 3 s history did not always cover (a writer seconds behind on a 2-core host).
+    # "": none (a killed recorder then loses what its writer had queued, and counts it)
+    spool_dir: str = "/dev/shm"
     # 0: no cap; the whole flight's bags (every bag of one ``rgbt up``, across splits and recorder
     # restarts): reaching it closes the bag (never corrupt) and no new bag starts on its own
     max_total_mb: float = Field(0, ge=0)

@@ -52,6 +52,7 @@ from rgbt.bag.loss import (
     steps_not_counted,
 )
 from rgbt.bag.recover import recover_bag
+from rgbt.bag.spool import Spool, read_unwritten
 from rgbt.bag.types import ros2_typestore
 from rgbt.bag.writer import BagWriter
 from rgbt.errors import BagError
@@ -87,6 +88,9 @@ RESUME_FREE_MB = 200.0
 TAKEOVER_WAIT_S = 3.0
 #: a writer with at most this much queued (bytes, ~0.1 s of the CART stack) has caught up
 CAUGHT_UP_BYTES = 16 << 20
+#: the crash spool's room beyond the writer queue's budget: entry headers and the bytes a ring lap
+#: skips (at most one message each)
+SPOOL_SLACK_BYTES = 32 << 20
 #: a recorder that took over reserves its heap once its writer has caught up for this long (s), or
 #: after TAKEOVER_RESERVE_MAX_S whatever the writer's state
 TAKEOVER_SETTLE_S, TAKEOVER_RESERVE_MAX_S = 2.0, 30.0
@@ -176,7 +180,9 @@ class RecorderLayout:
     reliable: set[str]  #: subscribed reliable (as the trigger sync publishes them)
     durable: set[str]  #: subscribed transient local too: a restarted recorder receives what it missed
     plan: BufferPlan
-    heap_bytes: int  #: heap it touches once and keeps (``reserve_memory``: the budget + 25 %; else 0)
+    #: heap it touches once and keeps (``reserve_memory``: the budget + 25 %, less the writer queue's
+    #: share with a crash spool; else 0)
+    heap_bytes: int
 
 
 def recorder_layout(options: RecorderOptions, stack: Any) -> RecorderLayout:
@@ -189,8 +195,10 @@ def recorder_layout(options: RecorderOptions, stack: Any) -> RecorderLayout:
     reliable = set(reliable_stack_topics(stack)) if options.reliable_stack else set()
     durable = set(durable_stack_topics(stack)) & reliable if options.durable_stack else set()
     plan = plan_buffers(options, rates, stack_message_bytes(stack), same, durable)
+    # the writer queue's share waits in the crash spool (its own memory) when there is one
+    heap = plan.budget_bytes - (plan.writer_bytes if options.spool_dir else 0)
     return RecorderLayout(topics, rates, same, reliable, durable, plan,
-                          plan.budget_bytes * 5 // 4 if options.reserve_memory else 0)
+                          heap * 5 // 4 if options.reserve_memory else 0)
 
 
 def before_lock_streams(stack: Any) -> dict[str, str]:
@@ -270,6 +278,23 @@ class Recording:
         self._takeover_go = threading.Event()  # set when the continuing bag closes: recover the old one now
         self.handed = self.done = 0  # messages queued for the writers / written or lost by them (closed bags)
         self._last_checkpoint = 0.0
+        self.spool: Spool | None = None  # the writer queue's copy that outlives this process (open_spool)
+
+    def open_spool(self) -> None:
+        """Keep the writer queue's messages in a :class:`rgbt.bag.spool.Spool` under ``spool_dir`` too
+        (sized from ``writer_budget_bytes``): a recorder that takes this flight over after this one is
+        killed writes what this one had queued and not written. Logged and left off where the memory
+        filesystem lacks the room."""
+        if not self.o.spool_dir or not self.writer_budget_bytes:
+            return
+        path = Path(self.o.spool_dir) / f"rgbt_spool_{self.flight_id}_{os.getpid()}"
+        t0 = time.monotonic()
+        try:
+            self.spool = Spool(path, self.writer_budget_bytes + SPOOL_SLACK_BYTES)
+        except (OSError, BagError) as exc:
+            self.log(f"no crash spool: {exc}; a killed recorder loses what its writer had queued")
+            return
+        self.log(f"crash spool {path}: {self.spool.capacity / 1e6:.0f} MB in {time.monotonic() - t0:.2f} s")
 
     # -- topics and messages -----------------------------------------------------------------
     def add_topic(self, name: str, msgtype: str, qos_yaml: str = "") -> None:
@@ -295,16 +320,16 @@ class Recording:
         key = stamp if stamp is not None else t_ns
         with self._lock:
             sink = self.sink
+            if sink is not None and stamp is not None and stamp in sink.replayed.get(topic, ()):
+                sink.info["spool_duplicates"] = sink.info.get("spool_duplicates", 0) + 1
+                return  # a take-over's durable history of what its predecessor's spool gave it already
             if sink is None:
                 if self.state == "error":  # between a failed bag and the next: in the next one's manifest
                     self.pending_loss.lost(topic, key, NO_BAG)
                 elif self.hold:
                     self.loss_after_stop.lost(topic, key, self.hold)
                 return
-            if stamp is not None and topic in self.same_stream:
-                sink.stamp_of(self.same_stream[topic], stamp, carried=True)
-            elif stamp is not None and topic in self.expected_rates:
-                sink.stamp_of(topic, stamp)  # its steps are counted when the bag closes (any arrival order)
+            self._note_stamp(sink, topic, stamp)
             if self.o.arrival_trace and stamp is not None:
                 sink.info["arrivals"].setdefault(topic, []).append((stamp, t_ns))
             if not sink.put(topic, t_ns, raw, key):
@@ -312,6 +337,43 @@ class Recording:
             capped = bool(self.o.max_total_mb) and self.flight_bytes + sink.queued_bytes >= self.o.max_total_mb * 1e6
         if capped:
             self.stop(f"flight size cap reached ({self.o.max_total_mb:g} MB)", state="stopped", hold=SIZE_CAP)
+
+    def _note_stamp(self, sink: _BagSink, topic: str, stamp: int | None) -> None:
+        """Note a known-rate stream's stamp in ``sink`` (its steps are counted when the bag closes, in
+        any arrival order); a before-lock topic's stamp counts as carried for its stream."""
+        if stamp is not None and topic in self.same_stream:
+            sink.stamp_of(self.same_stream[topic], stamp, carried=True)
+        elif stamp is not None and topic in self.expected_rates:
+            sink.stamp_of(topic, stamp)
+
+    def _replay_spool(self, sink: _BagSink, manifest: dict) -> None:
+        """Queue into ``sink`` (a take-over's first bag) what the killed recorder's spool holds past
+        what its bag file surely holds (:func:`rgbt.bag.spool.read_unwritten`): its writer queue and its
+        unfinished chunk. The take-over cuts the old bag before each stream's first message here, and
+        the durable history drops what this gave already (``spool_duplicates``)."""
+        path = manifest.get("spool")
+        if not path or not Path(path).exists():
+            return
+        t0 = time.monotonic()
+        count = nbytes = skipped = 0
+        try:
+            for entry in read_unwritten(Path(path)):
+                if entry.topic not in self.topics:
+                    skipped += 1  # a topic this recorder has not subscribed (yet): its gap is counted
+                    continue
+                stamped = self.topics[entry.topic][0] in STAMPED_TYPES
+                self._note_stamp(sink, entry.topic, entry.key if stamped else None)
+                sink.put_replayed(entry.topic, entry.log_ns, entry.data, entry.key)
+                if stamped:
+                    sink.replayed.setdefault(entry.topic, set()).add(entry.key)
+                count, nbytes = count + 1, nbytes + len(entry.data)
+        except (OSError, BagError) as exc:
+            self.log(f"spool {path} not read whole: {exc}")
+        Path(path).unlink(missing_ok=True)  # the mapping lives on until the writer has written the views
+        sink.info["spool_replayed"] = {"messages": count, "bytes": nbytes, "skipped": skipped,
+                                       "seconds": round(time.monotonic() - t0, 3)}
+        self.log(f"spool of recorder PID {manifest.get('pid')}: {count} messages ({nbytes / 1e6:.0f} MB) "
+                 "its writer had not surely written, queued again")
 
     def enable_state_topic(self, topic: str) -> None:
         """Write each armed message into the bag as ``mavros_msgs/msg/State`` on ``topic`` (what
@@ -453,11 +515,13 @@ class Recording:
             if self.previous is not None and self._takeover is None:
                 continues = str(self.previous[0])
             info["continues"] = Path(continues).name if continues else None
-            self.sink = _BagSink(writer, info, self._on_write_error, self.writer_budget_bytes)
+            self.sink = _BagSink(writer, info, self._on_write_error, self.writer_budget_bytes, self.spool)
             self.sink.seed = dict(self.seed_last)
             self.sink.loss.absorb(self.pending_loss)
             for name, (msgtype, qos) in self.topics.items():
                 self.sink.add_topic(name, msgtype, qos)
+            if self.previous is not None and self._takeover is None:
+                self._replay_spool(self.sink, self.previous[1])
             self.bag_path, self.state, self.started_by = path, "recording", reason
             self._write_manifest(self.sink, "", state="recording", fsync=True)
             self._last_checkpoint = time.monotonic()
@@ -598,6 +662,9 @@ class Recording:
         continued), and write what was not recorded while held into the last bag's manifest."""
         self.stop("shutdown")
         self._join_takeover()
+        if self.spool is not None:
+            self.spool.close()
+            self.spool = None
         if self.previous is not None and self._takeover is None:
             for bag in (self.previous, *self.later):
                 self._recover(*bag)
@@ -686,6 +753,8 @@ class Recording:
         manifest["lost_total"] = sum(int(v.get("lost_total", 0)) for v in manifest.get("topics", {}).values())
         manifest["bytes"] = _bag_bytes(bag)
         (bag / RESERVE).unlink(missing_ok=True)
+        if manifest.get("spool"):  # its recorder's crash spool (a take-over has read it): memory freed
+            Path(manifest["spool"]).unlink(missing_ok=True)
         write_json_atomic(bag / MANIFEST, manifest, indent=2, fsync=True)
         entry = {"bag": bag.name, **manifest["recovered"], "duplicates_skipped": manifest["duplicates_skipped"]}
         self.log(f"recovered {bag.name}: {result.get('message_count')} messages in {result['seconds']:.1f} s "
@@ -878,7 +947,8 @@ class Recording:
             "start_wall_ns": b["start_wall_ns"], "end_wall_ns": end if state == "closed" else None,
             "checkpoint_wall_ns": end, "bytes": b["bytes"], "topics": topics,
             "lost_total": sum(t["lost_total"] for t in topics.values()),
-            "takeover": b.get("takeover"),
+            "takeover": b.get("takeover"), "spool": str(self.spool.path) if self.spool is not None else None,
+            "spool_replayed": b.get("spool_replayed"), "spool_duplicates": b.get("spool_duplicates", 0),
             "fsync": {"count": getattr(writer, "fsyncs", 0), "seconds": round(getattr(writer, "fsync_s", 0.0), 3),
                       "interval_s": self.o.fsync_interval_s},
             "sync": {k: v for k, v in sync.items() if v},
@@ -1042,9 +1112,11 @@ class _BagSink:
     RECENT = 4096
 
     def __init__(self, writer: Any, info: dict, on_error: Callable[[_BagSink, BaseException], None],
-                 budget_bytes: int = 0) -> None:
+                 budget_bytes: int = 0, spool: Spool | None = None) -> None:
         self.writer, self.info, self.on_error = writer, info, on_error
         self.budget_bytes = budget_bytes  # bound of backlog_bytes (0: none)
+        self.spool = spool  # queued messages are copied there (views of the copies are queued)
+        self.replayed: dict[str, set[int]] = {}  # topic -> stamps queued from a dead recorder's spool
         self._count_lock = threading.Lock()  # backlog_bytes changes on two threads
         self.loss_lock = threading.Lock()
         self.loss = LossLog()
@@ -1090,7 +1162,7 @@ class _BagSink:
         with self.loss_lock:
             self.loss.lost(topic, key, cause)
 
-    def put(self, topic: str, t_ns: int, raw: bytes, key: int) -> bool:
+    def put(self, topic: str, t_ns: int, raw: bytes | memoryview, key: int) -> bool:
         """Queue one message (``key``: its header stamp, else ``t_ns``); False when it is not written:
         the backlog would exceed the budget (``info["dropped_budget"]``), or the bag has just failed.
         Either way it is in ``loss``."""
@@ -1107,16 +1179,41 @@ class _BagSink:
                 self.queued_bytes += len(raw)
                 self.backlog_bytes += len(raw)
                 self.accepted += 1
+        end = 0
+        if not over and self.spool is not None:
+            spooled = self.spool.append(topic, t_ns, key, raw)
+            if spooled is None:  # the ring holds only unwritten messages: as full as the budget
+                with self._count_lock:
+                    self.queued_bytes -= len(raw)
+                    self.backlog_bytes -= len(raw)
+                    self.accepted -= 1
+                dropped = self.info.setdefault("dropped_budget", {})
+                dropped[topic] = dropped.get(topic, 0) + 1
+                over = True
+            else:
+                raw, end = spooled
         if over:
             self._lose(topic, key, MEMORY_BUDGET)
             return False
+        self._queue(topic, t_ns, raw, key, len(raw), end)
+        return True
+
+    def put_replayed(self, topic: str, t_ns: int, data: memoryview, key: int) -> None:
+        """Queue one message of a dead recorder's spool (its memory is that spool's mapping: not
+        counted in this bag's budget, not copied into this recorder's spool)."""
+        with self._count_lock:
+            self.queued_bytes += len(data)
+            self.accepted += 1
+        self._queue(topic, t_ns, data, key, 0, 0)
+
+    def _queue(self, topic: str, t_ns: int, raw: bytes | memoryview, key: int, counted: int, end: int) -> None:
+        """The writer's item: ``counted`` bytes of the backlog, ``end`` its spool offset (0: none)."""
         first = self.first_key.get(topic)  # the earliest, not the first to come: a durable history
         if first is None or key < first:  # may arrive after the first live samples
             self.first_key[topic] = key
         with self.loss_lock:
             self.loss.kept(topic)
-        self.queue.put(("msg", topic, t_ns, raw, key))
-        return True
+        self.queue.put(("msg", topic, t_ns, raw, key, counted, end))
 
     def _run(self) -> None:
         info = self.info
@@ -1140,13 +1237,15 @@ class _BagSink:
                 if item[0] == "topic":
                     self.writer.add_topic(item[1], item[2], item[3])
                     continue
-                _, topic, t_ns, raw, key = item
+                _, topic, t_ns, raw, key, counted, end = item
                 self.writer.write(topic, t_ns, raw)
                 with self._count_lock:
-                    self.backlog_bytes -= len(raw)
+                    self.backlog_bytes -= counted
             except Exception as exc:  # noqa: BLE001 - close what we have, never corrupt
                 self._failed(exc, item)
                 continue
+            if end and self.spool is not None:
+                self.spool.mark_written(end)
             self.done += 1
             recent = self._recent.get(topic)
             if recent is None:
@@ -1162,7 +1261,9 @@ class _BagSink:
             self._lose(item[1], item[4], WRITE_ERROR)
             self.done += 1
             with self._count_lock:
-                self.backlog_bytes -= len(item[3])
+                self.backlog_bytes -= item[5]
+            if item[6] and self.spool is not None:
+                self.spool.mark_written(item[6])
 
     def _failed(self, exc: BaseException, item: tuple | None) -> None:
         """A write failed: the writer has closed the bag at its last whole chunk. Count what it lacks

@@ -431,3 +431,71 @@ def test_the_size_cap_is_per_flight_and_holds(tmp_path: Path) -> None:
     other = _recording(out, flight="f2", max_total_mb=cap_mb)  # another flight starts from zero
     other.recover_at_start()
     assert other.flight_bytes == 0
+
+
+_SLOW_RECORDER = """
+import sys, time
+from pathlib import Path
+from rgbt.bag.writer import BagWriter
+from rgbt.graph.options import RecorderOptions
+from rgbt.graph.recording import Recording
+sys.path.insert(0, {tests!r})
+from test_recording_faults import IMU, PERIOD, S, _imu
+
+class SlowWriter(BagWriter):  # a writer on a loaded host: far behind what arrives
+    def write(self, *a):
+        time.sleep(0.02)
+        super().write(*a)
+
+opts = RecorderOptions(out_dir={out!r}, min_free_mb=0, start="always", spool_dir={spool!r})
+rec = Recording(opts, log=lambda m: None, writer_factory=lambda p, **kw: SlowWriter(p, **kw), flight_id="f1")
+rec.add_topic(IMU, "sensor_msgs/msg/Imu")
+rec.expected_rates = {{IMU: 200.0}}
+rec.writer_budget_bytes = 4 << 20
+rec.open_spool()
+rec.start("always")
+for i in range(400):
+    rec.on_message(IMU, _imu(10 * S + i * PERIOD), 10 * S + i * PERIOD)
+print("written", rec.sink.done, flush=True)
+time.sleep(60)
+"""
+
+
+def test_a_killed_recorders_unwritten_queue_reaches_the_take_over_through_its_spool(tmp_path: Path,
+                                                                                     read_bag) -> None:
+    """A recorder whose writer is far behind is killed (SIGKILL, a real process): what it had queued
+    and not written is in its spool, and the recorder that takes the flight over writes it; the
+    publishers' history repeats part of it and is left out: every sample once, nothing lost."""
+    import os
+    import signal
+
+    out, spool_dir = tmp_path / "bags", tmp_path / "shm"
+    spool_dir.mkdir()
+    code = _SLOW_RECORDER.format(tests=str(Path(__file__).parent), out=str(out), spool=str(spool_dir))
+    child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    try:
+        line = child.stdout.readline() if child.stdout else ""
+        assert line.startswith("written"), line
+        os.kill(child.pid, signal.SIGKILL)
+    finally:
+        child.kill()
+        child.wait()
+    assert int(line.split()[1]) < 300  # the writer had not written the last 100+ samples
+    assert len(list(spool_dir.iterdir())) == 1
+    second = _recording(out, spool_dir=str(spool_dir))
+    second.writer_budget_bytes = 4 << 20
+    second.open_spool()
+    second.recover_at_start()
+    second.start("always")
+    new = Path(second.bag_path)
+    for i in range(350, 500):  # the durable history repeats 350..399, then live samples
+        s = 10 * S + i * PERIOD
+        second.on_message(IMU, _imu(s), s)
+    second.shutdown()
+    old = Path(_manifest(new)["bag"].replace(new.name, _manifest(new)["continues"]))
+    old_stamps, new_stamps = _stamps(old, read_bag), _stamps(new, read_bag)
+    assert sorted(old_stamps + new_stamps) == [10 * S + i * PERIOD for i in range(500)]  # each once
+    closed, recovered = _manifest(new), _manifest(old)
+    assert closed["spool_replayed"]["messages"] >= 100 and closed["spool_duplicates"] == 50
+    assert closed["topics"][IMU]["loss_ranges"] == [] and recovered["lost_total"] == 0
+    assert list(spool_dir.iterdir()) == []  # both spools removed
