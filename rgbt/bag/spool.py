@@ -49,6 +49,25 @@ class SpoolEntry:
     data: memoryview
 
 
+def allocate(path: Path, capacity: int) -> int:
+    """Create (or take as it is: a warm spare made it in standby) the file of a spool of ``capacity``
+    bytes with every page allocated, and return it open for writing. Allocated now: a memory
+    filesystem that ran out later would kill the process writing it (SIGBUS)."""
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    except OSError as exc:
+        raise BagError(f"spool {path}: not created ({exc.strerror or exc})") from exc
+    try:
+        if os.fstat(fd).st_size != HEADER_BYTES + capacity:
+            os.ftruncate(fd, HEADER_BYTES + capacity)
+        os.posix_fallocate(fd, 0, HEADER_BYTES + capacity)  # nothing to do where allocated already
+    except OSError as exc:
+        os.close(fd)
+        path.unlink(missing_ok=True)
+        raise BagError(f"spool {path}: {capacity / 1e6:.0f} MB not available ({exc.strerror or exc})") from exc
+    return fd
+
+
 class Spool:
     """The ring of one recorder process (created, sized and removed by it). :meth:`append` copies a
     message in and returns a view of the copy for the writer queue; :meth:`mark_written` moves the
@@ -60,16 +79,11 @@ class Spool:
             raise BagError(f"spool capacity {capacity} bytes: expected at least 1 MiB")
         self.path = Path(path)
         self.capacity = capacity
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
+        fd = allocate(self.path, capacity)
         try:
-            # allocated now: a memory filesystem that runs out later would kill the process (SIGBUS)
-            os.posix_fallocate(fd, 0, HEADER_BYTES + capacity)
             self._map = mmap.mmap(fd, HEADER_BYTES + capacity, mmap.MAP_SHARED)
-        except OSError as exc:
+        finally:
             os.close(fd)
-            self.path.unlink(missing_ok=True)
-            raise BagError(f"spool {self.path}: {capacity / 1e6:.0f} MB not available ({exc.strerror or exc})") from exc
-        os.close(fd)
         self._view = memoryview(self._map)
         self.tail = self.head = self.written = 0
         self._header()

@@ -201,6 +201,17 @@ def recorder_layout(options: RecorderOptions, stack: Any) -> RecorderLayout:
                           heap * 5 // 4 if options.reserve_memory else 0)
 
 
+def spool_path(spool_dir: str, pid: int | None = None) -> Path:
+    """The crash spool of the recorder process ``pid`` (default this one; its warm spare's standby
+    allocates it before the take-over, :meth:`Recording.open_spool` takes it)."""
+    return Path(spool_dir) / f"rgbt_spool_{os.getpid() if pid is None else pid}"
+
+
+def spool_capacity(writer_bytes: int) -> int:
+    """A crash spool's bytes for a writer queue of ``writer_bytes``."""
+    return writer_bytes + SPOOL_SLACK_BYTES
+
+
 def before_lock_streams(stack: Any) -> dict[str, str]:
     """The trigger sync's before-lock topic -> the stack topic of the same stream (cameras and IMU)."""
     out = {unlocked_topic(name): cam.topic for name, cam in stack.cameras.items()}
@@ -287,10 +298,10 @@ class Recording:
         filesystem lacks the room."""
         if not self.o.spool_dir or not self.writer_budget_bytes:
             return
-        path = Path(self.o.spool_dir) / f"rgbt_spool_{self.flight_id}_{os.getpid()}"
+        path = spool_path(self.o.spool_dir)
         t0 = time.monotonic()
         try:
-            self.spool = Spool(path, self.writer_budget_bytes + SPOOL_SLACK_BYTES)
+            self.spool = Spool(path, spool_capacity(self.writer_budget_bytes))
         except (OSError, BagError) as exc:
             self.log(f"no crash spool: {exc}; a killed recorder loses what its writer had queued")
             return

@@ -92,6 +92,11 @@ class RgbtNode(Node):
         none (a node that does not reserve memory)."""
         return 0
 
+    @classmethod
+    def standby_prepare(cls, params: dict[str, Any]) -> None:
+        """What else a warm spare of this node makes ready while it waits, after its heap (from the
+        node's ROS parameters, flat names). Default: nothing."""
+
     def __init__(self, name: str | None = None, **kwargs: Any) -> None:
         super().__init__(name or self.default_name, **kwargs)
         params = {n: p.value for n, p in self._parameter_overrides.items()

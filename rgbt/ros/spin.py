@@ -472,6 +472,13 @@ class StandbyReservation:
             done = reserve_heap(nbytes, pause_s=STANDBY_RESERVE_PAUSE_S, stop=self._stop)
             _say(f"rgbt.ros.spin: warm spare: heap reserved in standby: {done / 1e6:.0f} MB in "
                  f"{time.monotonic() - t0:.1f} s" if done else "rgbt.ros.spin: warm spare: heap not reserved")
+        for name, cls in nodes:
+            if self._stop.is_set():
+                return
+            try:
+                cls.standby_prepare(node_parameters(ros_args, name))
+            except Exception as exc:  # noqa: BLE001 - the node does it (and reports) when it starts
+                _say(f"rgbt.ros.spin: warm spare: {name} not prepared in standby ({exc})")
 
     def done(self) -> bool:
         return not self._thread.is_alive()

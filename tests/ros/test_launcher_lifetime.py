@@ -232,27 +232,32 @@ def test_sd_notify_ready_watchdog_status_stopping_in_order(ros_env: dict, tmp_pa
     assert 0 < restart < stopping and all(m == "WATCHDOG=1" or m.startswith("STATUS=") for m in texts[1:stopping])
 
 
-def test_a_recorders_warm_spare_reserves_its_take_overs_heap_while_it_waits(ros_env: dict, tmp_path: Path) -> None:
+def test_a_recorders_warm_spare_reserves_its_take_overs_heap_and_spool_while_it_waits(ros_env: dict,
+                                                                                       tmp_path: Path) -> None:
     """What the recorder would reserve when it starts (its options from the graph's params file, the
-    ``/**`` section first), touched in standby, before a take-over needs it."""
+    ``/**`` section first), touched in standby, before a take-over needs it: its heap, and its crash
+    spool allocated (removed when the spare ends without taking over)."""
     import yaml
 
+    from rgbt.bag.spool import HEADER_BYTES
     from rgbt.graph.options import RecorderOptions
-    from rgbt.graph.recording import recorder_layout
+    from rgbt.graph.recording import recorder_layout, spool_capacity, spool_path
     from rgbt.ros.spin import node_parameters
     from rgbt.stack import load_stack
 
+    shm = tmp_path / "shm"
+    shm.mkdir()
+    mine = {"buffer_s": 0.5, "dds_window_s": 0.25, "out_dir": str(tmp_path / "bags"), "spool_dir": str(shm)}
     params = tmp_path / "params.yaml"
     params.write_text(yaml.safe_dump({"/**": {"ros__parameters": {"buffer_s": 9.0}},
-                                      "recorder": {"ros__parameters": {"buffer_s": 0.5, "dds_window_s": 0.25,
-                                                                       "out_dir": str(tmp_path / "bags")}},
+                                      "recorder": {"ros__parameters": mine},
                                       "health": {"ros__parameters": {"buffer_s": 7.0}}}))
     ros_args = ["--ros-args", "--params-file", str(params)]
-    assert node_parameters(ros_args, "recorder") == {"buffer_s": 0.5, "dds_window_s": 0.25,
-                                                     "out_dir": str(tmp_path / "bags")}
+    assert node_parameters(ros_args, "recorder") == mine
     assert node_parameters(ros_args, "vio") == {"buffer_s": 9.0}
-    options = RecorderOptions(buffer_s=0.5, dds_window_s=0.25, out_dir=str(tmp_path / "bags"))
-    want_mb = recorder_layout(options, load_stack()).plan.budget_bytes * 5 // 4 / 1e6
+    layout = recorder_layout(RecorderOptions(**mine), load_stack())
+    want_mb = layout.heap_bytes / 1e6
+    assert 0 < layout.heap_bytes < layout.plan.budget_bytes * 5 // 4  # the writer queue's share is the spool's
     log = tmp_path / "spare.log"
     with log.open("w") as err:
         spare = subprocess.Popen([sys.executable, "-m", "rgbt.ros.spin", "--node", "recorder:recorder", "--standby",
@@ -260,12 +265,19 @@ def test_a_recorders_warm_spare_reserves_its_take_overs_heap_while_it_waits(ros_
     try:
         got = float(wait_for_line(log, r"heap reserved in standby: (\d+) MB", spare).group(1))
         assert abs(got - want_mb) <= 8.5, (got, want_mb)  # touched in 8 MB chunks
+        spool = spool_path(str(shm), spare.pid)
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and not (spool.exists() and spool.stat().st_blocks * 512 >= spool.stat().st_size):
+            time.sleep(0.1)
+        assert spool.stat().st_size == HEADER_BYTES + spool_capacity(layout.plan.writer_bytes)
+        assert spool.stat().st_blocks * 512 >= spool.stat().st_size  # allocated, not sparse
         spare.stdin.close()  # end of input: it ends without starting its nodes
         assert spare.wait(timeout=30) == 0
     finally:
         if spare.poll() is None:
             spare.kill()
     assert not (tmp_path / "bags").exists()  # never started: no bag
+    assert list(shm.iterdir()) == []  # its spool removed
 
 
 @pytest.mark.slow
