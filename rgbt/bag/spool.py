@@ -58,9 +58,11 @@ def allocate(path: Path, capacity: int) -> int:
     except OSError as exc:
         raise BagError(f"spool {path}: not created ({exc.strerror or exc})") from exc
     try:
-        if os.fstat(fd).st_size != HEADER_BYTES + capacity:
+        st = os.fstat(fd)
+        if st.st_size != HEADER_BYTES + capacity:
             os.ftruncate(fd, HEADER_BYTES + capacity)
-        os.posix_fallocate(fd, 0, HEADER_BYTES + capacity)  # nothing to do where allocated already
+        if st.st_size != HEADER_BYTES + capacity or st.st_blocks * 512 < st.st_size:  # not allocated yet
+            os.posix_fallocate(fd, 0, HEADER_BYTES + capacity)
     except OSError as exc:
         os.close(fd)
         path.unlink(missing_ok=True)
@@ -150,11 +152,13 @@ class Spool:
             pass
 
 
-def read_unwritten(path: Path, margin: int = PENDING_CHUNK_BYTES) -> Iterator[SpoolEntry]:
-    """The entries of a dead recorder's spool from ``margin`` bytes before its ``written`` offset to
-    its ``head``, oldest first: what it had queued and not written, and what may have been in the
-    bag writer's unfinished chunk (the caller drops what the bag holds again). The file is mapped
-    read-only; the views stay valid until the caller drops them."""
+def read_unwritten(path: Path, margin: int | None = None) -> Iterator[SpoolEntry]:
+    """The entries of a dead recorder's spool from ``margin`` bytes (default
+    :data:`PENDING_CHUNK_BYTES`) before its ``written`` offset to its ``head``, oldest first: what it
+    had queued and not written, and what may have been in the bag writer's unfinished chunk (the
+    caller drops what the bag holds again). The file is mapped read-only; the views stay valid until
+    the caller drops them."""
+    margin = PENDING_CHUNK_BYTES if margin is None else margin
     fd = os.open(path, os.O_RDONLY)
     try:
         size = os.fstat(fd).st_size

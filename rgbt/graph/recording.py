@@ -331,9 +331,12 @@ class Recording:
         key = stamp if stamp is not None else t_ns
         with self._lock:
             sink = self.sink
-            if sink is not None and stamp is not None and stamp in sink.replayed.get(topic, ()):
+            if sink is not None and stamp is not None and stamp <= sink.replayed.get(topic, -1):
+                # a take-over's durable history up to the newest its predecessor's spool gave: in the
+                # spool, in the old bag (the history reaches further back), or a hole the old one had
+                # (its step is counted); written in stamp order after the spool's, never twice
                 sink.info["spool_duplicates"] = sink.info.get("spool_duplicates", 0) + 1
-                return  # a take-over's durable history of what its predecessor's spool gave it already
+                return
             if sink is None:
                 if self.state == "error":  # between a failed bag and the next: in the next one's manifest
                     self.pending_loss.lost(topic, key, NO_BAG)
@@ -361,7 +364,8 @@ class Recording:
         """Queue into ``sink`` (a take-over's first bag) what the killed recorder's spool holds past
         what its bag file surely holds (:func:`rgbt.bag.spool.read_unwritten`): its writer queue and its
         unfinished chunk. The take-over cuts the old bag before each stream's first message here, and
-        the durable history drops what this gave already (``spool_duplicates``)."""
+        the durable history is taken only after each stream's newest here (``spool_duplicates``: what
+        it repeated)."""
         path = manifest.get("spool")
         if not path or not Path(path).exists():
             return
@@ -376,7 +380,7 @@ class Recording:
                 self._note_stamp(sink, entry.topic, entry.key if stamped else None)
                 sink.put_replayed(entry.topic, entry.log_ns, entry.data, entry.key)
                 if stamped:
-                    sink.replayed.setdefault(entry.topic, set()).add(entry.key)
+                    sink.replayed[entry.topic] = max(entry.key, sink.replayed.get(entry.topic, entry.key))
                 count, nbytes = count + 1, nbytes + len(entry.data)
         except (OSError, BagError) as exc:
             self.log(f"spool {path} not read whole: {exc}")
@@ -1127,7 +1131,7 @@ class _BagSink:
         self.writer, self.info, self.on_error = writer, info, on_error
         self.budget_bytes = budget_bytes  # bound of backlog_bytes (0: none)
         self.spool = spool  # queued messages are copied there (views of the copies are queued)
-        self.replayed: dict[str, set[int]] = {}  # topic -> stamps queued from a dead recorder's spool
+        self.replayed: dict[str, int] = {}  # topic -> the newest stamp queued from a dead recorder's spool
         self._count_lock = threading.Lock()  # backlog_bytes changes on two threads
         self.loss_lock = threading.Lock()
         self.loss = LossLog()

@@ -442,7 +442,10 @@ from rgbt.graph.recording import Recording
 sys.path.insert(0, {tests!r})
 from test_recording_faults import IMU, PERIOD, S, _imu
 
-class SlowWriter(BagWriter):  # a writer on a loaded host: far behind what arrives
+class SlowWriter(BagWriter):  # a writer on a loaded host: far behind what arrives; a chunk a message
+    def __init__(self, path, **kw):
+        super().__init__(path, **{{**kw, "flush_interval_s": 0.0}})
+
     def write(self, *a):
         time.sleep(0.02)
         super().write(*a)
@@ -456,18 +459,26 @@ rec.open_spool()
 rec.start("always")
 for i in range(400):
     rec.on_message(IMU, _imu(10 * S + i * PERIOD), 10 * S + i * PERIOD)
+while rec.sink.done < 50:  # some in the bag file, most still queued
+    time.sleep(0.005)
 print("written", rec.sink.done, flush=True)
 time.sleep(60)
 """
 
 
-def test_a_killed_recorders_unwritten_queue_reaches_the_take_over_through_its_spool(tmp_path: Path,
-                                                                                     read_bag) -> None:
+def test_a_killed_recorders_unwritten_queue_reaches_the_take_over_through_its_spool(tmp_path: Path, read_bag,
+                                                                                     monkeypatch) -> None:
     """A recorder whose writer is far behind is killed (SIGKILL, a real process): what it had queued
     and not written is in its spool, and the recorder that takes the flight over writes it; the
-    publishers' history repeats part of it and is left out: every sample once, nothing lost."""
+    publishers' history reaches further back (into what the old bag holds) and repeats the spool's:
+    left out. Every sample once, in stamp order, nothing lost."""
     import os
     import signal
+
+    import rgbt.bag.spool
+
+    # the killed writer closed a chunk per message: nothing of the written part was pending
+    monkeypatch.setattr(rgbt.bag.spool, "PENDING_CHUNK_BYTES", 0)
 
     out, spool_dir = tmp_path / "bags", tmp_path / "shm"
     spool_dir.mkdir()
@@ -488,14 +499,15 @@ def test_a_killed_recorders_unwritten_queue_reaches_the_take_over_through_its_sp
     second.recover_at_start()
     second.start("always")
     new = Path(second.bag_path)
-    for i in range(350, 500):  # the durable history repeats 350..399, then live samples
+    for i in range(500):  # the durable history repeats 0..399 (older than the spool's too), then live ones
         s = 10 * S + i * PERIOD
         second.on_message(IMU, _imu(s), s)
     second.shutdown()
     old = Path(_manifest(new)["bag"].replace(new.name, _manifest(new)["continues"]))
     old_stamps, new_stamps = _stamps(old, read_bag), _stamps(new, read_bag)
-    assert sorted(old_stamps + new_stamps) == [10 * S + i * PERIOD for i in range(500)]  # each once
+    assert old_stamps and sorted(old_stamps + new_stamps) == [10 * S + i * PERIOD for i in range(500)]  # each once
+    assert old_stamps + new_stamps == sorted(old_stamps + new_stamps)  # in stamp order in each bag
     closed, recovered = _manifest(new), _manifest(old)
-    assert closed["spool_replayed"]["messages"] >= 100 and closed["spool_duplicates"] == 50
+    assert closed["spool_replayed"]["messages"] >= 100 and closed["spool_duplicates"] == 400
     assert closed["topics"][IMU]["loss_ranges"] == [] and recovered["lost_total"] == 0
     assert list(spool_dir.iterdir()) == []  # both spools removed
