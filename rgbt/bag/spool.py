@@ -83,7 +83,9 @@ class Spool:
         self.capacity = capacity
         fd = allocate(self.path, capacity)
         try:
-            self._map = mmap.mmap(fd, HEADER_BYTES + capacity, mmap.MAP_SHARED)
+            # mapped in now (MAP_POPULATE): a ring page first touched while recording is a page fault, and
+            # ~150 k of them (600 MB) in a take-over's first seconds kept it seconds behind on 2 cores
+            self._map = mmap.mmap(fd, HEADER_BYTES + capacity, mmap.MAP_SHARED | getattr(mmap, "MAP_POPULATE", 0))
         finally:
             os.close(fd)
         self._view = memoryview(self._map)

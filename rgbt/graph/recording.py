@@ -291,17 +291,22 @@ class Recording:
         self._last_checkpoint = 0.0
         self.spool: Spool | None = None  # the writer queue's copy that outlives this process (open_spool)
 
-    def open_spool(self) -> None:
+    def open_spool(self, ready: Spool | None = None) -> None:
         """Keep the writer queue's messages in a :class:`rgbt.bag.spool.Spool` under ``spool_dir`` too
         (sized from ``writer_budget_bytes``): a recorder that takes this flight over after this one is
-        killed writes what this one had queued and not written. Logged and left off where the memory
-        filesystem lacks the room."""
+        killed writes what this one had queued and not written. ``ready``: the one a warm spare made in
+        standby, taken when it is the one wanted. Logged and left off where the memory filesystem lacks
+        the room."""
         if not self.o.spool_dir or not self.writer_budget_bytes:
             return
-        path = spool_path(self.o.spool_dir)
+        path, capacity = spool_path(self.o.spool_dir), spool_capacity(self.writer_budget_bytes)
+        if ready is not None and ready.path == path and ready.capacity == capacity:
+            self.spool = ready
+            self.log(f"crash spool {path}: {capacity / 1e6:.0f} MB, made in standby")
+            return
         t0 = time.monotonic()
         try:
-            self.spool = Spool(path, spool_capacity(self.writer_budget_bytes))
+            self.spool = Spool(path, capacity)
         except (OSError, BagError) as exc:
             self.log(f"no crash spool: {exc}; a killed recorder loses what its writer had queued")
             return
