@@ -339,7 +339,8 @@ class RecorderOptions(NodeOptions):
     buffer_s: float = Field(8.0, gt=0)
     memory_budget_mb: float = Field(0, ge=0)
     dds_window_s: float = Field(3.0, gt=0)
-    # touch the budget's memory (+25 %) once at start and keep it (``rgbt.memory.reserve_heap``), so
+    # touch the budget's memory (+25 %; less the writer queue's share when it waits in the crash spool)
+    # once at start and keep it (``rgbt.memory.reserve_heap``), so
     # falling behind never costs page faults: a heap that first grows while the recorder is behind
     # (~20-30 k faults/s) made it fall further behind on a 2-core host (BENCHMARKS.md). Costs the
     # memory (resident from the start) and ~0.7 s per GB at start-up.
