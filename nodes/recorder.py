@@ -28,7 +28,6 @@ The logic lives in :mod:`rgbt.graph.recording`; this module is the wiring.
 
 from __future__ import annotations
 
-import atexit
 import json
 import threading
 import time
@@ -41,16 +40,14 @@ from rclpy.subscription import Subscription
 from std_msgs.msg import Bool
 from std_srvs.srv import Trigger
 
-from rgbt.bag.spool import Spool
 from rgbt.bag.types import ros2_typestore
 from rgbt.graph.options import RecorderOptions, unflatten
 from rgbt.graph.recording import (
     RecorderLayout,
     Recording,
     driver_extra_topic_types,
+    prepare_standby_spool,
     recorder_layout,
-    spool_capacity,
-    spool_path,
 )
 from rgbt.memory import heap_reserved, reserve_heap
 from rgbt.ros.msgtypes import get_message
@@ -90,24 +87,10 @@ class RecorderNode(RgbtNode):
         came on a loaded 2-core host, and dropped frames over its memory budget for 20 s and more."""
         return cls._standby_layout(params)[1].heap_bytes
 
-    #: the crash spool a warm spare made while it waited (:meth:`standby_prepare`), for its take-over
-    standby_spool: Spool | None = None
-
     @classmethod
     def standby_prepare(cls, params: dict[str, Any]) -> None:
-        """A warm spare makes its crash spool while it waits, allocated and mapped in (~1 s for ~600 MB
-        on a loaded 2-core host, and page faults while recording, else spent by the take-over); removed
-        at its exit unless a take-over has it (a kill: the launcher removes it)."""
-        o, layout = cls._standby_layout(params)
-        if o.spool_dir and layout.plan.writer_bytes:
-            spool = Spool(spool_path(o.spool_dir), spool_capacity(layout.plan.writer_bytes))
-            cls.standby_spool = spool
-
-            def remove_unless_taken_over() -> None:
-                if cls.standby_spool is spool:
-                    spool.close()
-
-            atexit.register(remove_unless_taken_over)
+        """A warm spare makes its take-over's crash spool while it waits."""
+        prepare_standby_spool(*cls._standby_layout(params))
 
     def __init__(self, name: str | None = None, **kwargs: Any) -> None:
         super().__init__(name, **kwargs)
@@ -127,8 +110,7 @@ class RecorderNode(RgbtNode):
         self.reliable, self.durable, self.plan = layout.reliable, layout.durable, layout.plan
         heap = self._heap_bytes = layout.heap_bytes
         self.rec.writer_budget_bytes = self.plan.writer_bytes
-        self.rec.open_spool(RecorderNode.standby_spool)
-        RecorderNode.standby_spool = None  # this recorder's now (closed at its end, left for a take-over on a kill)
+        self.rec.open_spool()
         self.get_logger().info(f"memory budget {self.plan.budget_bytes / 1e6:.0f} MB: reader queues "
                                f"{self.plan.depths}, writer queue {self.plan.writer_bytes / 1e6:.0f} MB")
         # topic -> message type (not `subscribed`: RgbtNode.subscribed(publisher) is a method)

@@ -21,6 +21,7 @@ nor had counted are written as lost (``recorder restart``): each message is coun
 
 from __future__ import annotations
 
+import atexit
 import bisect
 import errno
 import json
@@ -212,6 +213,27 @@ def spool_capacity(writer_bytes: int) -> int:
     return writer_bytes + SPOOL_SLACK_BYTES
 
 
+#: the crash spool this process's warm-spare standby made (:func:`prepare_standby_spool`), until a
+#: recorder takes it (:meth:`Recording.open_spool`)
+_standby_spool: list[Spool] = []
+
+
+def prepare_standby_spool(options: RecorderOptions, layout: RecorderLayout) -> None:
+    """A warm spare makes the crash spool its take-over will use, allocated and mapped in (~1 s for
+    ~600 MB on a loaded 2-core host, and page faults while recording, else spent by the take-over).
+    Removed at the process's exit unless a recorder took it (a kill: the launcher removes it)."""
+    if not options.spool_dir or not layout.plan.writer_bytes:
+        return
+    spool = Spool(spool_path(options.spool_dir), spool_capacity(layout.plan.writer_bytes))
+    _standby_spool[:] = [spool]
+
+    def remove_unless_taken() -> None:
+        if spool in _standby_spool:
+            spool.close()
+
+    atexit.register(remove_unless_taken)
+
+
 def before_lock_streams(stack: Any) -> dict[str, str]:
     """The trigger sync's before-lock topic -> the stack topic of the same stream (cameras and IMU)."""
     out = {unlocked_topic(name): cam.topic for name, cam in stack.cameras.items()}
@@ -291,15 +313,16 @@ class Recording:
         self._last_checkpoint = 0.0
         self.spool: Spool | None = None  # the writer queue's copy that outlives this process (open_spool)
 
-    def open_spool(self, ready: Spool | None = None) -> None:
+    def open_spool(self) -> None:
         """Keep the writer queue's messages in a :class:`rgbt.bag.spool.Spool` under ``spool_dir`` too
         (sized from ``writer_budget_bytes``): a recorder that takes this flight over after this one is
-        killed writes what this one had queued and not written. ``ready``: the one a warm spare made in
-        standby, taken when it is the one wanted. Logged and left off where the memory filesystem lacks
-        the room."""
+        killed writes what this one had queued and not written. Takes the one this process's warm-spare
+        standby made (:func:`prepare_standby_spool`) when it is the one wanted. Logged and left off
+        where the memory filesystem lacks the room."""
         if not self.o.spool_dir or not self.writer_budget_bytes:
             return
         path, capacity = spool_path(self.o.spool_dir), spool_capacity(self.writer_budget_bytes)
+        ready = _standby_spool.pop() if _standby_spool else None
         if ready is not None and ready.path == path and ready.capacity == capacity:
             self.spool = ready
             self.log(f"crash spool {path}: {capacity / 1e6:.0f} MB, made in standby")

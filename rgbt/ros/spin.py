@@ -463,7 +463,8 @@ class StandbyReservation:
         from rgbt.memory import reserve_heap
 
         try:
-            nbytes = sum(cls.standby_reserve_bytes(node_parameters(ros_args, name)) for name, cls in nodes)
+            params = {name: node_parameters(ros_args, name) for name, _ in nodes}
+            nbytes = sum(cls.standby_reserve_bytes(params[name]) for name, cls in nodes)
         except Exception as exc:  # noqa: BLE001 - the node reports its options when it starts
             _say(f"rgbt.ros.spin: warm spare: no heap reserved in standby ({exc.__class__.__name__})")
             return
@@ -476,7 +477,7 @@ class StandbyReservation:
             if self._stop.is_set():
                 return
             try:
-                cls.standby_prepare(node_parameters(ros_args, name))
+                cls.standby_prepare(params[name])
             except Exception as exc:  # noqa: BLE001 - the node does it (and reports) when it starts
                 _say(f"rgbt.ros.spin: warm spare: {name} not prepared in standby ({exc})")
 
