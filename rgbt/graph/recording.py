@@ -1212,32 +1212,24 @@ class _BagSink:
         if self.error is not None:
             self._lose(topic, key, WRITE_ERROR)
             return False
-        with self._count_lock:
-            if self.budget_bytes and self.backlog_bytes + len(raw) > self.budget_bytes:
-                dropped = self.info.setdefault("dropped_budget", {})
-                dropped[topic] = dropped.get(topic, 0) + 1
-                over = True
-            else:
-                over = False
-                self.queued_bytes += len(raw)
-                self.backlog_bytes += len(raw)
-                self.accepted += 1
+        # only this thread adds to the backlog (the writer takes from it): checked without the lock
+        size = len(raw)
+        over = bool(self.budget_bytes) and self.backlog_bytes + size > self.budget_bytes
         end = 0
         if not over and self.spool is not None:
             spooled = self.spool.append(topic, t_ns, key, raw)
-            if spooled is None:  # the ring holds only unwritten messages: as full as the budget
-                with self._count_lock:
-                    self.queued_bytes -= len(raw)
-                    self.backlog_bytes -= len(raw)
-                    self.accepted -= 1
-                dropped = self.info.setdefault("dropped_budget", {})
-                dropped[topic] = dropped.get(topic, 0) + 1
-                over = True
-            else:
+            over = spooled is None  # the ring holds only unwritten messages: as full as the budget
+            if spooled is not None:
                 raw, end = spooled
         if over:
+            dropped = self.info.setdefault("dropped_budget", {})
+            dropped[topic] = dropped.get(topic, 0) + 1
             self._lose(topic, key, MEMORY_BUDGET)
             return False
+        with self._count_lock:
+            self.queued_bytes += size
+            self.backlog_bytes += size
+            self.accepted += 1
         self._queue(topic, t_ns, raw, key, len(raw), end)
         return True
 
