@@ -35,7 +35,8 @@ HEADER_BYTES = 4096
 ENTRY = struct.Struct("<IqqH")  # data length, log time (ns), key (header stamp, else log time), topic length
 WRAP = 0xFFFFFFFF
 #: what :func:`read_unwritten` also returns before ``written``: the bag writer's pending chunk (at most
-#: rosbags' 1 MiB chunk plus one message) is lost with the process although the writer had taken it
+#: rosbags' 1 MiB chunk plus one message) and the last partial block of the chunk before it (< 4 KiB,
+#: ``rgbt.bag.writer._DirectFile.push``) are lost with the process although the writer had taken them
 PENDING_CHUNK_BYTES = 8 << 20
 
 

@@ -8,8 +8,10 @@ Crash safety (what survives what):
 - every finished split file is a complete MCAP file (summary + footer) and ``metadata.yaml`` is
   rewritten atomically after each split, so a ``SIGKILL`` never loses a finished split;
 - the open file receives whole chunks only (rosbags' 1 MiB chunks, or sooner: a chunk is closed at
-  least every ``flush_interval_s``), written unbuffered, so after a ``SIGKILL`` it holds every chunk
-  closed so far; :func:`rgbt.bag.recover.recover_bag` turns it into a finished file;
+  least every ``flush_interval_s``), each sent to the kernel as it closes (with ``O_DIRECT``, all but
+  its last partial block, which follows with the next chunk or the next ``fsync``), so after a
+  ``SIGKILL`` it holds every chunk closed so far but perhaps the newest;
+  :func:`rgbt.bag.recover.recover_bag` turns it into a finished file;
 - the open file is ``fsync``-ed at least every ``fsync_interval_s`` (1 s) while data flows (and by
   :meth:`BagWriter.flush`), so after a power loss it holds every chunk up to the last ``fsync``;
 - :meth:`BagWriter.close` (normal end, context-manager exit, or a ``SIGINT``/``SIGTERM`` handler;
@@ -119,7 +121,7 @@ class _RawFile:
     def __init__(self, path: Path) -> None:
         self.path = path
         self.fd = os.open(path, os.O_WRONLY | getattr(os, "O_CLOEXEC", 0))
-        os.lseek(self.fd, 0, os.SEEK_END)
+        self.flushed = os.lseek(self.fd, 0, os.SEEK_END)  # in the kernel up to here: all that was written
 
     def write(self, data: bytes | bytearray | memoryview) -> int:
         view = memoryview(data).cast("B")
@@ -127,16 +129,21 @@ class _RawFile:
         while view:
             written = os.write(self.fd, view)
             view = view[written:]
+            self.flushed += written
         return total
 
     def tell(self) -> int:
         return os.lseek(self.fd, 0, os.SEEK_CUR)
 
+
     def truncate(self, size: int) -> None:
         os.ftruncate(self.fd, size)
-        os.lseek(self.fd, size, os.SEEK_SET)
+        self.flushed = os.lseek(self.fd, size, os.SEEK_SET)
 
     def flush(self) -> None:
+        pass
+
+    def push(self) -> None:
         pass
 
     def fsync(self) -> None:
@@ -154,10 +161,11 @@ class _DirectFile:
     Buffered writes copy every byte into freshly allocated page-cache pages; at the full stack's
     ~110 MB/s that cost ~0.4 of a core in the kernel on the 2-core VM of BENCHMARKS.md (291 MB/s
     buffered at 100 % CPU against 1.5 GB/s direct), and the cached pages compete with the models
-    for memory on a Jetson. Writes collect in a page-aligned buffer; :meth:`flush` (called after
-    every MCAP chunk, see :meth:`McapFile.close_chunk`) sends the whole blocks direct and the last
-    partial block through an ordinary descriptor, so after ``flush`` returns everything written is
-    in the kernel, as with :class:`_RawFile`. The file's size is always the bytes flushed.
+    for memory on a Jetson. Writes collect in a page-aligned buffer; :meth:`push` (after every MCAP
+    chunk, see :meth:`McapFile.close_chunk`) sends the whole blocks direct, :meth:`flush` (the
+    periodic fsync, an idle writer, the close) also the last partial block through an ordinary
+    descriptor, so after ``flush`` returns everything written is in the kernel, as with
+    :class:`_RawFile`. The file's size is always the bytes flushed (``flushed``).
     Raises ``OSError`` where the filesystem refuses ``O_DIRECT`` (the caller falls back).
     """
 
@@ -229,6 +237,15 @@ class _DirectFile:
             written = os.pwrite(fd, view, offset)
             view, offset = view[written:], offset + written
 
+    def push(self) -> None:
+        """Send the whole blocks direct and keep the partial last block in the buffer (:meth:`flush`
+        writes it too). Writing it through the page cache after every chunk made the next direct
+        write over that block wait for the page's writeback first: a second synchronous I/O per
+        chunk, a quarter of a take-over's writer time while it caught up on a 2-core host."""
+        self._push_blocks()
+        if not self.direct:  # the filesystem refused a direct write: the cache path has no such wait
+            self.flush()
+
     def flush(self) -> None:
         self._push_blocks()
         if self.n:  # the partial last block: through the page cache (the next direct write replaces it)
@@ -240,9 +257,10 @@ class _DirectFile:
         return self.base + self.n
 
     def truncate(self, size: int) -> None:
-        if size > self.flushed:
+        if size > self.flushed:  # what was buffered beyond ``size`` is dropped unwritten
+            self.n = min(self.n, size - self.base)
             self.flush()
-        os.ftruncate(self.fd, size)  # what was buffered beyond ``size`` is dropped unwritten
+        os.ftruncate(self.fd, size)
         self._load_tail(size)
 
     def fsync(self) -> None:
@@ -313,7 +331,8 @@ class McapFile(McapWriter):
         finally:
             shutil.rmtree(staging, ignore_errors=True)
         self.path = path
-        self.bio = _open_raw(path, direct_io)  # type: ignore[assignment]
+        self.out = _open_raw(path, direct_io)  # rosbags writes to it as self.bio; ours: push, fsync
+        self.bio = self.out  # type: ignore[assignment]
         self.committed: list[_ChunkRecord] = []
         self.header_end = self.bio.tell()
         self.pending: dict[int, int] = defaultdict(int)
@@ -331,7 +350,10 @@ class McapFile(McapWriter):
         start = self.bio.tell()
         t_min, t_max = self.chunk.message_start_time, self.chunk.message_end_time
         super().close_chunk()
-        self.bio.flush()  # the whole chunk and its indexes reach the kernel before it counts as committed
+        # the chunk's whole blocks reach the disk before it counts as committed; its last partial block
+        # follows with the next chunk, the periodic fsync or the close (_DirectFile.push): a kill -9 may
+        # cut the newest chunk short, which recovery drops (a take-over's crash spool has it again)
+        self.out.push()
         self.committed.append(_ChunkRecord(start, self.bio.tell(), dict(self.pending), t_min, t_max,
                                            dict(self.pending_last)))
         self.pending, self.pending_last = defaultdict(int), {}
@@ -371,17 +393,30 @@ class McapFile(McapWriter):
         self.message_start_time = min((c.t_min for c in self.committed), default=MAXTIME)
         self.message_end_time = max((c.t_max for c in self.committed), default=0)
 
+    def durable_chunks(self) -> list[_ChunkRecord]:
+        """The whole chunks that are in the kernel entirely (what a ``SIGKILL`` keeps): the newest
+        may still lack its last partial block (:meth:`_DirectFile.push`)."""
+        flushed = self.out.flushed
+        return [c for c in self.committed if c.end <= flushed]
+
     def durable_last_log(self) -> dict[int, int]:
-        """Channel id -> the last log time (ns) in the file's whole chunks (what a crash keeps)."""
+        """Channel id -> the last log time (ns) in the file's durable chunks (what a crash keeps)."""
         out: dict[int, int] = {}
-        for chunk in self.committed:
+        for chunk in self.durable_chunks():
             out.update(chunk.last_log)
         return out
 
     def rollback(self) -> int:
         """Forget the pending chunk and anything after the last whole chunk; returns messages lost."""
         lost = sum(self.pending.values())
-        self.bio.truncate(self.good_end)
+        while True:
+            try:
+                self.bio.truncate(self.good_end)
+                break
+            except OSError:  # the newest chunk's last block could not be written (a full disk): it goes too
+                if not self.committed:
+                    raise
+                lost += sum(self.committed.pop().counts.values())
         self.chunks = self.chunks[: len(self.committed)]
         self.chunk = PendingChunk(MAXTIME, 0, BytesIO(), defaultdict(list))
         self.pending, self.pending_last = defaultdict(int), {}
@@ -579,6 +614,7 @@ class BagWriter:
             try:
                 if self._file.has_pending():
                     self._file.close_chunk()
+                self._file.out.flush()
                 self._fsync_if_due(force=True)
             except OSError as exc:
                 self._fail(exc)
@@ -621,8 +657,8 @@ class BagWriter:
     @property
     def durable_message_count(self) -> int:
         """Messages that survive a ``SIGKILL`` now: finished files plus whole chunks of the open file
-        (the pending chunk is not on disk yet)."""
-        committed = sum(sum(c.counts.values()) for c in self._file.committed) if self._file else 0
+        (the pending chunk is not on disk yet, nor the newest chunk's last block)."""
+        committed = sum(sum(c.counts.values()) for c in self._file.durable_chunks()) if self._file else 0
         return sum(f.message_count for f in self._files) + committed
 
     def __enter__(self) -> BagWriter:
@@ -652,7 +688,7 @@ class BagWriter:
             return  # nothing new since the last fsync
         if force or time.monotonic() - self._last_fsync >= opts.fsync_interval_s:
             t0 = time.monotonic()
-            file.bio.fsync()  # type: ignore[attr-defined]
+            file.out.fsync()
             self._last_fsync = time.monotonic()
             self.fsyncs, self.fsync_s = self.fsyncs + 1, self.fsync_s + self._last_fsync - t0
             self._synced_chunks = len(file.committed)

@@ -381,6 +381,11 @@ class RecorderOptions(NodeOptions):
     # which the publishers' 3 s history did not always cover (a writer seconds behind on a 2-core host).
     # "": none (a killed recorder then loses what its writer had queued, and counts it)
     spool_dir: str = "/dev/shm"
+    # the lease (s) the recorder's DDS participant announces (rgbt.ros_env.use_participant_lease): how
+    # long the other processes keep a killed recorder's readers matched. At Fast DDS's 20 s its
+    # take-over received the stack at half the rate, seconds late, until the 20 s were over (both on
+    # shared memory and UDP); at 2 s it was current 2-3 s after the kill. 0: the profile's (20 s)
+    participant_lease_s: float = Field(2.0, ge=0)
     # 0: no cap; the whole flight's bags (every bag of one ``rgbt up``, across splits and recorder
     # restarts): reaching it closes the bag (never corrupt) and no new bag starts on its own
     max_total_mb: float = Field(0, ge=0)

@@ -93,6 +93,12 @@ class RgbtNode(Node):
         return 0
 
     @classmethod
+    def participant_lease_s(cls, params: dict[str, Any]) -> float:
+        """The DDS participant lease (s) this node asks of its process, from its ROS parameters (flat
+        names): how soon the other processes forget it after a ``kill -9``. 0: the profile's."""
+        return 0.0
+
+    @classmethod
     def standby_prepare(cls, params: dict[str, Any]) -> None:
         """What else a warm spare of this node makes ready while it waits, after its heap (from the
         node's ROS parameters, flat names). Default: nothing."""

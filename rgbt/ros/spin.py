@@ -46,7 +46,7 @@ from typing import TYPE_CHECKING, Any
 
 from rgbt.graph.priority import set_process_nice, set_process_realtime
 from rgbt.memory import single_arena
-from rgbt.ros_env import check_single_rclpy
+from rgbt.ros_env import check_single_rclpy, use_participant_lease
 
 check_single_rclpy()  # two rclpy stacks (PyPI wheels + /opt/ros) refuse here, before rclpy loads
 
@@ -356,6 +356,10 @@ def main(argv: list[str] | None = None) -> int:
         factories.append(lambda cls=cls, name=name: cls(name))
         if args.standby:
             cls.prewarm()
+    names = [item.partition(":")[0] for item in args.node]
+    leases = [cls.participant_lease_s(node_parameters(ros_args, n)) for n, cls in zip(names, classes, strict=True)]
+    if any(s > 0 for s in leases):  # before rclpy creates the participant
+        _say(f"rgbt.ros.spin: {use_participant_lease(min(s for s in leases if s > 0))}")
     prepare_process(classes)
     if not args.standby:
         return run_nodes(factories, ["rgbt", *ros_args], args.duration)
@@ -364,7 +368,6 @@ def main(argv: list[str] | None = None) -> int:
     if args.ready_file:  # started up (the next spare may start); ready once it has discovered the graph
         with open(args.ready_file, "w") as fh:
             fh.write(f"{os.getpid()} {DISCOVERING}")
-    names = [item.partition(":")[0] for item in args.node]
     reserving = StandbyReservation(list(zip(names, classes, strict=True)), ros_args)
 
     def ready_once_discovered() -> None:  # ready: a take-over now matches its peers at once, from a warm heap

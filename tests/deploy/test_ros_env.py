@@ -98,3 +98,50 @@ def test_setup_system_ros_refuses_without_a_sourced_ros(tmp_path: Path) -> None:
                           capture_output=True, text=True, timeout=60, check=False)
     assert proc.returncode == 2, proc.stdout + proc.stderr
     assert "source /opt/ros/<distro>/setup.bash" in proc.stderr
+
+
+def test_a_participant_lease_profile_keeps_the_transports_and_sets_the_default_participants_lease() -> None:
+    import xml.etree.ElementTree as ET
+
+    from rgbt.paths import FASTDDS_PROFILE
+    from rgbt.ros_env import FASTDDS_XML_NS, participant_lease_profile
+
+    shipped = FASTDDS_PROFILE.read_text()
+    once = participant_lease_profile(shipped, 2.5)
+    twice = participant_lease_profile(once, 2.0)  # an existing lease is replaced, not repeated
+    root = ET.fromstring(twice)
+    ns = {"f": FASTDDS_XML_NS}
+    participant = root.find("f:participant", ns)
+    assert participant is not None
+    leases = participant.findall("f:rtps/f:builtin/f:discovery_config/f:leaseDuration", ns)
+    assert [(e.findtext("f:sec", namespaces=ns), e.findtext("f:nanosec", namespaces=ns))
+            for e in leases] == [("2", "0")]
+    announce = participant.find("f:rtps/f:builtin/f:discovery_config/f:leaseAnnouncement", ns)
+    assert announce is not None and announce.findtext("f:nanosec", namespaces=ns) == "500000000"
+    assert [e.text for e in participant.findall("f:rtps/f:userTransports/f:transport_id", ns)] == \
+        ["rgbt_shm", "rgbt_udp_loopback"]
+    assert [e.text for e in root.iter(f"{{{FASTDDS_XML_NS}}}address")] == ["127.0.0.1"]  # still loopback only
+    with pytest.raises(ValueError, match="is_default_profile"):
+        participant_lease_profile(shipped.replace('is_default_profile="true"', ""), 2.0)
+    with pytest.raises(ValueError, match="not XML"):
+        participant_lease_profile("<profiles", 2.0)
+
+
+def test_use_participant_lease_points_the_environment_at_a_derived_profile_or_says_why_not(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import tempfile
+
+    from rgbt.ros_env import use_participant_lease
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    env: dict[str, str] = {}
+    said = use_participant_lease(2.0, env)
+    derived = Path(env["FASTRTPS_DEFAULT_PROFILES_FILE"])
+    assert derived.parent == tmp_path and "<leaseDuration>" in derived.read_text() and "2 s" in said
+    again: dict[str, str] = {}
+    use_participant_lease(2.0, again)
+    assert again == env  # the same content, the same file: shared by the processes that ask for it
+    broken = tmp_path / "broken.xml"
+    broken.write_text("<profiles")
+    env = {"FASTRTPS_DEFAULT_PROFILES_FILE": str(broken)}
+    assert "left as" in use_participant_lease(2.0, env) and env["FASTRTPS_DEFAULT_PROFILES_FILE"] == str(broken)

@@ -36,3 +36,57 @@ def test_a_background_node_whose_middleware_hangs_is_left_and_said(ros_env: dict
     while bg.context.ok() and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not bg.context.ok()
+
+
+@pytest.mark.ros
+def test_a_publisher_lets_go_of_a_killed_process_within_its_short_participant_lease(ros_env: dict) -> None:
+    """The recorder's process announces a 2 s lease (``RecorderOptions.participant_lease_s``): a
+    publisher forgets a ``kill -9``-ed subscriber process's reader within it, not after Fast DDS's
+    20 s (a take-over received the stack at half rate while its predecessor's readers stayed matched)."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    from std_msgs.msg import String
+
+    from rgbt.paths import REPO_ROOT
+    from rgbt.ros import spin
+
+    code = """
+import time
+from rgbt.ros_env import use_participant_lease
+print(use_participant_lease(2.0), flush=True)
+import rclpy
+from rclpy.node import Node
+from std_msgs.msg import String
+rclpy.init()
+node = Node("rgbt_test_lease_reader")
+node.create_subscription(String, "/rgbt_test/lease", lambda _msg: None, 10)
+print("ready", flush=True)
+time.sleep(120)
+"""
+    child = subprocess.Popen([sys.executable, "-c", code], cwd=REPO_ROOT, env=os.environ.copy(),
+                             stdout=subprocess.PIPE, text=True)
+    bg = spin.BackgroundNode("rgbt_test_lease_writer", handle_signals=False)
+    pub = bg.node.create_publisher(String, "/rgbt_test/lease", 10)
+    bg.start()
+    try:
+        assert child.stdout is not None
+        assert "participant lease 2 s" in child.stdout.readline()
+        deadline = time.monotonic() + 30
+        while pub.get_subscription_count() < 1 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert pub.get_subscription_count() == 1, "the reader process was never matched"
+        os.kill(child.pid, signal.SIGKILL)
+        child.wait()
+        t0 = time.monotonic()
+        while pub.get_subscription_count() > 0 and time.monotonic() - t0 < 15:
+            time.sleep(0.05)
+        let_go_s = time.monotonic() - t0
+        assert pub.get_subscription_count() == 0 and let_go_s < 6.0, f"still matched {let_go_s:.1f} s after the kill"
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+        bg.close()
