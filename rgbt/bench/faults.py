@@ -66,6 +66,8 @@ from typing import Any
 from rgbt.bench.graph import _Probe, read_sources
 from rgbt.errors import ConfigError
 from rgbt.fileio import write_atomic, write_json_atomic
+from rgbt.graph.launcher import recorder_groups
+from rgbt.graph.supervisor import SupervisorOptions
 from rgbt.output import print_table
 from rgbt.topics import THERMAL_MONO8_TOPIC
 
@@ -365,8 +367,11 @@ def fly_with_faults(profile: str, faults: list[str], sim_s: float, cameras: list
                 GraphRun(flight.specs, flight.env(), duration_s=sim_s * 8 + 120, stdout=log, stderr=log) as run:
             graph = run.graph
             assert graph is not None
-            sup = run.supervise(log=events.append)
-            recorder = next(iter(sup.recorder_groups))
+            recorder = next(iter(recorder_groups(flight.specs)))
+            # the flight's targets' warm spares first: the steady state a kill or a hang meets (spares start
+            # one at a time at a low priority; the fourth was not ready after 15 s on a busy 2-core host)
+            targets = list(dict.fromkeys(g for f in faults if (g := target_group(f, recorder)) in flight.members))
+            sup = run.supervise(SupervisorOptions(spares_first=targets), log=events.append)
             if "unplug_thermal" in faults:
                 cpu = CpuSampler(lambda: graph.procs[_source_group(graph, "thermal")].pid)
             t0, t_pub, t_last, t_done = time.monotonic(), None, 0.0, 0.0

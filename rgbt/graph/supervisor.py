@@ -82,6 +82,9 @@ class SupervisorOptions(BaseModel):
     retry_after_s: float = Field(30.0, gt=0)  # a group left down is tried again this long after (and again...)
     warm_spares: bool = True  # keep one imported, waiting process per group (a restart skips start-up)
     spare_delay_s: float = Field(5.0, ge=0)  # start a spare this long after the graph starts / the last one was used
+    # the groups whose spares start first, in this order (then the recorder's, then the others): spares
+    # start one at a time at a low priority, the fourth seconds after the first on a busy 2-core host
+    spares_first: list[str] = Field(default_factory=list)
     spare_start_max_s: float = Field(20.0, gt=0)  # the next spare waits this long at most for one still starting
     # no spare starts this long after a group failed: the dead process's DDS participant stays in its peers
     # until its lease (Fast DDS's 20 s) runs out, and a participant started meanwhile takes its
@@ -93,7 +96,8 @@ class SupervisorOptions(BaseModel):
         if self.strict:
             return "strict (a failed process stops the graph)"
         spares = (f"; a warm spare per group (started {self.spare_delay_s:g} s after the graph / its last use, "
-                  f"one at a time, the recorder's first, none within {self.spare_hold_after_failure_s:g} s "
+                  f"one at a time (first: {', '.join([*self.spares_first, 'recorder'])}), none within "
+                  f"{self.spare_hold_after_failure_s:g} s "
                   f"of a failure)"
                   if self.warm_spares else "; no warm spares")
         return (f"restart failed groups (the recorder's too) after {self.backoff_initial_s:g} s x "
@@ -220,7 +224,9 @@ class Supervisor:
         # when each group's next warm spare is due (monotonic s; None: it has one)
         spares = self.o.warm_spares and not self.o.strict and hasattr(graph, "start_spare")
         start = time.monotonic() + self.o.spare_delay_s
-        order = sorted(graph.procs, key=lambda g: g not in self.recorder_groups)  # the recorder's spare first
+        first = [g for g in self.o.spares_first if g in graph.procs]
+        # the recorder's spare first, unless spares_first names others
+        order = first + sorted((g for g in graph.procs if g not in first), key=lambda g: g not in self.recorder_groups)
         self.spare_due: dict[str, float | None] = {g: start for g in order if spares}
         self._spare_starting: tuple[str, float] | None = None  # the spare started last and when, till it is ready
         self._spares_held_until = 0.0  # no spare starts before (monotonic s): a dead participant's lease
