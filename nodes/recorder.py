@@ -35,7 +35,6 @@ from collections.abc import Callable
 from typing import Any
 
 from diagnostic_msgs.msg import DiagnosticArray
-from pydantic import ValidationError
 from rclpy.event_handler import SubscriptionEventCallbacks
 from rclpy.subscription import Subscription
 from std_msgs.msg import Bool
@@ -87,15 +86,6 @@ class RecorderNode(RgbtNode):
         grew its heap as the history and the live streams arrived (page faults) wrote slower than they
         came on a loaded 2-core host, and dropped frames over its memory budget for 20 s and more."""
         return cls._standby_layout(params)[1].heap_bytes
-
-    @classmethod
-    def participant_lease_s(cls, params: dict[str, Any]) -> float:
-        """A short lease: the publishers let go of a killed recorder's readers within it, and its
-        take-over then receives the stack at full rate (``RecorderOptions.participant_lease_s``)."""
-        try:
-            return RecorderOptions.model_validate(unflatten(params)).participant_lease_s
-        except ValidationError:  # the node says what is wrong with its options when it starts
-            return 0.0
 
     @classmethod
     def standby_prepare(cls, params: dict[str, Any]) -> None:

@@ -120,6 +120,12 @@ class NodeOptions(BaseModel):
     # its executor (no heartbeat: killed as hung) or the whole process (rclpy's publish holds the GIL).
     # Off: written on the caller's thread, the GIL released all the same
     publish_thread: bool = True
+    # the lease (s) the process's DDS participant announces (rgbt.ros_env.use_participant_lease; the
+    # shortest of its nodes'): how long the other processes keep a killed process's readers matched.
+    # At Fast DDS's 20 s, writers to a killed recorder's or pipeline's readers delivered the stack
+    # seconds late to everyone else until the 20 s were over (on shared memory and UDP alike): a
+    # recorder's take-over lost 2-15 s. 0: the profile's (20 s)
+    participant_lease_s: float = Field(2.0, ge=0)
 
     @model_validator(mode="after")
     def _check_nested(self) -> NodeOptions:
@@ -381,11 +387,6 @@ class RecorderOptions(NodeOptions):
     # which the publishers' 3 s history did not always cover (a writer seconds behind on a 2-core host).
     # "": none (a killed recorder then loses what its writer had queued, and counts it)
     spool_dir: str = "/dev/shm"
-    # the lease (s) the recorder's DDS participant announces (rgbt.ros_env.use_participant_lease): how
-    # long the other processes keep a killed recorder's readers matched. At Fast DDS's 20 s its
-    # take-over received the stack at half the rate, seconds late, until the 20 s were over (both on
-    # shared memory and UDP); at 2 s it was current 2-3 s after the kill. 0: the profile's (20 s)
-    participant_lease_s: float = Field(2.0, ge=0)
     # 0: no cap; the whole flight's bags (every bag of one ``rgbt up``, across splits and recorder
     # restarts): reaching it closes the bag (never corrupt) and no new bag starts on its own
     max_total_mb: float = Field(0, ge=0)

@@ -94,9 +94,13 @@ class RgbtNode(Node):
 
     @classmethod
     def participant_lease_s(cls, params: dict[str, Any]) -> float:
-        """The DDS participant lease (s) this node asks of its process, from its ROS parameters (flat
-        names): how soon the other processes forget it after a ``kill -9``. 0: the profile's."""
-        return 0.0
+        """The DDS participant lease (s) this node asks of its process (``NodeOptions.participant_lease_s``
+        from its ROS parameters, flat names): how soon the other processes let go of it after a
+        ``kill -9``. 0: the profile's."""
+        try:
+            return cls.options_model.model_validate(unflatten(params)).participant_lease_s
+        except ValidationError:  # the node says what is wrong with its options when it starts
+            return 0.0
 
     @classmethod
     def standby_prepare(cls, params: dict[str, Any]) -> None:

@@ -139,6 +139,11 @@ def standby_placeholder(args: list[str] | None = None) -> Node:
     return Node(STANDBY_NODE, start_parameter_services=False, enable_rosout=False)
 
 
+#: how long a node process's or :meth:`BackgroundNode.close`'s middleware teardown may take (s)
+CLOSE_TIMEOUT_S = 15.0
+_STUCK: list[str] = []  # node processes / background nodes whose middleware never shut down
+
+
 def run_nodes(factories: Sequence[Callable[[], Node]], args: list[str] | None = None,
               duration_s: float | None = None, placeholder: Node | None = None) -> int:
     """Create the nodes, spin them until SIGINT/SIGTERM, ``duration_s`` or every node ``finished``.
@@ -198,13 +203,47 @@ def run_nodes(factories: Sequence[Callable[[], Node]], args: list[str] | None = 
             except Exception as exc:  # noqa: BLE001 - keep closing the others
                 print(f"rgbt: closing {node.get_name()} failed: {exc}", file=sys.stderr)
         close_process_publish_thread()  # what the nodes handed it is written before they are destroyed
-        executor.shutdown()
-        for node in nodes + ([placeholder] if placeholder is not None else []):
-            node.destroy_node()
-        rclpy.try_shutdown()
         for s, handler in old.items():
             signal.signal(s, handler)
+        end_middleware(executor, nodes + ([placeholder] if placeholder is not None else []))
     return 0
+
+
+def end_middleware(executor: Executor, nodes: Sequence[Node], timeout_s: float = CLOSE_TIMEOUT_S) -> None:
+    """Shut ``executor``, ``nodes`` and rclpy down (what the nodes hold is closed already). A teardown
+    that does not finish within ``timeout_s`` (Fast DDS's threads deadlocked: a lease check against
+    a participant's removal, eProsima/Fast-DDS issue 6502) is left, said on stderr, and
+    :func:`middleware_stuck` turns True: the process then ends with ``os._exit`` (:func:`exit_code`)."""
+    failed: list[BaseException] = []
+
+    def end() -> None:
+        try:
+            executor.shutdown()
+            for node in nodes:
+                node.destroy_node()
+            rclpy.try_shutdown()
+        except BaseException as exc:  # noqa: BLE001 - raised again on the caller's thread
+            failed.append(exc)
+
+    closer = threading.Thread(target=end, daemon=True, name="rgbt-close")
+    closer.start()
+    closer.join(timeout_s)
+    if closer.is_alive():
+        _STUCK.append("process")
+        print(f"rgbt: the middleware did not shut down in {timeout_s:g} s (its threads are deadlocked: Fast DDS, "
+              "eProsima/Fast-DDS issue 6502); leaving it", file=sys.stderr, flush=True)
+    elif failed:
+        raise failed[0]
+
+
+def exit_code(code: int) -> int:
+    """``code``, or the process ends here with it when the middleware could not be shut down (the
+    interpreter's own teardown would wait on the same deadlock)."""
+    if middleware_stuck():
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    return code
 
 
 def drain(executor: Executor, nodes: Sequence[Node], max_s: float = DRAIN_MAX_S, idle_s: float = DRAIN_IDLE_S) -> None:
@@ -232,10 +271,6 @@ def drain(executor: Executor, nodes: Sequence[Node], max_s: float = DRAIN_MAX_S,
         elif now - idle_since >= idle_s:
             break
 
-
-#: how long :meth:`BackgroundNode.close` waits for the middleware (s)
-CLOSE_TIMEOUT_S = 15.0
-_STUCK: list[str] = []  # background nodes whose middleware never shut down
 
 
 class BackgroundNode:
@@ -306,7 +341,7 @@ def prepare_process(classes: Sequence[type]) -> None:
 def node_main(cls: type, args: list[str] | None = None) -> int:
     """``main()`` of a single-node executable (ament entry point or ``python nodes/X.py``)."""
     prepare_process([cls])
-    return run_nodes([lambda: cls()], args if args is not None else sys.argv)
+    return exit_code(run_nodes([lambda: cls()], args if args is not None else sys.argv))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -362,7 +397,7 @@ def main(argv: list[str] | None = None) -> int:
         _say(f"rgbt.ros.spin: {use_participant_lease(min(s for s in leases if s > 0))}")
     prepare_process(classes)
     if not args.standby:
-        return run_nodes(factories, ["rgbt", *ros_args], args.duration)
+        return exit_code(run_nodes(factories, ["rgbt", *ros_args], args.duration))
     placeholder = standby_placeholder(["rgbt", *ros_args])
     discovery = GraphDiscovery(placeholder, graph_node_names(ros_args))
     if args.ready_file:  # started up (the next spare may start); ready once it has discovered the graph
@@ -385,7 +420,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if standby_nice != args.nice:  # taken over: the group's priority from now on
         _say(f"rgbt.ros.spin: process priority: {set_process_nice(args.nice)}")
-    return run_nodes(factories, ["rgbt", *ros_args], args.duration, placeholder=placeholder)
+    return exit_code(run_nodes(factories, ["rgbt", *ros_args], args.duration, placeholder=placeholder))
 
 
 def set_oom_score_adj(value: int) -> str:

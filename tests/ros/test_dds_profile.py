@@ -40,9 +40,9 @@ def test_a_background_node_whose_middleware_hangs_is_left_and_said(ros_env: dict
 
 @pytest.mark.ros
 def test_a_publisher_lets_go_of_a_killed_process_within_its_short_participant_lease(ros_env: dict) -> None:
-    """The recorder's process announces a 2 s lease (``RecorderOptions.participant_lease_s``): a
-    publisher forgets a ``kill -9``-ed subscriber process's reader within it, not after Fast DDS's
-    20 s (a take-over received the stack at half rate while its predecessor's readers stayed matched)."""
+    """Node processes announce a 2 s lease (``NodeOptions.participant_lease_s``): a publisher
+    forgets a ``kill -9``-ed subscriber process's reader within it, not after Fast DDS's 20 s (while
+    a killed reader stayed matched, the stack reached every other process seconds late)."""
     import os
     import signal
     import subprocess
@@ -90,3 +90,34 @@ time.sleep(120)
             child.kill()
             child.wait()
         bg.close()
+
+
+@pytest.mark.ros
+def test_a_node_process_whose_middleware_hangs_at_exit_is_left_and_said(ros_env: dict, monkeypatch: pytest.MonkeyPatch,
+                                                                        capfd: pytest.CaptureFixture) -> None:
+    """The same deadlock on a node process's way out (its bags are closed by then): the teardown is
+    left after its timeout and said, and the process ends with ``os._exit`` (``spin.exit_code``)
+    instead of hanging; a teardown that fails raises on the caller's thread."""
+    import threading
+
+    from rgbt.ros import spin
+
+    release = threading.Event()
+
+    class Deadlocked:  # an executor whose shutdown waits on the middleware's deadlocked threads
+        def shutdown(self) -> None:
+            release.wait(30)
+
+    class Broken:
+        def shutdown(self) -> None:
+            raise RuntimeError("executor broke")
+
+    monkeypatch.setattr(spin, "_STUCK", [])
+    with pytest.raises(RuntimeError, match="executor broke"):
+        spin.end_middleware(Broken(), [], timeout_s=5.0)  # type: ignore[arg-type]
+    assert not spin.middleware_stuck()
+    t0 = time.monotonic()
+    spin.end_middleware(Deadlocked(), [], timeout_s=0.3)  # type: ignore[arg-type]
+    assert time.monotonic() - t0 < 5.0
+    assert spin.middleware_stuck() and "did not shut down in 0.3 s" in capfd.readouterr().err
+    release.set()
