@@ -26,9 +26,10 @@ peers' writes to that port then stalled 2 s at a time until the lease ran out (m
 recorder's ``kill -9``: every stream up to 7 s late, the sources' publish queue full, 2 s of every
 stream lost, in 2 of 3 flights where a spare started within 5 s); a spare of another group still
 importing when a group fails (no participant yet) is ended for the same reason. Spares start one at a
-time, the recorder's first (the next once the last is past its imports, or ``spare_start_max_s``
-after it started): four interpreters importing together beside the running graph took 6-8 s on a
-loaded 2-core host, and a recorder killed in that time had no spare to take over. A spare is
+time, the recorder's first unless ``spares_first`` names others (the next once the last is past its
+imports, or ``spare_start_max_s`` after it started): four interpreters importing together beside the
+running graph took 6-8 s on a loaded 2-core host, and a recorder killed in that time had no spare to
+take over. A spare is
 ready once its DDS participant has discovered the graph (``rgbt.ros.spin.GraphDiscovery``). A spare costs the
 memory of an idle interpreter with those libraries (101-128 MB RSS measured); a dead spare means a cold start.
 
@@ -87,8 +88,9 @@ class SupervisorOptions(BaseModel):
     spares_first: list[str] = Field(default_factory=list)
     spare_start_max_s: float = Field(20.0, gt=0)  # the next spare waits this long at most for one still starting
     # no spare starts this long after a group failed: the dead process's DDS participant stays in its peers
-    # until its lease (Fast DDS's 20 s) runs out, and a participant started meanwhile takes its
-    # shared-memory port over (see the module's docstring)
+    # until its lease runs out, and a participant started meanwhile takes its shared-memory port over (see
+    # the module's docstring). Measured with Fast DDS's 20 s lease; node processes now announce 2 s
+    # (NodeOptions.participant_lease_s), but a shorter hold is not measured yet
     spare_hold_after_failure_s: float = Field(22.0, ge=0)
     liveness: LivenessOptions = Field(default_factory=LivenessOptions)  # hung / stuck / deaf processes
 
