@@ -368,8 +368,9 @@ def fly_with_faults(profile: str, faults: list[str], sim_s: float, cameras: list
             graph = run.graph
             assert graph is not None
             recorder = next(iter(recorder_groups(flight.specs)))
-            # the flight's targets' warm spares first: the steady state a kill or a hang meets (spares start
-            # one at a time at a low priority; the fourth was not ready after 15 s on a busy 2-core host)
+            # the flight's targets' warm spares next after the recorder's: the steady state a kill or a hang
+            # meets (spares start one at a time at a low priority; the fourth was not ready 15 s into a flight
+            # on a busy 2-core host, and the recorder's put third met its kill with none)
             targets = list(dict.fromkeys(g for f in faults if (g := target_group(f, recorder)) in flight.members))
             sup = run.supervise(SupervisorOptions(spares_first=targets), log=events.append)
             if "unplug_thermal" in faults:

@@ -26,7 +26,7 @@ peers' writes to that port then stalled 2 s at a time until the lease ran out (m
 recorder's ``kill -9``: every stream up to 7 s late, the sources' publish queue full, 2 s of every
 stream lost, in 2 of 3 flights where a spare started within 5 s); a spare of another group still
 importing when a group fails (no participant yet) is ended for the same reason. Spares start one at a
-time, the recorder's first unless ``spares_first`` names others (the next once the last is past its
+time, the recorder's first, then those ``spares_first`` names (the next once the last is past its
 imports, or ``spare_start_max_s`` after it started): four interpreters importing together beside the
 running graph took 6-8 s on a loaded 2-core host, and a recorder killed in that time had no spare to
 take over. A spare is
@@ -83,7 +83,7 @@ class SupervisorOptions(BaseModel):
     retry_after_s: float = Field(30.0, gt=0)  # a group left down is tried again this long after (and again...)
     warm_spares: bool = True  # keep one imported, waiting process per group (a restart skips start-up)
     spare_delay_s: float = Field(5.0, ge=0)  # start a spare this long after the graph starts / the last one was used
-    # the groups whose spares start first, in this order (then the recorder's, then the others): spares
+    # the groups whose spares start next after the recorder's, in this order (then the others): spares
     # start one at a time at a low priority, the fourth seconds after the first on a busy 2-core host
     spares_first: list[str] = Field(default_factory=list)
     spare_start_max_s: float = Field(20.0, gt=0)  # the next spare waits this long at most for one still starting
@@ -98,7 +98,7 @@ class SupervisorOptions(BaseModel):
         if self.strict:
             return "strict (a failed process stops the graph)"
         spares = (f"; a warm spare per group (started {self.spare_delay_s:g} s after the graph / its last use, "
-                  f"one at a time (first: {', '.join([*self.spares_first, 'recorder'])}), none within "
+                  f"one at a time (first: {', '.join(dict.fromkeys(['recorder', *self.spares_first]))}), none within "
                   f"{self.spare_hold_after_failure_s:g} s "
                   f"of a failure)"
                   if self.warm_spares else "; no warm spares")
@@ -226,9 +226,9 @@ class Supervisor:
         # when each group's next warm spare is due (monotonic s; None: it has one)
         spares = self.o.warm_spares and not self.o.strict and hasattr(graph, "start_spare")
         start = time.monotonic() + self.o.spare_delay_s
-        first = [g for g in self.o.spares_first if g in graph.procs]
-        # the recorder's spare first, unless spares_first names others
-        order = first + sorted((g for g in graph.procs if g not in first), key=lambda g: g not in self.recorder_groups)
+        # the recorder's spare first (the bag is what a flight cannot redo), then spares_first's, then the others
+        rank = {g: i for i, g in enumerate(self.o.spares_first)}
+        order = sorted(graph.procs, key=lambda g: (g not in self.recorder_groups, rank.get(g, len(rank))))
         self.spare_due: dict[str, float | None] = {g: start for g in order if spares}
         self._spare_starting: tuple[str, float] | None = None  # the spare started last and when, till it is ready
         self._spares_held_until = 0.0  # no spare starts before (monotonic s): a dead participant's lease

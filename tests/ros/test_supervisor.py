@@ -260,18 +260,18 @@ def test_spares_start_one_at_a_time_the_recorders_first(tmp_path: Path, stop_aft
     assert [m.split("'")[1] for m in log if "warm spare" in m] == ["recorder", "first", "second"]
 
 
-def test_spares_first_puts_the_named_groups_spares_before_the_recorders(tmp_path: Path, stop_after) -> None:
-    """``spares_first`` (what the fault bench gives the group it will kill or hang) starts those
-    groups' spares first, in its order, then the recorder's, then the rest."""
+def test_spares_first_puts_the_named_groups_spares_next_after_the_recorders(tmp_path: Path, stop_after) -> None:
+    """``spares_first`` (what the fault bench gives the groups it will kill or hang) starts those
+    groups' spares next after the recorder's, in its order, then the rest."""
     quick = [sys.executable, "-c", READY + "time.sleep(60)", "0"]
     graph = _graph(tmp_path, first=quick, second=quick, recorder=quick)
     stop_after(graph)
     log: list[str] = []
-    options = FAST.model_copy(update={"spare_delay_s": 0.1, "spares_first": ["second"]})
+    options = FAST.model_copy(update={"spare_delay_s": 0.1, "spares_first": ["second", "recorder"]})
     sup = Supervisor(graph, options, {"recorder"}, log=log.append, status_path=graph.status_path)
-    assert "first: second, recorder" in options.describe()
+    assert "first: recorder, second)" in options.describe()
     assert _run(sup, 15.0, until=lambda: {"recorder", "first", "second"} <= set(graph.spares)) is None
-    assert [m.split("'")[1] for m in log if "warm spare" in m] == ["second", "recorder", "first"]
+    assert [m.split("'")[1] for m in log if "warm spare" in m] == ["recorder", "second", "first"]
 
 
 def test_a_failure_ends_the_spares_still_starting_and_starts_them_again_after_the_hold(tmp_path: Path,
