@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rgbt.errors import RgbtError
+from rgbt.fileio import write_atomic
 from rgbt.paths import FASTDDS_PROFILE
 
 #: the RMW rgbt's processes use unless ``RMW_IMPLEMENTATION`` says otherwise
@@ -106,10 +107,8 @@ def use_participant_lease(lease_s: float, environ: dict[str, str] | None = None)
         return f"participant lease left as {source} says ({exc})"
     digest = hashlib.sha256(text.encode()).hexdigest()[:16]
     derived = Path(tempfile.gettempdir()) / f"rgbt_fastdds_lease_{digest}.xml"
-    if not derived.exists():
-        partial = derived.with_name(f"{derived.name}.{os.getpid()}")
-        partial.write_text(text)
-        partial.replace(derived)  # whole or absent for a process reading it meanwhile
+    if not derived.exists():  # whole or absent for a process reading it meanwhile
+        write_atomic(derived, text, unique=True)
     env["FASTRTPS_DEFAULT_PROFILES_FILE"] = str(derived)
     return f"participant lease {lease_s:g} s (Fast DDS profile {Path(source).name} with it: {derived})"
 

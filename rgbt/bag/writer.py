@@ -135,7 +135,6 @@ class _RawFile:
     def tell(self) -> int:
         return os.lseek(self.fd, 0, os.SEEK_CUR)
 
-
     def truncate(self, size: int) -> None:
         os.ftruncate(self.fd, size)
         self.flushed = os.lseek(self.fd, size, os.SEEK_SET)

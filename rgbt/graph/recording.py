@@ -1230,7 +1230,7 @@ class _BagSink:
             self.queued_bytes += size
             self.backlog_bytes += size
             self.accepted += 1
-        self._queue(topic, t_ns, raw, key, len(raw), end)
+        self._queue(topic, t_ns, raw, key, size, end)
         return True
 
     def put_replayed(self, topic: str, t_ns: int, data: memoryview, key: int) -> None:
