@@ -209,11 +209,13 @@ def run_nodes(factories: Sequence[Callable[[], Node]], args: list[str] | None = 
     return 0
 
 
-def end_middleware(executor: Executor, nodes: Sequence[Node], timeout_s: float = CLOSE_TIMEOUT_S) -> None:
-    """Shut ``executor``, ``nodes`` and rclpy down (what the nodes hold is closed already). A teardown
-    that does not finish within ``timeout_s`` (Fast DDS's threads deadlocked: a lease check against
-    a participant's removal, eProsima/Fast-DDS issue 6502) is left, said on stderr, and
-    :func:`middleware_stuck` turns True: the process then ends with ``os._exit`` (:func:`exit_code`)."""
+def end_middleware(executor: Executor, nodes: Sequence[Node], timeout_s: float = CLOSE_TIMEOUT_S,
+                   context: rclpy.Context | None = None, what: str = "node process") -> bool:
+    """Shut ``executor``, ``nodes`` and ``context`` (default rclpy's) down; what the nodes hold is
+    closed already. False when that did not finish within ``timeout_s`` (Fast DDS's threads
+    deadlocked: a lease check against a participant's removal, eProsima/Fast-DDS issue 6502): it is
+    left, said on stderr, and :func:`middleware_stuck` turns True (a node process then ends with
+    ``os._exit``, :func:`exit_code`). A teardown that fails raises here."""
     failed: list[BaseException] = []
 
     def end() -> None:
@@ -221,7 +223,7 @@ def end_middleware(executor: Executor, nodes: Sequence[Node], timeout_s: float =
             executor.shutdown()
             for node in nodes:
                 node.destroy_node()
-            rclpy.try_shutdown()
+            rclpy.try_shutdown(context=context)
         except BaseException as exc:  # noqa: BLE001 - raised again on the caller's thread
             failed.append(exc)
 
@@ -229,11 +231,13 @@ def end_middleware(executor: Executor, nodes: Sequence[Node], timeout_s: float =
     closer.start()
     closer.join(timeout_s)
     if closer.is_alive():
-        _STUCK.append("process")
-        print(f"rgbt: the middleware did not shut down in {timeout_s:g} s (its threads are deadlocked: Fast DDS, "
-              "eProsima/Fast-DDS issue 6502); leaving it", file=sys.stderr, flush=True)
-    elif failed:
+        _STUCK.append(what)
+        print(f"rgbt: {what} did not shut down in {timeout_s:g} s (the middleware's threads are deadlocked: "
+              "Fast DDS, eProsima/Fast-DDS issue 6502); leaving it", file=sys.stderr, flush=True)
+        return False
+    if failed:
         raise failed[0]
+    return True
 
 
 def exit_code(code: int) -> int:
@@ -308,26 +312,13 @@ class BackgroundNode:
         self._stop.set()
         if self._thread.is_alive():
             self._thread.join(timeout=5)
-
-        def end() -> None:
-            self.executor.shutdown()
-            self.node.destroy_node()
-            self.context.try_shutdown()
-
-        closer = threading.Thread(target=end, daemon=True, name="rgbt-close")
-        closer.start()
-        closer.join(timeout_s)
-        if not closer.is_alive():
-            return True
-        _STUCK.append(self.node.get_name())
-        print(f"rgbt: node {self.node.get_name()!r} did not shut down in {timeout_s:g} s (the middleware's threads "
-              "are deadlocked: Fast DDS, eProsima/Fast-DDS issue 6502); leaving it", file=sys.stderr, flush=True)
-        return False
+        return end_middleware(self.executor, [self.node], timeout_s, context=self.context,
+                              what=f"node {self.node.get_name()!r}")
 
 
 def middleware_stuck() -> bool:
-    """Whether a :class:`BackgroundNode` of this process could not be shut down: the process should
-    then end with ``os._exit`` (the interpreter's own teardown would wait on the same deadlock)."""
+    """Whether this process's middleware could not be shut down (:func:`end_middleware`): the process
+    should then end with ``os._exit`` (the interpreter's own teardown would wait on the same deadlock)."""
     return bool(_STUCK)
 
 
@@ -392,7 +383,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.standby:
             cls.prewarm()
     names = [item.partition(":")[0] for item in args.node]
-    leases = [cls.participant_lease_s(node_parameters(ros_args, n)) for n, cls in zip(names, classes, strict=True)]
+    params = [node_parameters(ros_args, n) for n in names]  # each node's, from the params files, once
+    leases = [cls.participant_lease_s(p) for cls, p in zip(classes, params, strict=True)]
     if any(s > 0 for s in leases):  # before rclpy creates the participant
         _say(f"rgbt.ros.spin: {use_participant_lease(min(s for s in leases if s > 0))}")
     prepare_process(classes)
@@ -403,7 +395,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.ready_file:  # started up (the next spare may start); ready once it has discovered the graph
         with open(args.ready_file, "w") as fh:
             fh.write(f"{os.getpid()} {DISCOVERING}")
-    reserving = StandbyReservation(list(zip(names, classes, strict=True)), ros_args)
+    reserving = StandbyReservation(list(zip(names, classes, params, strict=True)))
 
     def ready_once_discovered() -> None:  # ready: a take-over now matches its peers at once, from a warm heap
         if args.ready_file and discovery.done() and reserving.done():
@@ -484,25 +476,23 @@ STANDBY_RESERVE_PAUSE_S = 0.01
 
 
 class StandbyReservation:
-    """A warm spare touches the heap its nodes (name, node class) will reserve when they start
-    (``RgbtNode.standby_reserve_bytes``, from their parameters in the graph's params file), paced, on
+    """A warm spare touches the heap its nodes (name, node class, ROS parameters from the graph's
+    params file) will reserve when they start (``RgbtNode.standby_reserve_bytes``), paced, on
     a thread of its own while it waits: once past its imports the next spare may start, and a take-over
     then allocates from a warm heap. :meth:`stop` ends it at the next chunk (a take-over does not
     wait for it; the node reserves what is missing). Options that do not validate are left to the
     node's start to report."""
 
-    def __init__(self, nodes: list[tuple[str, Any]], ros_args: list[str]) -> None:
+    def __init__(self, nodes: list[tuple[str, Any, dict]]) -> None:
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, args=(nodes, ros_args), name="rgbt-standby-heap",
-                                        daemon=True)
+        self._thread = threading.Thread(target=self._run, args=(nodes,), name="rgbt-standby-heap", daemon=True)
         self._thread.start()
 
-    def _run(self, nodes: list[tuple[str, Any]], ros_args: list[str]) -> None:
+    def _run(self, nodes: list[tuple[str, Any, dict]]) -> None:
         from rgbt.memory import reserve_heap
 
         try:
-            params = {name: node_parameters(ros_args, name) for name, _ in nodes}
-            nbytes = sum(cls.standby_reserve_bytes(params[name]) for name, cls in nodes)
+            nbytes = sum(cls.standby_reserve_bytes(params) for _, cls, params in nodes)
         except Exception as exc:  # noqa: BLE001 - the node reports its options when it starts
             _say(f"rgbt.ros.spin: warm spare: no heap reserved in standby ({exc.__class__.__name__})")
             return
@@ -511,11 +501,11 @@ class StandbyReservation:
             done = reserve_heap(nbytes, pause_s=STANDBY_RESERVE_PAUSE_S, stop=self._stop)
             _say(f"rgbt.ros.spin: warm spare: heap reserved in standby: {done / 1e6:.0f} MB in "
                  f"{time.monotonic() - t0:.1f} s" if done else "rgbt.ros.spin: warm spare: heap not reserved")
-        for name, cls in nodes:
+        for name, cls, params in nodes:
             if self._stop.is_set():
                 return
             try:
-                cls.standby_prepare(params[name])
+                cls.standby_prepare(params)
             except Exception as exc:  # noqa: BLE001 - the node does it (and reports) when it starts
                 _say(f"rgbt.ros.spin: warm spare: {name} not prepared in standby ({exc})")
 
